@@ -1,0 +1,3 @@
+from tlsbench.cli import main
+
+raise SystemExit(main())

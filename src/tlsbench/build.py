@@ -1,0 +1,281 @@
+"""Builds of variants, cached under a key made of everything that goes into them.
+
+Cache layout (under `paths.cache_root()/builds`):
+
+    <line>-<key16>/               one library build (renamed into place when complete)
+        prefix/                   installed headers and static libraries
+        build.log  manifest.json  variant.cmake
+        drivers-<dkey16>/         the probe and driver programs built against it
+            bin/  probe.json  build.log
+
+The library key hashes the source archive's sha256 (or the system package version), the
+resolved options, the compiler and its version, the arch, the recipe's own source and
+the tool versions it declares. The drivers key adds the drivers/ tree and cmake's version,
+so editing a driver never rebuilds a library.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import fcntl
+import hashlib
+import inspect
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tlsbench import paths
+from tlsbench.errors import BuildError, UserError
+from tlsbench.recipes import recipe_for
+from tlsbench.recipes.base import BuildContext, BuildLog, LinkInfo, tool_version
+from tlsbench.sources import Sources
+from tlsbench.variants import Variant
+
+MANIFEST = "manifest.json"
+COMPILER = os.environ.get("TLSBENCH_CC", "gcc")
+
+
+@dataclass
+class Build:
+    """A completed build of one variant, with its drivers."""
+
+    variant: Variant
+    key: str
+    folder: Path
+    manifest: dict[str, Any]
+    drivers_folder: Path
+
+    def program(self, name: str) -> Path:
+        return self.drivers_folder / "bin" / name
+
+    def describe(self) -> dict[str, Any]:
+        """What `tlsbench build --json` prints for this variant."""
+        probe_file = self.drivers_folder / "probe.json"
+        return {
+            "name": self.variant.name,
+            "library": self.variant.library,
+            "version": self.manifest["version"],
+            "line": self.variant.line.name,
+            "features": list(self.variant.features),
+            "options": self.variant.options(),
+            "cache_key": self.key,
+            "folder": str(self.folder),
+            "library_files": self.manifest["link"]["library_files"],
+            "compiler": self.manifest["inputs"]["compiler"],
+            "build_seconds": self.manifest["build_seconds"],
+            "probe": json.loads(probe_file.read_text()),
+        }
+
+
+def _digest(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
+
+
+def _tree_digest(root: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            digest.update(str(path.relative_to(root)).encode() + b"\0")
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """One builder per cache entry at a time; others wait and then find it done."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+class Builder:
+    def __init__(self, cache: Path | None = None, quiet: bool = False) -> None:
+        self.cache = cache or paths.cache_root()
+        self.builds = self.cache / "builds"
+        self.sources = Sources(self.cache)
+        self.quiet = quiet
+        self.jobs = os.cpu_count() or 1
+        self._compiler: str | None = None
+
+    def _say(self, text: str) -> None:
+        if not self.quiet:
+            print(text, file=sys.stderr, flush=True)
+
+    # -- keys -------------------------------------------------------------------------------
+
+    def compiler(self) -> str:
+        if self._compiler is None:
+            path = shutil.which(COMPILER)
+            if path is None:
+                raise UserError(f"compiler {COMPILER} not found; run `./tlsbench doctor`")
+            self._compiler = f"{os.path.realpath(path)}: {tool_version([COMPILER, '--version'])}"
+        return self._compiler
+
+    def key_inputs(self, variant: Variant) -> dict[str, Any]:
+        recipe = recipe_for(variant)
+        pin = variant.line.pin
+        return {
+            "source_sha256": pin.sha256 if pin else None,
+            "upstream": pin.upstream if pin else None,
+            "options": variant.options(),
+            "compiler": self.compiler(),
+            "arch": variant.arch,
+            "recipe": hashlib.sha256(
+                inspect.getsource(sys.modules[type(recipe).__module__]).encode()
+            ).hexdigest(),
+            "tools": recipe.key_inputs(variant),
+        }
+
+    def key(self, variant: Variant) -> str:
+        return _digest(self.key_inputs(variant))
+
+    def folder(self, variant: Variant, key: str) -> Path:
+        return self.builds / f"{variant.line.name}-{key[:16]}"
+
+    # -- building ---------------------------------------------------------------------------
+
+    def build(self, variant: Variant) -> Build:
+        inputs = self.key_inputs(variant)
+        key = _digest(inputs)
+        folder = self.folder(variant, key)
+        if not (folder / MANIFEST).exists():
+            with _locked(self.builds / f".{folder.name}.lock"):
+                if not (folder / MANIFEST).exists():
+                    self._build_library(variant, inputs, key, folder)
+        manifest = json.loads((folder / MANIFEST).read_text())
+        drivers_folder = self._build_drivers(variant, key, folder)
+        return Build(variant, key, folder, manifest, drivers_folder)
+
+    def _build_library(
+        self, variant: Variant, inputs: dict[str, Any], key: str, folder: Path
+    ) -> None:
+        work = folder.with_name(folder.name + f".tmp-{os.getpid()}")
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        log = BuildLog(work / "build.log", variant.name, self.quiet)
+        log.note(f"tlsbench build of {variant.name}\nkey {key}\n{json.dumps(inputs, indent=2)}")
+        self._say(f"building {variant.name} (cache key {key[:16]}, -j{self.jobs})")
+        started = time.monotonic()
+        try:
+            source = None
+            if variant.line.pin is not None:
+                log.step("fetch and verify source")
+                source = self.sources.source_dir(variant.line.name)
+            ctx = BuildContext(variant, source, work, self.jobs, log, cc=COMPILER)
+            link = recipe_for(variant).build(ctx)
+        except BaseException as exc:
+            raise self._failed(exc, work, folder) from None
+        shutil.rmtree(ctx.tree, ignore_errors=True)  # objects are not needed once installed
+        # Recipes saw the temporary folder; what is stored names the final one.
+        link = LinkInfo(
+            **{
+                name: [item.replace(str(work), str(folder)) for item in items]
+                for name, items in link.__dict__.items()
+            }
+        )
+        elapsed = time.monotonic() - started
+        pin = variant.line.pin
+        version = pin.upstream if pin else inputs["tools"][variant.line.system_package]
+        manifest = {
+            "variant": variant.name,
+            "library": variant.library,
+            "version": version,
+            "key": key,
+            "inputs": inputs,
+            "link": link.__dict__,
+            "build_seconds": round(elapsed, 1),
+            "built_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        }
+        (work / "variant.cmake").write_text(_variant_cmake(variant.library, link))
+        (work / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+        shutil.rmtree(folder, ignore_errors=True)
+        work.rename(folder)  # complete: only now can it be taken as done
+        self._say(f"built {variant.name} in {elapsed:.0f}s")
+
+    @staticmethod
+    def _failed(exc: BaseException, work: Path, folder: Path) -> BaseException:
+        """Keeps the log of a failed build beside the cache entry and drops the rest."""
+        log = work / "build.log"
+        failed_log = folder.with_name(folder.name + ".failed.log")
+        if log.exists():
+            shutil.copyfile(log, failed_log)
+        shutil.rmtree(work, ignore_errors=True)
+        if isinstance(exc, BuildError):
+            return BuildError(str(exc).replace(str(log), str(failed_log)))
+        return exc
+
+    def _build_drivers(self, variant: Variant, key: str, folder: Path) -> Path:
+        dkey = _digest(
+            {
+                "library_key": key,
+                "drivers": _tree_digest(paths.DRIVERS),
+                "cmake": tool_version(["cmake", "--version"]),
+            }
+        )
+        done = folder / f"drivers-{dkey[:16]}"
+        if (done / "probe.json").exists():
+            return done
+        with _locked(folder / f".drivers-{dkey[:16]}.lock"):
+            if (done / "probe.json").exists():
+                return done
+            work = folder / f"drivers-{dkey[:16]}.tmp-{os.getpid()}"
+            shutil.rmtree(work, ignore_errors=True)
+            work.mkdir(parents=True)
+            log = BuildLog(work / "build.log", f"{variant.name} drivers", self.quiet)
+            ctx = BuildContext(variant, None, work, self.jobs, log, cc=COMPILER)
+            try:
+                ctx.run(
+                    [
+                        "cmake", "-S", str(paths.DRIVERS), "-B", str(work / "tree"), "-G",
+                        "Ninja", f"-DCMAKE_C_COMPILER={COMPILER}",
+                        f"-DTLSBENCH_VARIANT_CMAKE={folder / 'variant.cmake'}",
+                        f"-DCMAKE_RUNTIME_OUTPUT_DIRECTORY={work / 'bin'}",
+                    ],
+                    cwd=work,
+                )  # fmt: skip
+                ctx.run(["cmake", "--build", str(work / "tree"), "-j", str(self.jobs)], cwd=work)
+                probe = self._run_probe(work / "bin" / "tlsbench-probe", log)
+            except BaseException as exc:
+                raise self._failed(exc, work, done) from None
+            (work / "probe.json").write_text(json.dumps(probe, indent=2) + "\n")
+            shutil.rmtree(done, ignore_errors=True)
+            work.rename(done)
+        return done
+
+    @staticmethod
+    def _run_probe(program: Path, log: BuildLog) -> dict[str, Any]:
+        proc = subprocess.run([str(program)], capture_output=True, text=True, check=False)
+        log.note(f"$ {program}\n{proc.stdout}{proc.stderr}")
+        if proc.returncode != 0:
+            raise log.fail(f"the probe exited with status {proc.returncode}")
+        try:
+            return dict(json.loads(proc.stdout))
+        except json.JSONDecodeError as exc:
+            raise log.fail(f"the probe printed no valid JSON ({exc})") from exc
+
+
+def _cmake_list(items: list[str]) -> str:
+    quoted = " ".join('"' + i.replace("\\", "\\\\").replace('"', '\\"') + '"' for i in items)
+    return quoted
+
+
+def _variant_cmake(library: str, link: LinkInfo) -> str:
+    """The facts the drivers' CMakeLists.txt needs to build against one variant."""
+    return (
+        "# Generated by tlsbench build: how to compile and link against this variant.\n"
+        f'set(TLSBENCH_LIBRARY "{library}")\n'
+        f"set(TLSBENCH_INCLUDE_DIRS {_cmake_list(link.include_dirs)})\n"
+        f"set(TLSBENCH_DEFINES {_cmake_list(link.defines)})\n"
+        f"set(TLSBENCH_C_FLAGS {_cmake_list(link.c_flags)})\n"
+        f"set(TLSBENCH_LINK_FLAGS {_cmake_list(link.link_flags)})\n"
+        f"set(TLSBENCH_LIBRARIES {_cmake_list(link.libraries)})\n"
+    )

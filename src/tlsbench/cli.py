@@ -1,0 +1,131 @@
+"""The `tlsbench` command line: one function per command, user errors without tracebacks."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+
+from tlsbench.errors import UserError
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from tlsbench.build import Builder
+    from tlsbench.variants import Catalog
+
+    catalog = Catalog()
+    specs = args.variants or catalog.defaults
+    variants = [catalog.resolve(spec) for spec in specs]  # all checked before any build
+    builder = Builder(quiet=args.json and args.quiet)
+    described = []
+    for variant in variants:
+        build = builder.build(variant)
+        described.append(build.describe())
+        if not args.json:
+            probe = described[-1]["probe"]
+            print(f"{variant.name}: {probe.get('version')} ({build.folder})")
+    if args.json:
+        json.dump(described, sys.stdout, indent=2)
+        print()
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from tlsbench.variants import Catalog
+
+    listing = Catalog().listing()
+    if args.json:
+        json.dump(listing, sys.stdout, indent=2)
+        print()
+        return 0
+    print("Lines (LINE[:OPTION,...]; OPTION = feature or MACRO=VALUE):")
+    for name, line in listing["lines"].items():
+        origin = line["upstream"] or f"machine's {line['system_package']}"
+        default = "  (default)" if name in listing["defaults"] else ""
+        print(f"  {name:<18} {origin}{default}")
+    print("Named variants:")
+    for name, spec in listing["named"].items():
+        print(f"  {name:<18} = {spec}")
+    print("Features:")
+    for library, features in listing["features"].items():
+        for name, info in features.items():
+            note = f"  [unavailable: {info['unsupported']}]" if "unsupported" in info else ""
+            print(f"  {library + ':' + name:<32} {info['description']}{note}")
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from tlsbench.doctor import run_doctor
+
+    return run_doctor(as_json=args.json)
+
+
+def cmd_sources(args: argparse.Namespace) -> int:
+    from tlsbench.sources import Sources
+
+    sources = Sources()
+    if args.action == "repin":
+        if not args.line or not args.version:
+            raise UserError("usage: tlsbench sources repin LINE VERSION")
+        old = sources.pin(args.line)
+        new = sources.repin(args.line, args.version)
+        print(f"{args.line}: {old.upstream} -> {new.upstream} ({new.file}, sha256 {new.sha256})")
+        print("recorded in sources/pin-moves.log; commit sources/ to keep the move")
+        return 0
+    lines = [args.line] if args.line else sorted(sources.pins)
+    for line in lines:
+        if args.action == "fetch":
+            path = sources.source_dir(line)
+        else:  # list
+            pin = sources.pin(line)
+            offered = sources.apt.offered_versions(pin.package) if args.offered else []
+            extra = f"  offered: {', '.join(offered)}" if offered else ""
+            print(f"{line:<16} {pin.package} {pin.upstream}  {pin.file}  {pin.sha256}{extra}")
+            continue
+        print(f"{line}: {path}")
+    return 0
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "build": cmd_build,
+    "list": cmd_list,
+    "doctor": cmd_doctor,
+    "sources": cmd_sources,
+}
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="tlsbench", description=__doc__)
+    sub = top.add_subparsers(dest="command", required=True)
+
+    build = sub.add_parser("build", help="build variants (cached) and print what they are")
+    build.add_argument("variants", nargs="*", metavar="VARIANT", help="default: all defaults")
+    build.add_argument("--json", action="store_true", help="print name, options, key, probe")
+    build.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+
+    lst = sub.add_parser("list", help="list variants and features")
+    lst.add_argument("what", choices=["variants"])
+    lst.add_argument("--json", action="store_true")
+
+    doctor = sub.add_parser("doctor", help="check tools and what could skew measurements")
+    doctor.add_argument("--json", action="store_true")
+
+    sources = sub.add_parser("sources", help="pinned sources: list, fetch, repin")
+    sources.add_argument("action", choices=["list", "fetch", "repin"])
+    sources.add_argument("line", nargs="?", help="a pinned line, e.g. openssl-3.5.x")
+    sources.add_argument("version", nargs="?", help="repin: the upstream version to move to")
+    sources.add_argument("--offered", action="store_true", help="list: versions Debian offers")
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except UserError as exc:
+        print(f"tlsbench: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("tlsbench: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,166 @@
+"""`tlsbench doctor`: tools the builds need, and machine facts that could skew figures."""
+
+from __future__ import annotations
+
+import json
+import platform
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tlsbench.recipes.base import tool_version
+from tlsbench.recipes.system import debian_version
+
+# command -> Debian package that provides it
+TOOLS = {
+    "gcc": "gcc",
+    "make": "make",
+    "cmake": "cmake",
+    "ninja": "ninja-build",
+    "autoconf": "autoconf",
+    "automake": "automake",
+    "libtoolize": "libtool",
+    "perl": "perl",
+    "pkg-config": "pkgconf",
+    "valgrind": "valgrind",
+    "apt-get": "apt",
+}
+DEV_PACKAGES = [
+    "nettle-dev", "libgmp-dev", "libtasn1-6-dev", "libunistring-dev",  # GnuTLS from source
+    "libssl-dev", "libgnutls28-dev",  # the `system` variants
+]  # fmt: skip
+CRYPTO_FLAGS = ["aes", "pclmulqdq", "avx2", "avx512f", "vaes", "sha_ni"]
+
+
+@dataclass
+class Report:
+    missing: dict[str, str] = field(default_factory=dict)  # what -> Debian package
+    tools: dict[str, str] = field(default_factory=dict)
+    cpu: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def install_command(self) -> str | None:
+        packages = sorted(set(self.missing.values()))
+        return f"apt-get install -y {' '.join(packages)}" if packages else None
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def _m32_works() -> bool:
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "t.c"
+        src.write_text("#include <stdio.h>\nint main(void) { return 0; }\n")
+        proc = subprocess.run(
+            ["gcc", "-m32", str(src), "-o", str(Path(tmp) / "t")],
+            capture_output=True, check=False,
+        )  # fmt: skip
+        return proc.returncode == 0
+
+
+def cpu_facts() -> dict[str, Any]:
+    cpuinfo = _read("/proc/cpuinfo") or ""
+    model = next(
+        (ln.split(":", 1)[1].strip() for ln in cpuinfo.splitlines() if ln.startswith("model name")),
+        platform.processor() or "unknown",
+    )
+    flags_line = next((ln for ln in cpuinfo.splitlines() if ln.startswith("flags")), "")
+    flags = set(flags_line.split(":", 1)[1].split()) if flags_line else set()
+    virt = None
+    if shutil.which("systemd-detect-virt"):
+        out = subprocess.run(["systemd-detect-virt"], capture_output=True, text=True, check=False)
+        virt = out.stdout.strip() or None
+    if virt is None and "hypervisor" in flags:
+        virt = "yes (hypervisor flag)"
+    governor = _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
+    no_turbo = _read("/sys/devices/system/cpu/intel_pstate/no_turbo")
+    boost = _read("/sys/devices/system/cpu/cpufreq/boost")
+    turbo = None
+    if no_turbo is not None:
+        turbo = no_turbo == "0"
+    elif boost is not None:
+        turbo = boost == "1"
+    return {
+        "model": model,
+        "cores": len([ln for ln in cpuinfo.splitlines() if ln.startswith("processor")]),
+        "crypto_flags": {f: f in flags for f in CRYPTO_FLAGS},
+        "invariant_tsc": "constant_tsc" in flags and "nonstop_tsc" in flags,
+        "governor": governor,
+        "turbo": turbo,
+        "virtualization": virt if virt not in ("none", None) else None,
+        "aslr": _read("/proc/sys/kernel/randomize_va_space"),
+        "kernel": platform.release(),
+    }
+
+
+def measurement_warnings(cpu: dict[str, Any]) -> list[str]:
+    """What could skew a measurement on this machine (also stored with every run)."""
+    warnings = []
+    if not cpu["invariant_tsc"]:
+        warnings.append("TSC not invariant: cycle figures drift with frequency")
+    if cpu["governor"] not in (None, "performance"):
+        warnings.append(f"frequency governor is {cpu['governor']!r}, not 'performance'")
+    if cpu["turbo"]:
+        warnings.append("turbo boost is on: clock rate varies with load and temperature")
+    if cpu["virtualization"]:
+        warnings.append(
+            f"virtual machine ({cpu['virtualization']}): steal time and shared caches add noise"
+        )
+    if cpu["governor"] is None:
+        warnings.append("frequency governor and turbo are not readable here")
+    return warnings
+
+
+def collect() -> Report:
+    report = Report()
+    for tool, package in TOOLS.items():
+        if shutil.which(tool) is None:
+            report.missing[tool] = package
+        else:
+            report.tools[tool] = tool_version([tool, "--version"])
+    for package in DEV_PACKAGES:
+        version = debian_version(package)
+        if version is None:
+            report.missing[package] = package
+        else:
+            report.tools[package] = version
+    if "gcc" in report.tools and not _m32_works():
+        report.missing["i686 multilib (gcc -m32)"] = "gcc-multilib"
+    report.cpu = cpu_facts()
+    report.warnings = measurement_warnings(report.cpu)
+    return report
+
+
+def run_doctor(as_json: bool = False) -> int:
+    report = collect()
+    if as_json:
+        print(json.dumps({**report.__dict__, "install": report.install_command()}, indent=2))
+        return 1 if report.missing else 0
+    for name, version in report.tools.items():
+        print(f"ok       {name:<18} {version}")
+    for name, package in report.missing.items():
+        print(f"MISSING  {name:<18} (Debian package {package})")
+    cpu = report.cpu
+    print(f"\nCPU      {cpu['model']} ({cpu['cores']} logical cores)")
+    flags = " ".join(f"{f}{'+' if on else '-'}" for f, on in cpu["crypto_flags"].items())
+    print(f"crypto   {flags}")
+    print(f"TSC      {'invariant' if cpu['invariant_tsc'] else 'NOT invariant'}")
+    print(f"governor {cpu['governor'] or 'not readable'}; turbo {cpu['turbo']}")
+    print(f"virtual  {cpu['virtualization'] or 'no'}; ASLR {cpu['aslr']}; kernel {cpu['kernel']}")
+    if report.warnings:
+        print("\nCould skew measurements:")
+        for warning in report.warnings:
+            print(f"  - {warning}")
+    command = report.install_command()
+    if command:
+        print(f"\nInstall what is missing with:\n  {command}")
+        return 1
+    print("\nAll tools present.")
+    return 0

@@ -1,0 +1,45 @@
+"""OpenSSL: perl Configure out of tree, libraries only (no apps, tests or docs), static."""
+
+from __future__ import annotations
+
+from tlsbench.recipes.base import BuildContext, LinkInfo, tool_version
+from tlsbench.variants import Variant
+
+TARGETS = {"x86_64": "linux-x86_64", "i686": "linux-x86"}
+
+
+class OpensslRecipe:
+    library = "openssl"
+
+    def key_inputs(self, variant: Variant) -> dict[str, str]:
+        return {"perl": tool_version(["perl", "-e", "print $^V"])}
+
+    def build(self, ctx: BuildContext) -> LinkInfo:
+        assert ctx.source is not None
+        ctx.tree.mkdir(parents=True, exist_ok=True)
+        macros = [
+            f"-D{name}" if value == "" else f"-D{name}={value}"
+            for name, value in ctx.variant.macros.items()
+        ]
+        ctx.log.step("Configure")
+        ctx.run(
+            [
+                "perl", str(ctx.source / "Configure"), TARGETS[ctx.variant.arch],
+                *ctx.variant.configure, f"--prefix={ctx.prefix}", "--libdir=lib",
+                f"--openssldir={ctx.prefix / 'ssl'}", *ctx.m32, *ctx.variant.cflags, *macros,
+            ],
+            cwd=ctx.tree,
+            env={"CC": ctx.cc},
+        )  # fmt: skip
+        ctx.log.step("compile")
+        ctx.run(["make", f"-j{ctx.jobs}", "build_libs"], cwd=ctx.tree)
+        ctx.run(["make", "install_dev"], cwd=ctx.tree)
+        lib = ctx.prefix / "lib"
+        files = [str(lib / "libssl.a"), str(lib / "libcrypto.a")]
+        return LinkInfo(
+            include_dirs=[str(ctx.prefix / "include")],
+            libraries=[*files, "-ldl", "-lpthread"],
+            c_flags=list(ctx.m32),
+            link_flags=list(ctx.m32),
+            library_files=files,
+        )

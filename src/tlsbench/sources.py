@@ -1,0 +1,324 @@
+"""Pinned library sources: Debian source packages through a project-private apt setup.
+
+The machine's apt configuration is never touched: apt runs with its etc, state and cache
+folders under the tlsbench cache, and reads only `sources/debian-src.list`. Only the
+upstream `.orig` archive is used (Debian's patches are not applied), and it is checked
+against the sha256 pinned in `sources/pins.toml` before anything unpacks it.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tarfile
+import tomllib
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from tlsbench import paths
+from tlsbench.errors import UserError
+
+# apt's lists are refreshed when older than this, or when a pinned version is not found.
+APT_LISTS_MAX_AGE_S = 24 * 3600
+
+
+@dataclass(frozen=True)
+class Pin:
+    line: str  # what a variant names, e.g. "openssl-3.5.x"
+    library: str  # "openssl"
+    package: str  # Debian source package, e.g. "openssl"
+    upstream: str  # exact upstream release, e.g. "3.5.7"
+    file: str  # the .orig archive's file name
+    sha256: str
+
+
+def load_pins(pins_file: Path | None = None) -> dict[str, Pin]:
+    pins_file = pins_file or paths.PINS_FILE
+    try:
+        data = tomllib.loads(pins_file.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{pins_file}: {exc}") from exc
+    pins = {}
+    for line, entry in data.items():
+        missing = {"package", "upstream", "file", "sha256"} - entry.keys()
+        if missing:
+            raise UserError(f"{pins_file}: pin [{line}] lacks {', '.join(sorted(missing))}")
+        pins[line] = Pin(
+            line=line,
+            library=line.split("-", 1)[0],
+            package=entry["package"],
+            upstream=entry["upstream"],
+            file=entry["file"],
+            sha256=entry["sha256"].lower(),
+        )
+    return pins
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def upstream_of(debian_version: str) -> str:
+    """'1:3.5.7-1~deb13u2' -> '3.5.7' (epoch and Debian revision removed)."""
+    version = debian_version.split(":", 1)[-1]
+    return version.rsplit("-", 1)[0] if "-" in version else version
+
+
+class Apt:
+    """apt-get / apt-cache confined to a private configuration under the cache."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.etc = root / "etc"
+        self.state = root / "state"
+        self.cache = root / "cache"
+
+    def _options(self) -> list[str]:
+        return [
+            "-o", f"Dir::Etc={self.etc}",
+            "-o", f"Dir::Etc::SourceList={self.etc / 'sources.list'}",
+            "-o", f"Dir::Etc::SourceParts={self.etc / 'sources.list.d'}",
+            "-o", f"Dir::Etc::Preferences={self.etc / 'preferences'}",
+            "-o", f"Dir::Etc::PreferencesParts={self.etc / 'preferences.d'}",
+            "-o", f"Dir::State={self.state}",
+            "-o", f"Dir::State::Status={self.state / 'status'}",
+            "-o", f"Dir::Cache={self.cache}",
+            "-o", "APT::Sandbox::User=root",
+            "-o", "Debug::NoLocking=1",
+        ]  # fmt: skip
+
+    def _prepare(self) -> None:
+        for folder in (
+            self.etc / "sources.list.d",
+            self.etc / "preferences.d",
+            self.state / "lists" / "partial",
+            self.cache / "archives" / "partial",
+        ):
+            folder.mkdir(parents=True, exist_ok=True)
+        (self.state / "status").touch()
+        wanted = paths.APT_SOURCES_LIST.read_text()
+        current = self.etc / "sources.list"
+        if not current.exists() or current.read_text() != wanted:
+            current.write_text(wanted)
+            # A changed source list makes the old indexes stale.
+            for stale in (self.state / "lists").glob("*Sources*"):
+                stale.unlink()
+
+    def _run(self, tool: str, *args: str) -> str:
+        if shutil.which(tool) is None:
+            raise UserError(f"{tool} is not installed; tlsbench fetches sources through apt")
+        proc = subprocess.run(
+            [tool, *self._options(), *args], capture_output=True, text=True, check=False
+        )
+        if proc.returncode != 0:
+            raise UserError(
+                f"{tool} {' '.join(args)} failed:\n{proc.stderr.strip()}", exit_code=1
+            )
+        return proc.stdout
+
+    def lists_fresh(self) -> bool:
+        lists = list((self.state / "lists").glob("*Sources"))
+        if not lists:
+            return False
+        age = _dt.datetime.now().timestamp() - min(p.stat().st_mtime for p in lists)
+        return age < APT_LISTS_MAX_AGE_S
+
+    def update(self, force: bool = False) -> None:
+        self._prepare()
+        if force or not self.lists_fresh():
+            self._run("apt-get", "update", "-q")
+
+    def offered_versions(self, package: str) -> list[str]:
+        """Debian versions of a source package the configured suites offer."""
+        self._prepare()
+        out = self._run("apt-cache", "showsrc", "--only-source", package)
+        versions = re.findall(r"^Version: (\S+)$", out, flags=re.M)
+        return sorted(set(versions), key=_version_key)
+
+    def uris(self, package: str, debian_version: str) -> dict[str, tuple[str, str]]:
+        """file name -> (URL, sha256) of one source package version, from apt's index."""
+        out = self._run("apt-get", "source", "--print-uris", f"{package}={debian_version}")
+        found = {}
+        for url, name, _size, checksum in re.findall(
+            r"^'(\S+)' (\S+) (\d+) (?:SHA256:)?(\S+)$", out, flags=re.M
+        ):
+            found[name] = (url, checksum.lower())
+        return found
+
+
+def _version_key(version: str) -> list[tuple[int, str]]:
+    return [(int(p), "") if p.isdigit() else (-1, p) for p in re.split(r"[.\-+~:]", version)]
+
+
+class Sources:
+    """Fetches, verifies and unpacks pinned archives under the cache."""
+
+    def __init__(self, cache: Path | None = None, pins: dict[str, Pin] | None = None) -> None:
+        self.cache = cache or paths.cache_root()
+        self.pins = pins if pins is not None else load_pins()
+        self.apt = Apt(self.cache / "apt")
+        self.archives = self.cache / "archives"
+        self.unpacked = self.cache / "src"
+
+    def pin(self, line: str) -> Pin:
+        try:
+            return self.pins[line]
+        except KeyError:
+            raise UserError(
+                f"no pinned source for {line!r}; pinned: {', '.join(sorted(self.pins))}"
+            ) from None
+
+    # -- fetching ---------------------------------------------------------------------------
+
+    def _debian_version_for(self, package: str, upstream: str, line: str) -> str:
+        for attempt in range(2):
+            self.apt.update(force=attempt == 1)
+            offered = self.apt.offered_versions(package)
+            matching = [v for v in offered if upstream_of(v) == upstream]
+            if matching:
+                return matching[-1]
+        offered_upstream = sorted({upstream_of(v) for v in offered}, key=_version_key)
+        raise UserError(
+            f"{package} {upstream} (pinned for {line}) is no longer offered by the Debian "
+            f"suites in {paths.APT_SOURCES_LIST.name}.\n"
+            f"Offered upstream versions of {package}: {', '.join(offered_upstream) or 'none'}.\n"
+            f"Move the pin with: ./tlsbench sources repin {line} VERSION",
+            exit_code=1,
+        )
+
+    def _download(self, url: str, dest: Path, package: str, version: str) -> None:
+        tmp = dest.with_name(dest.name + f".part-{os.getpid()}")
+        try:
+            with urllib.request.urlopen(url, timeout=120) as response, tmp.open("wb") as out:
+                shutil.copyfileobj(response, out, 1 << 20)
+        except (urllib.error.URLError, OSError) as exc:
+            tmp.unlink(missing_ok=True)
+            raise UserError(
+                f"could not fetch the source package {package} {version} ({url}): {exc}",
+                exit_code=1,
+            ) from exc
+        tmp.rename(dest)
+
+    def archive(self, line: str) -> Path:
+        """The verified .orig archive of a pin, downloaded on first use."""
+        pin = self.pin(line)
+        self.archives.mkdir(parents=True, exist_ok=True)
+        path = self.archives / pin.file
+        if not path.exists():
+            debian_version = self._debian_version_for(pin.package, pin.upstream, line)
+            uris = self.apt.uris(pin.package, debian_version)
+            if pin.file not in uris:
+                raise UserError(
+                    f"{pin.package} {debian_version} has no file {pin.file}; it ships "
+                    f"{', '.join(sorted(uris))}. Fix the pin in {paths.PINS_FILE.name}.",
+                    exit_code=1,
+                )
+            self._download(uris[pin.file][0], path, pin.package, debian_version)
+        self.verify(path, pin)
+        return path
+
+    def verify(self, path: Path, pin: Pin) -> None:
+        """Checks the archive against the pinned sha256; a stamp skips re-hashing it."""
+        stat = path.stat()
+        stamp = path.with_name(path.name + ".verified")
+        fingerprint = f"{pin.sha256} {stat.st_size} {stat.st_mtime_ns}"
+        if stamp.exists() and stamp.read_text() == fingerprint:
+            return
+        actual = sha256_of(path)
+        if actual != pin.sha256:
+            stamp.unlink(missing_ok=True)
+            raise UserError(
+                f"sha256 mismatch for {path.name} ({path}):\n"
+                f"  expected {pin.sha256} (sources/pins.toml [{pin.line}])\n"
+                f"  actual   {actual}\n"
+                "The archive is not the pinned source; it was not unpacked. Delete it to "
+                "fetch it again, or move the pin with ./tlsbench sources repin.",
+                exit_code=1,
+            )
+        stamp.write_text(fingerprint)
+
+    # -- unpacking --------------------------------------------------------------------------
+
+    def source_dir(self, line: str) -> Path:
+        """The unpacked upstream tree of a pin (read-only by convention: builds are out of tree)."""
+        pin = self.pin(line)
+        archive = self.archive(line)
+        dest = self.unpacked / f"{line}-{pin.sha256[:12]}"
+        done = dest / ".tlsbench-unpacked"
+        if done.exists():
+            return self._top_dir(dest)
+        tmp = dest.with_name(dest.name + f".tmp-{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        with tarfile.open(archive) as tar:
+            tar.extractall(tmp, filter="tar")
+        (tmp / ".tlsbench-unpacked").write_text(pin.sha256)
+        shutil.rmtree(dest, ignore_errors=True)
+        tmp.rename(dest)
+        return self._top_dir(dest)
+
+    @staticmethod
+    def _top_dir(dest: Path) -> Path:
+        tops = [p for p in dest.iterdir() if p.is_dir()]
+        return tops[0] if len(tops) == 1 else dest
+
+    # -- moving a pin -----------------------------------------------------------------------
+
+    def repin(self, line: str, upstream: str) -> Pin:
+        """Moves a pin to another upstream version offered by the suites, and records it."""
+        old = self.pin(line)
+        debian_version = self._debian_version_for(old.package, upstream, line)
+        uris = self.apt.uris(old.package, debian_version)
+        origs = [n for n in uris if ".orig." in n and not n.endswith(".asc")]
+        if len(origs) != 1:
+            raise UserError(
+                f"{old.package} {debian_version}: expected one .orig archive, found {origs}",
+                exit_code=1,
+            )
+        name = origs[0]
+        url, apt_sha256 = uris[name]
+        path = self.archives / name
+        self.archives.mkdir(parents=True, exist_ok=True)
+        if not path.exists():
+            self._download(url, path, old.package, debian_version)
+        actual = sha256_of(path)
+        if actual != apt_sha256:
+            path.unlink()
+            raise UserError(
+                f"{name}: sha256 {actual} differs from apt's signed index ({apt_sha256})",
+                exit_code=1,
+            )
+        new = Pin(line, old.library, old.package, upstream, name, actual)
+        _rewrite_pin(paths.PINS_FILE, new)
+        stamp = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        with paths.PIN_MOVES_LOG.open("a") as log:
+            log.write(
+                f"{stamp} {line}: {old.upstream} ({old.sha256}) -> {upstream} ({actual}) "
+                f"from Debian {old.package} {debian_version}\n"
+            )
+        self.pins[line] = new
+        return new
+
+
+def _rewrite_pin(pins_file: Path, pin: Pin) -> None:
+    """Replaces one [section]'s upstream / file / sha256 in place, keeping comments."""
+    text = pins_file.read_text()
+    section = re.search(rf'^\["{re.escape(pin.line)}"\]\n(?:(?!\[).*\n?)*', text, flags=re.M)
+    if section is None:
+        raise UserError(f'{pins_file}: no section ["{pin.line}"]')
+    body = section.group(0)
+    for key, value in (("upstream", pin.upstream), ("file", pin.file), ("sha256", pin.sha256)):
+        body = re.sub(rf'^{key} = ".*"$', f'{key} = "{value}"', body, flags=re.M)
+    tmp = pins_file.with_suffix(".tmp")
+    tmp.write_text(text[: section.start()] + body + text[section.end() :])
+    tmp.replace(pins_file)

@@ -1,0 +1,268 @@
+"""Variants as data: `variants.toml` parsed, specs resolved into build options.
+
+A spec is `LINE[:OPTION,OPTION...]` or the name of a variant declared in `[variants]`
+(optionally followed by more options). An OPTION is a named feature of the library or
+`MACRO=VALUE`; the value `!` undefines the macro (mbedTLS config) instead.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tlsbench import paths
+from tlsbench.errors import UserError
+from tlsbench.sources import Pin, load_pins
+
+ARCHES = ("x86_64", "i686")
+FEATURE_KEYS = {"description", "arch", "macros", "configure", "cflags", "unsupported"}
+LIBRARY_KEYS = {"recipe", "system", "base", "feature"}
+MACRO_OPTION = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+
+
+@dataclass(frozen=True)
+class Feature:
+    name: str
+    description: str = ""
+    arch: str | None = None
+    macros: dict[str, str] = field(default_factory=dict)
+    configure: tuple[str, ...] = ()
+    cflags: tuple[str, ...] = ()
+    unsupported: str | None = None
+
+
+@dataclass(frozen=True)
+class Library:
+    name: str
+    recipe: str
+    system_package: str | None  # Debian -dev package of the `system` line, if any
+    base: Feature
+    features: dict[str, Feature]
+
+
+@dataclass(frozen=True)
+class Line:
+    """A buildable source of a library: a pin, or the machine's own package."""
+
+    name: str  # "openssl-3.5.x", "openssl-system"
+    library: Library
+    pin: Pin | None  # None for a system line
+    system_package: str | None = None
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A resolved spec: everything that goes into one build."""
+
+    name: str  # canonical spec, e.g. "wolfssl-5.7.2:intelasm,sp-asm"
+    line: Line
+    features: tuple[str, ...]
+    arch: str
+    macros: dict[str, str]
+    configure: tuple[str, ...]
+    cflags: tuple[str, ...]
+
+    @property
+    def library(self) -> str:
+        return self.line.library.name
+
+    def options(self) -> dict[str, Any]:
+        """The resolved build options, in a stable JSON-able form (part of the cache key)."""
+        return {
+            "arch": self.arch,
+            "macros": dict(sorted(self.macros.items())),
+            "configure": list(self.configure),
+            "cflags": list(self.cflags),
+        }
+
+
+def _line_of(text: str, pattern: str) -> int | None:
+    for number, content in enumerate(text.splitlines(), start=1):
+        if re.search(pattern, content):
+            return number
+    return None
+
+
+class Catalog:
+    """Everything variants.toml and pins.toml declare."""
+
+    def __init__(self, variants_file: Path | None = None, pins: dict[str, Pin] | None = None):
+        self.file = variants_file or paths.VARIANTS_FILE
+        self.pins = pins if pins is not None else load_pins()
+        text = self.file.read_text()
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            # tomllib says "(at line N, column M)"; lead with the file and line.
+            found = re.search(r"at line (\d+)", str(exc))
+            where = f"{self.file}:{found.group(1)}" if found else str(self.file)
+            raise UserError(f"{where}: malformed TOML: {exc}") from exc
+        self._text = text
+        self.libraries = {
+            name: self._library(name, entry) for name, entry in data.get("library", {}).items()
+        }
+        self.lines: dict[str, Line] = {}
+        for pin in self.pins.values():
+            library = self.libraries.get(pin.library)
+            if library is None:
+                raise UserError(
+                    f"{self.file}: pinned line {pin.line} has no [library.{pin.library}] table"
+                )
+            self.lines[pin.line] = Line(pin.line, library, pin)
+        for library in self.libraries.values():
+            if library.system_package:
+                name = f"{library.name}-system"
+                self.lines[name] = Line(name, library, None, library.system_package)
+        self.named: dict[str, str] = dict(data.get("variants", {}))
+        self.defaults: list[str] = list(data.get("defaults", []))
+        for spec in [*self.named.values(), *self.defaults]:
+            self.resolve(spec)  # a broken default or alias is reported at load time
+
+    def _error(self, pattern: str, message: str) -> UserError:
+        line = _line_of(self._text, pattern)
+        where = f"{self.file}:{line}" if line else str(self.file)
+        return UserError(f"{where}: {message}")
+
+    def _feature(self, library: str, name: str, entry: Any) -> Feature:
+        header = rf"^\[library\.{re.escape(library)}\.(feature\.)?{re.escape(name)}\]"
+        if not isinstance(entry, dict):
+            raise self._error(header, f"feature {name!r} of {library} must be a table")
+        unknown = set(entry) - FEATURE_KEYS
+        if unknown:
+            raise self._error(
+                header,
+                f"unknown key(s) {', '.join(sorted(unknown))} in {library} feature {name!r}; "
+                f"allowed: {', '.join(sorted(FEATURE_KEYS))}",
+            )
+        arch = entry.get("arch")
+        if arch is not None and arch not in ARCHES:
+            raise self._error(header, f"arch {arch!r} is not one of {', '.join(ARCHES)}")
+        return Feature(
+            name=name,
+            description=str(entry.get("description", "")),
+            arch=arch,
+            macros={str(k): str(v) for k, v in entry.get("macros", {}).items()},
+            configure=tuple(entry.get("configure", ())),
+            cflags=tuple(entry.get("cflags", ())),
+            unsupported=entry.get("unsupported"),
+        )
+
+    def _library(self, name: str, entry: Any) -> Library:
+        unknown = set(entry) - LIBRARY_KEYS
+        if unknown:
+            raise self._error(
+                rf"^\[library\.{re.escape(name)}\]",
+                f"unknown key(s) {', '.join(sorted(unknown))} in [library.{name}]",
+            )
+        if "recipe" not in entry:
+            raise self._error(rf"^\[library\.{re.escape(name)}\]", f"{name} has no recipe")
+        return Library(
+            name=name,
+            recipe=entry["recipe"],
+            system_package=entry.get("system"),
+            base=self._feature(name, "base", entry.get("base", {})),
+            features={
+                fname: self._feature(name, fname, fentry)
+                for fname, fentry in entry.get("feature", {}).items()
+            },
+        )
+
+    # -- resolving specs --------------------------------------------------------------------
+
+    def resolve(self, spec: str) -> Variant:
+        spec = spec.strip()
+        head, _, tail = spec.partition(":")
+        extra = [o.strip() for o in tail.split(",") if o.strip()] if tail else []
+        if head in self.named:
+            alias = self.named[head]
+            head, _, alias_tail = alias.partition(":")
+            extra = [o.strip() for o in alias_tail.split(",") if o.strip()] + extra
+        line = self.lines.get(head)
+        if line is None:
+            choices = sorted([*self.lines, *self.named])
+            close = difflib.get_close_matches(head, choices, n=3, cutoff=0.5)
+            hint = f" Did you mean {', '.join(close)}?" if close else ""
+            raise UserError(
+                f"unknown variant {head!r}.{hint} Known lines and variants: {', '.join(choices)}"
+            )
+        return self._apply(line, extra)
+
+    def _apply(self, line: Line, options: list[str]) -> Variant:
+        library = line.library
+        named: list[str] = []
+        user_macros: dict[str, str] = {}
+        for option in options:
+            macro = MACRO_OPTION.match(option)
+            if macro:
+                user_macros[macro.group(1)] = macro.group(2)
+                continue
+            feature = library.features.get(option)
+            if feature is None:
+                close = difflib.get_close_matches(option, list(library.features), n=3, cutoff=0.5)
+                hint = f" Did you mean {', '.join(close)}?" if close else ""
+                raise UserError(
+                    f"unknown feature {option!r} for {library.name}.{hint} Features of "
+                    f"{library.name}: {', '.join(sorted(library.features))}; or MACRO=VALUE."
+                )
+            if feature.unsupported:
+                raise UserError(f"{library.name} feature {option!r} is not available: "
+                                f"{feature.unsupported}")
+            if option not in named:
+                named.append(option)
+        if line.pin is None and (named or user_macros):
+            raise UserError(
+                f"{line.name} is the machine's own build ({line.system_package}); "
+                "it takes no options"
+            )
+        named.sort()
+        arch = "x86_64"
+        macros = dict(library.base.macros)
+        configure = list(library.base.configure)
+        cflags = list(library.base.cflags)
+        for name in named:
+            feature = library.features[name]
+            arch = feature.arch or arch
+            macros.update(feature.macros)
+            configure += [c for c in feature.configure if c not in configure]
+            cflags += [c for c in feature.cflags if c not in cflags]
+        macros.update(user_macros)
+        suffix = [*named, *(f"{k}={v}" for k, v in sorted(user_macros.items()))]
+        canonical = line.name + (":" + ",".join(suffix) if suffix else "")
+        return Variant(
+            name=canonical,
+            line=line,
+            features=tuple(named),
+            arch=arch,
+            macros=macros,
+            configure=tuple(configure),
+            cflags=tuple(cflags),
+        )
+
+    def listing(self) -> dict[str, Any]:
+        """What `tlsbench list variants` shows."""
+        return {
+            "defaults": self.defaults,
+            "lines": {
+                name: {
+                    "library": line.library.name,
+                    "upstream": line.pin.upstream if line.pin else None,
+                    "system_package": line.system_package,
+                }
+                for name, line in sorted(self.lines.items())
+            },
+            "named": self.named,
+            "features": {
+                lib.name: {
+                    f.name: {
+                        "description": f.description,
+                        **({"unsupported": f.unsupported} if f.unsupported else {}),
+                    }
+                    for f in lib.features.values()
+                }
+                for lib in self.libraries.values()
+            },
+        }
