@@ -64,8 +64,6 @@ int main(void) {
 #else
   REPORT_DEFINED("WOLFSSL_TLS13", 0);
 #endif
-  probe_long("RECORD_SIZE", (long)RECORD_SIZE);
-  probe_long("STATIC_BUFFER_LEN", (long)STATIC_BUFFER_LEN);
   /* Run time: does the AES-GCM code the library picked for this CPU use AES-NI? */
   Aes aes;
   static const byte key[16] = {0};

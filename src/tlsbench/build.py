@@ -184,7 +184,12 @@ class Builder:
         )
         elapsed = time.monotonic() - started
         pin = variant.line.pin
-        version = pin.upstream if pin else inputs["tools"][variant.line.system_package]
+        if pin is not None:
+            version = pin.upstream
+        elif variant.line.system_package:
+            version = inputs["tools"][variant.line.system_package]
+        else:
+            version = "baseline"
         manifest = {
             "variant": variant.name,
             "library": variant.library,

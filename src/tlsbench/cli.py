@@ -87,7 +87,24 @@ def cmd_sources(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_drive(args: argparse.Namespace) -> int:
+    from tlsbench.drive import drive
+
+    return drive(args.variant, args.scenario, args.driver_args)
+
+
+def cmd_certs(args: argparse.Namespace) -> int:
+    from tlsbench import certs
+
+    kinds = args.kinds or list(certs.KINDS)
+    for kind, folder in certs.ensure_all(kinds).items():
+        print(f"{kind}: {folder}")
+    return 0
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "drive": cmd_drive,
+    "certs": cmd_certs,
     "build": cmd_build,
     "list": cmd_list,
     "doctor": cmd_doctor,
@@ -103,6 +120,20 @@ def parser() -> argparse.ArgumentParser:
     build.add_argument("variants", nargs="*", metavar="VARIANT", help="default: all defaults")
     build.add_argument("--json", action="store_true", help="print name, options, key, probe")
     build.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+
+    drive = sub.add_parser(
+        "drive",
+        help="run a variant's driver (built if needed): tlsbench drive VARIANT SCENARIO ...",
+        description="Runs one scenario with the driver of one variant. Options after the "
+        "scenario go to the driver unchanged (see `tlsbench drive null info --help`).",
+    )
+    drive.add_argument("variant")
+    drive.add_argument("scenario", choices=["handshake", "resume", "records", "bulk", "aead",
+                                            "info"])
+    drive.add_argument("driver_args", nargs=argparse.REMAINDER)
+
+    certs = sub.add_parser("certs", help="generate the test certificates (cached)")
+    certs.add_argument("kinds", nargs="*", metavar="KIND", help="default: every kind")
 
     lst = sub.add_parser("list", help="list variants and features")
     lst.add_argument("what", choices=["variants"])

@@ -114,6 +114,8 @@ class Catalog:
                 )
             self.lines[pin.line] = Line(pin.line, library, pin)
         for library in self.libraries.values():
+            if library.recipe == "null":
+                self.lines[library.name] = Line(library.name, library, None)
             if library.system_package:
                 name = f"{library.name}-system"
                 self.lines[name] = Line(name, library, None, library.system_package)
@@ -214,10 +216,9 @@ class Catalog:
             if option not in named:
                 named.append(option)
         if line.pin is None and (named or user_macros):
-            raise UserError(
-                f"{line.name} is the machine's own build ({line.system_package}); "
-                "it takes no options"
-            )
+            what = f"the machine's own build ({line.system_package})" if line.system_package \
+                else "the harness baseline"
+            raise UserError(f"{line.name} is {what}; it takes no options")
         named.sort()
         arch = "x86_64"
         macros = dict(library.base.macros)

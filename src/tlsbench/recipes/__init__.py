@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tlsbench.recipes.base import Recipe
+from tlsbench.recipes.base import BuildContext, LinkInfo, Recipe
 from tlsbench.recipes.gnutls import GnutlsRecipe
 from tlsbench.recipes.mbedtls import MbedtlsRecipe
 from tlsbench.recipes.openssl import OpensslRecipe
@@ -19,6 +19,20 @@ RECIPES: dict[str, Recipe] = {
 
 
 def recipe_for(variant: Variant) -> Recipe:
+    if variant.line.library.recipe == "null":
+        return NullRecipe()
     if variant.line.pin is None:
         return SystemRecipe(variant.library)
     return RECIPES[variant.line.library.recipe]
+
+
+class NullRecipe:
+    """The harness baseline: no library to build, the driver links only itself."""
+
+    library = "null"
+
+    def key_inputs(self, variant: Variant) -> dict[str, str]:
+        return {}
+
+    def build(self, ctx: BuildContext) -> LinkInfo:
+        return LinkInfo()

@@ -1,0 +1,52 @@
+# tlsbench: `make run` does the main job, `make test` runs the tests. Both install what is
+# missing first (Debian packages when run as root, the virtual environment, sources, builds)
+# and reuse what is there.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+
+# Debian packages the builds, drivers and tests need.
+DEBIAN_PACKAGES := gcc g++ gcc-multilib make cmake ninja-build autoconf automake libtool \
+	perl pkgconf python3-venv valgrind bzip2 xz-utils ca-certificates debian-archive-keyring \
+	nettle-dev libgmp-dev libtasn1-6-dev libunistring-dev libssl-dev libgnutls28-dev \
+	clang-format openssl gnutls-bin
+
+.PHONY: run test check deps venv build clean-venv
+
+run: deps venv
+	./tlsbench build
+
+test: deps venv
+	$(VENV)/bin/pytest -v tests
+
+check: venv
+	$(VENV)/bin/ruff format --check src tests
+	$(VENV)/bin/ruff check src tests
+	$(VENV)/bin/mypy
+	clang-format --dry-run -Werror $$(find drivers -name '*.[ch]')
+
+format: venv
+	$(VENV)/bin/ruff format src tests
+	$(VENV)/bin/ruff check --fix src tests
+	clang-format -i $$(find drivers -name '*.[ch]')
+
+# Installs only the Debian packages that are missing; needs root for that.
+deps:
+	@missing=$$(for p in $(DEBIAN_PACKAGES); do \
+		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; \
+	done); \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			echo "installing Debian packages: $$missing"; \
+			apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+		else \
+			echo "missing Debian packages: $$missing"; \
+			echo "install them with: sudo apt-get install $$missing"; exit 1; \
+		fi; \
+	fi
+
+venv:
+	@./tlsbench --help > /dev/null
+
+build: deps venv
+	./tlsbench build

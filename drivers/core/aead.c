@@ -1,0 +1,198 @@
+/* The aead scenario: the library's own AEAD API, checked against published vectors
+ * before it is timed. A wrong answer is an error (exit 6), never a figure. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+
+typedef struct known_answer {
+  tb_aead_alg alg;
+  const char *name;
+  const char *source;
+  const char *key, *nonce, *ad, *plaintext, *ciphertext_and_tag; /* hex */
+} known_answer;
+
+#define GCM_PT                                                                           \
+  "d9313225f88406e5a55909c5aff5269a86a7a9531534f7da2e4c303d8a318a721c3c0c95956809532fcf0e" \
+  "2449a6b525b16aedf5aa0de657ba637b39"
+#define GCM_AD "feedfacedeadbeeffeedfacedeadbeefabaddad2"
+#define GCM_IV "cafebabefacedbaddecaf888"
+
+static const known_answer vectors[] = {
+    {TB_AES_128_GCM, "AES-128-GCM", "McGrew & Viega, GCM test case 4",
+     "feffe9928665731c6d6a8f9467308308", GCM_IV, GCM_AD, GCM_PT,
+     "42831ec2217774244b7221b784d0d49ce3aa212f2c02a4e035c17e2329aca12e21d514b25466931c7d8f6a5a"
+     "ac84aa051ba30b396a0aac973d58e091"
+     "5bc94fbc3221a5db94fae95ae7121a47"},
+    {TB_AES_256_GCM, "AES-256-GCM", "McGrew & Viega, GCM test case 16",
+     "feffe9928665731c6d6a8f9467308308feffe9928665731c6d6a8f9467308308", GCM_IV, GCM_AD, GCM_PT,
+     "522dc1f099567d07f47f37a32a84427d643a8cdcbfe5c0c97598a2bd2555d1aa8cb08e48590dbb3da7b08b10"
+     "56828838c5f61e6393ba7a0abcc9f662"
+     "76fc6ece0f4e1768cddf8853bb2d551b"},
+    {TB_CHACHA20_POLY1305, "ChaCha20-Poly1305", "RFC 8439 section 2.8.2",
+     "808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f",
+     "070000004041424344454647", "50515253c0c1c2c3c4c5c6c7",
+     /* "Ladies and Gentlemen of the class of '99: If I could offer you only one tip for the
+        future, sunscreen would be it." */
+     "4c616469657320616e642047656e746c656d656e206f662074686520636c617373206f66202739393a204966"
+     "204920636f756c64206f6666657220796f75206f6e6c79206f6e652074697020666f7220746865206675747572"
+     "652c2073756e73637265656e20776f756c642062652069742e",
+     "d31a8d34648e60db7b86afbc53ef7ec2a4aded51296e08fea9e2b5a736ee62d63dbea45e8ca9671282fafb69"
+     "da92728b1a71de0a9e060b2905d6a5b67ecd3b3692ddbd7f2d778b8c9803aee328091b58fab324e4fad67594"
+     "5585808b4831d7bc3ff4def08e4b7a9de576d26586cec64b6116"
+     "1ae10b594f09e26a7e902ecbd0600691"},
+};
+
+static const size_t payload_sizes[] = {16, 256, 1350, 16384};
+#define AD_LEN 12
+
+static size_t unhex(const char *hex, unsigned char *out) {
+  size_t n = strlen(hex) / 2;
+  for (size_t i = 0; i < n; i++) {
+    unsigned int byte;
+    sscanf(hex + 2 * i, "%2x", &byte);
+    out[i] = (unsigned char)byte;
+  }
+  return n;
+}
+
+/* Seal and open the published vector; 0 when both give exactly the published bytes. */
+static int check_vector(tb_run *r, const known_answer *v) {
+  unsigned char key[32], nonce[12], ad[32], pt[128], expect[160], out[160], back[128];
+  size_t key_len = unhex(v->key, key);
+  unhex(v->nonce, nonce);
+  size_t ad_len = unhex(v->ad, ad), pt_len = unhex(v->plaintext, pt);
+  unhex(v->ciphertext_and_tag, expect);
+  void *aead = NULL;
+  tb_status st = TB_ON(TB_SIDE_CLIENT, r->ad->aead_new(v->alg, key, key_len, &aead, r->err));
+  if (st == TB_UNSUPPORTED) return tb_fail_stage(r, TB_EXIT_UNSUPPORTED, v->name);
+  if (st != TB_OK) return tb_fail_stage(r, TB_EXIT_HANDSHAKE, v->name);
+  int code = TB_EXIT_OK;
+  st = TB_ON(TB_SIDE_CLIENT, r->ad->aead_seal(aead, nonce, ad, ad_len, pt, pt_len, out, r->err));
+  if (st != TB_OK || memcmp(out, expect, pt_len + TB_AEAD_TAG_LEN) != 0) {
+    if (st == TB_OK) snprintf(r->err, sizeof(r->err), "%s: sealed bytes differ from %s",
+                              v->name, v->source);
+    code = tb_fail_stage(r, TB_EXIT_DATA, "aead known answer (seal)");
+  }
+  if (code == TB_EXIT_OK) {
+    st = TB_ON(TB_SIDE_CLIENT,
+               r->ad->aead_open(aead, nonce, ad, ad_len, expect, pt_len, back, r->err));
+    if (st != TB_OK || memcmp(back, pt, pt_len) != 0) {
+      if (st == TB_OK) snprintf(r->err, sizeof(r->err), "%s: opened bytes differ from %s",
+                                v->name, v->source);
+      code = tb_fail_stage(r, TB_EXIT_DATA, "aead known answer (open)");
+    }
+  }
+  if (code == TB_EXIT_OK) {
+    /* A flipped tag bit must be rejected. */
+    expect[pt_len] ^= 1;
+    st = TB_ON(TB_SIDE_CLIENT,
+               r->ad->aead_open(aead, nonce, ad, ad_len, expect, pt_len, back, r->err));
+    if (st == TB_OK) {
+      snprintf(r->err, sizeof(r->err), "%s: a forged tag was accepted", v->name);
+      code = tb_fail_stage(r, TB_EXIT_DATA, "aead known answer (forged tag)");
+    }
+  }
+  TB_ON(TB_SIDE_CLIENT, (r->ad->aead_free(aead), TB_OK));
+  return code;
+}
+
+static int measure(tb_run *r, tb_json *j, const known_answer *v, size_t len) {
+  unsigned char key[32], nonce[12] = {0}, ad[AD_LEN];
+  size_t key_len = unhex(v->key, key);
+  memset(ad, 0xad, sizeof(ad));
+  tb_side prev = tb_heap_set_side(TB_SIDE_HARNESS);
+  unsigned char *in = calloc(1, len), *out = malloc(len + TB_AEAD_TAG_LEN);
+  double *cycles = malloc(sizeof(double) * (size_t)r->opt->iterations);
+  tb_heap_set_side(prev);
+  if (in == NULL || out == NULL || cycles == NULL) return tb_fail_stage(r, TB_EXIT_ERROR, "buf");
+  void *aead = NULL;
+  int code = TB_EXIT_OK;
+  tb_status st = TB_ON(TB_SIDE_CLIENT, r->ad->aead_new(v->alg, key, key_len, &aead, r->err));
+  if (st != TB_OK) code = tb_fail_stage(r, TB_EXIT_HANDSHAKE, v->name);
+  for (long i = 0; code == TB_EXIT_OK && i < r->opt->warmup + r->opt->iterations; i++) {
+    nonce[11] = (unsigned char)i; /* never the same nonce twice in a row */
+    nonce[10] = (unsigned char)(i >> 8);
+    uint64_t t0 = tb_tsc();
+    st = r->ad->aead_seal(aead, nonce, ad, AD_LEN, in, len, out, r->err);
+    uint64_t t1 = tb_tsc();
+    if (st != TB_OK) code = tb_fail_stage(r, TB_EXIT_HANDSHAKE, "aead seal");
+    if (i >= r->opt->warmup) cycles[i - r->opt->warmup] = (double)(t1 - t0);
+  }
+  TB_ON(TB_SIDE_CLIENT, (r->ad->aead_free(aead), TB_OK));
+  if (code == TB_EXIT_OK) {
+    tb_summary s;
+    tb_summarize(cycles, (size_t)r->opt->iterations, &s);
+    tb_json_object(j, NULL);
+    tb_json_str(j, "aead", v->name);
+    tb_json_u64(j, "payload", len);
+    tb_json_u64(j, "ad", AD_LEN);
+    tb_json_u64(j, "runs", s.n);
+    tb_json_double(j, "median_tsc_cycles", s.median);
+    tb_json_double(j, "tsc_cycles_per_byte", s.median / (double)len);
+    tb_json_double(j, "ns_per_byte", s.median * 1e9 / r->tsc_hz / (double)len);
+    tb_json_double(j, "MBps", (double)len / (s.median / r->tsc_hz) / 1e6);
+    tb_json_double(j, "min_tsc_cycles", s.min);
+    tb_json_double(j, "p99_tsc_cycles", s.p99);
+    tb_json_object_end(j);
+    if (!r->opt->json) {
+      fprintf(stderr, "%-18s %6zu B  %8.2f TSC cycles/B  %7.3f ns/B\n", v->name, len,
+              s.median / (double)len, s.median * 1e9 / r->tsc_hz / (double)len);
+    }
+  }
+  prev = tb_heap_set_side(TB_SIDE_HARNESS);
+  free(in);
+  free(out);
+  free(cycles);
+  tb_heap_set_side(prev);
+  return code;
+}
+
+int tb_scenario_aead(tb_run *r, tb_json *j) {
+  int matched = 0;
+  for (size_t v = 0; v < sizeof(vectors) / sizeof(vectors[0]); v++) {
+    if (r->opt->aead && strcmp(r->opt->aead, vectors[v].name) != 0) continue;
+    matched = 1;
+    int code = check_vector(r, &vectors[v]);
+    if (code != TB_EXIT_OK) return code;
+  }
+  if (!matched) {
+    snprintf(r->err, sizeof(r->err), "unknown --aead %s (AES-128-GCM, AES-256-GCM, "
+             "ChaCha20-Poly1305)", r->opt->aead);
+    return tb_fail_stage(r, TB_EXIT_USAGE, "options");
+  }
+  tb_json_array(j, "aead");
+  int code = TB_EXIT_OK;
+  for (size_t v = 0; code == TB_EXIT_OK && v < sizeof(vectors) / sizeof(vectors[0]); v++) {
+    if (r->opt->aead && strcmp(r->opt->aead, vectors[v].name) != 0) continue;
+    for (size_t p = 0; code == TB_EXIT_OK && p < sizeof(payload_sizes) / sizeof(size_t); p++) {
+      if (r->opt->payload && r->opt->payload != payload_sizes[p]) continue;
+      code = measure(r, j, &vectors[v], payload_sizes[p]);
+    }
+  }
+  tb_json_array_end(j);
+  return code;
+}
+
+static void string_list(tb_json *j, const char *key, const char *const *items) {
+  tb_json_array(j, key);
+  for (; items && *items; items++) tb_json_str(j, NULL, *items);
+  tb_json_array_end(j);
+}
+
+int tb_scenario_info(tb_run *r, tb_json *j) {
+  tb_info info;
+  memset(&info, 0, sizeof(info));
+  tb_status st = TB_ON(TB_SIDE_GLOBAL, r->ad->info(&info, r->err));
+  if (st != TB_OK) return tb_fail_stage(r, TB_EXIT_HANDSHAKE, "info");
+  tb_json_object(j, "info");
+  tb_json_str(j, "version", info.version);
+  string_list(j, "build_options", info.build_options);
+  string_list(j, "versions", info.versions);
+  string_list(j, "suites", info.suites);
+  string_list(j, "groups", info.groups);
+  string_list(j, "sigalgs", info.sigalgs);
+  tb_json_object_end(j);
+  return TB_EXIT_OK;
+}

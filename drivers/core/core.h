@@ -1,0 +1,141 @@
+/* Internal interfaces of the driver core (not seen by adapters). */
+#ifndef TLSBENCH_CORE_H
+#define TLSBENCH_CORE_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tlsbench/driver.h"
+#include "tlsbench/json.h"
+#include "tlsbench/measure.h"
+#include "tlsbench/transport.h"
+
+/* Exit codes of the driver (documented in the README). */
+enum {
+  TB_EXIT_OK = 0,
+  TB_EXIT_ERROR = 1, /* the harness itself failed (out of memory, missing file) */
+  TB_EXIT_USAGE = 2,
+  TB_EXIT_UNSUPPORTED = 3,
+  TB_EXIT_MISMATCH = 4,     /* negotiated != requested */
+  TB_EXIT_HANDSHAKE = 5,    /* a library call failed (handshake, context, connection) */
+  TB_EXIT_DATA = 6,         /* application data or an AEAD known answer was wrong */
+};
+
+typedef struct tb_options {
+  const char *scenario;
+  const char *variant; /* label for the output only */
+  int tls;             /* 12 or 13 */
+  const char *suite;
+  const char *group;
+  const char *sigalg;
+  const char *cert;
+  int chain;
+  tb_auth auth;
+  int wrong_ca;
+  size_t record_size;
+  size_t payload;
+  uint64_t bytes; /* bulk: application bytes per iteration */
+  long iterations;
+  long warmup;
+  const char *aead; /* aead: one algorithm only (NULL = all) */
+  const char *cert_dir;
+  int json;
+  char ca_file[PATH_MAX];
+  char server_chain[PATH_MAX], server_key[PATH_MAX];
+  char client_chain[PATH_MAX], client_key[PATH_MAX];
+} tb_options;
+
+#define TB_MAX_WARNINGS 16
+#define TB_MAX_SERIES 8
+
+/* One named series of samples, e.g. "client_cpu_ns". */
+typedef struct tb_series {
+  const char *name;
+  const char *unit;
+  double *values;
+  size_t n, cap;
+} tb_series;
+
+/* Heap figures of one side for one connection, as defined in the README. */
+typedef struct tb_heap_report {
+  int valid;
+  uint64_t start, ctx, peak, retained;
+  uint64_t start_usable, ctx_usable, peak_usable, retained_usable;
+  uint64_t handshake_allocs;
+} tb_heap_report;
+
+typedef struct tb_run {
+  const tb_adapter *ad;
+  const tb_options *opt;
+  tb_config client_cfg, server_cfg;
+  void *client_ctx, *server_ctx;
+  tb_memory_pair pair;
+  char err[TB_ERR_LEN];
+  char stage[96]; /* where it failed, e.g. "handshake (client)" */
+  tb_negotiated client_neg, server_neg;
+  int have_negotiated;
+  tb_heap_report heap_client, heap_server;
+  tb_heap_counters heap_global;
+  tb_series series[TB_MAX_SERIES];
+  int n_series;
+  const char *warnings[TB_MAX_WARNINGS];
+  int n_warnings;
+  double tsc_hz;
+  tb_json *extra_json; /* scenario-specific output (aead results) written by the scenario */
+} tb_run;
+
+/* session.c: contexts, connections, handshakes, checks. Return a TB_EXIT_* code. */
+int tb_setup_contexts(tb_run *r, int resumption);
+void tb_teardown(tb_run *r);
+typedef struct tb_conn_pair {
+  void *client, *server;
+} tb_conn_pair;
+/* Creates both connections (client resuming `session` if not NULL) and completes the
+ * handshake; adds each side's CPU ns to *client_ns / *server_ns when not NULL. */
+int tb_connect(tb_run *r, void *session, tb_conn_pair *conns, uint64_t *client_ns,
+               uint64_t *server_ns);
+void tb_disconnect(tb_run *r, tb_conn_pair *conns);
+/* Reads back and checks what both sides negotiated against the request. */
+int tb_check_negotiated(tb_run *r, tb_conn_pair *conns, int expect_resumed);
+/* Sends len bytes client -> server (or back), checked byte by byte on arrival. */
+int tb_transfer(tb_run *r, tb_conn_pair *conns, int to_server, const unsigned char *data,
+                size_t len, unsigned char *scratch, uint64_t *send_ticks, uint64_t *recv_ticks,
+                uint64_t *send_allocs, uint64_t *recv_allocs);
+int tb_fail_stage(tb_run *r, int code, const char *stage);
+
+/* scenarios.c */
+int tb_scenario_handshake(tb_run *r);
+int tb_scenario_resume(tb_run *r);
+int tb_scenario_records(tb_run *r);
+int tb_scenario_bulk(tb_run *r);
+int tb_scenario_aead(tb_run *r, tb_json *j);
+int tb_scenario_info(tb_run *r, tb_json *j);
+
+/* series helpers (main.c) */
+tb_series *tb_series_get(tb_run *r, const char *name, const char *unit);
+int tb_series_add(tb_series *s, double value);
+void tb_warn(tb_run *r, const char *warning);
+
+/* Calls an adapter function on behalf of `side`: allocations are charged to it. */
+#define TB_ON(side, expr)                          \
+  ({                                               \
+    tb_side tb_prev_ = tb_heap_set_side(side);     \
+    tb_status tb_st_ = (expr);                     \
+    tb_heap_set_side(tb_prev_);                    \
+    tb_st_;                                        \
+  })
+
+/* The same, adding the thread CPU time of the call to *(acc) when acc is not NULL. */
+#define TB_ON_TIMED(side, acc, expr)                              \
+  ({                                                              \
+    tb_side tb_prev_ = tb_heap_set_side(side);                    \
+    uint64_t tb_t0_ = tb_thread_cpu_ns();                         \
+    tb_status tb_st_ = (expr);                                    \
+    uint64_t tb_dt_ = tb_thread_cpu_ns() - tb_t0_;                \
+    if ((acc) != NULL) *(acc) += tb_dt_;                          \
+    tb_heap_set_side(tb_prev_);                                   \
+    tb_st_;                                                       \
+  })
+
+#endif /* TLSBENCH_CORE_H */

@@ -1,0 +1,490 @@
+/*
+ * tlsbench-driver: runs one scenario against the one library linked in, and prints what
+ * it measured (JSON with --json). Exit codes: see core.h (and the README).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core.h"
+
+#define SCHEMA_VERSION 1
+
+tb_status tb_fail(char *err, tb_status status, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, TB_ERR_LEN, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+/* ------------------------------------------------------------------------- series */
+
+tb_series *tb_series_get(tb_run *r, const char *name, const char *unit) {
+  for (int i = 0; i < r->n_series; i++) {
+    if (strcmp(r->series[i].name, name) == 0) return &r->series[i];
+  }
+  if (r->n_series == TB_MAX_SERIES) return NULL;
+  tb_series *s = &r->series[r->n_series++];
+  memset(s, 0, sizeof(*s));
+  s->name = name;
+  s->unit = unit;
+  return s;
+}
+
+int tb_series_add(tb_series *s, double value) {
+  if (s == NULL) return -1;
+  if (s->n == s->cap) {
+    size_t cap = s->cap ? s->cap * 2 : 1024;
+    tb_side side = tb_heap_set_side(TB_SIDE_HARNESS);
+    double *grown = realloc(s->values, cap * sizeof(double));
+    tb_heap_set_side(side);
+    if (grown == NULL) return -1;
+    s->values = grown;
+    s->cap = cap;
+  }
+  s->values[s->n++] = value;
+  return 0;
+}
+
+void tb_warn(tb_run *r, const char *warning) {
+  if (r->n_warnings < TB_MAX_WARNINGS) r->warnings[r->n_warnings++] = warning;
+}
+
+/* ------------------------------------------------------------------------- options */
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: tlsbench-driver SCENARIO [options]\n"
+          "scenarios: handshake resume records bulk aead info\n"
+          "  --tls 1.2|1.3            protocol version (default 1.3)\n"
+          "  --suite NAME             IANA cipher suite (default per version and cert)\n"
+          "  --group NAME             x25519 secp256r1 secp384r1 ffdhe2048 ffdhe3072 "
+          "X25519MLKEM768\n"
+          "  --sigalg NAME            IANA signature scheme (default per cert and version)\n"
+          "  --cert KIND              rsa1024..rsa8192 ecdsa-p256 ecdsa-p384 ed25519\n"
+          "  --chain 1|2|3            leaf; + intermediate; + root sent too (default 1)\n"
+          "  --auth none|server|mutual  who verifies (default server)\n"
+          "  --wrong-ca               negative control: verify against a wrong CA\n"
+          "  --cert-dir DIR           certificates from `tlsbench certs`\n"
+          "  --record-size N          max plaintext per record (default: library's)\n"
+          "  --payload N              bytes per record (records, bulk) or AEAD payload\n"
+          "  --bytes N                bulk: application bytes per iteration\n"
+          "  --aead NAME              aead: AES-128-GCM AES-256-GCM ChaCha20-Poly1305\n"
+          "  --iterations N --warmup N\n"
+          "  --variant LABEL          variant name echoed in the output\n"
+          "  --json                   one JSON object on stdout\n");
+}
+
+static int parse_count(const char *text, long min, long *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(text, &end, 10);
+  if (errno || *end || v < min) return -1;
+  *out = v;
+  return 0;
+}
+
+static const char *default_sigalg(const char *cert, int tls) {
+  if (strncmp(cert, "rsa", 3) == 0) return tls == 13 ? "rsa_pss_rsae_sha256" : "rsa_pkcs1_sha256";
+  if (strcmp(cert, "ecdsa-p256") == 0) return "ecdsa_secp256r1_sha256";
+  if (strcmp(cert, "ecdsa-p384") == 0) return "ecdsa_secp384r1_sha384";
+  if (strcmp(cert, "ed25519") == 0) return "ed25519";
+  return NULL;
+}
+
+static const char *default_suite(const char *cert, int tls) {
+  if (tls == 13) return "TLS_AES_128_GCM_SHA256";
+  return strncmp(cert, "rsa", 3) == 0 ? "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"
+                                      : "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256";
+}
+
+static int cert_path(char *out, const tb_options *o, const char *file) {
+  int n = snprintf(out, PATH_MAX, "%s/%s/%s", o->cert_dir, o->cert, file);
+  if (n < 0 || n >= PATH_MAX) return -1;
+  if (access(out, R_OK) != 0) {
+    fprintf(stderr, "tlsbench-driver: cannot read %s (run `tlsbench certs`)\n", out);
+    return -1;
+  }
+  return 0;
+}
+
+static int needs_tls(const char *scenario) {
+  return strcmp(scenario, "aead") != 0 && strcmp(scenario, "info") != 0;
+}
+
+static int parse_options(int argc, char **argv, tb_options *o) {
+  static const struct option longs[] = {
+      {"tls", required_argument, 0, 't'},        {"suite", required_argument, 0, 's'},
+      {"group", required_argument, 0, 'g'},      {"sigalg", required_argument, 0, 'S'},
+      {"cert", required_argument, 0, 'c'},       {"chain", required_argument, 0, 'C'},
+      {"auth", required_argument, 0, 'a'},       {"wrong-ca", no_argument, 0, 'W'},
+      {"record-size", required_argument, 0, 'r'}, {"payload", required_argument, 0, 'p'},
+      {"bytes", required_argument, 0, 'b'},      {"iterations", required_argument, 0, 'n'},
+      {"warmup", required_argument, 0, 'w'},     {"aead", required_argument, 0, 'A'},
+      {"cert-dir", required_argument, 0, 'd'},   {"variant", required_argument, 0, 'v'},
+      {"json", no_argument, 0, 'j'},             {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
+  memset(o, 0, sizeof(*o));
+  o->tls = 13;
+  o->group = "x25519";
+  o->cert = "rsa2048";
+  o->chain = 1;
+  o->auth = TB_AUTH_SERVER;
+  o->iterations = -1;
+  o->warmup = -1;
+  long record_size = 0, payload = 0, bytes = 16 * 1024 * 1024, chain = 1;
+  int c;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
+    switch (c) {
+      case 't':
+        if (strcmp(optarg, "1.2") == 0) {
+          o->tls = 12;
+        } else if (strcmp(optarg, "1.3") == 0) {
+          o->tls = 13;
+        } else {
+          fprintf(stderr, "tlsbench-driver: --tls must be 1.2 or 1.3, not %s\n", optarg);
+          return -1;
+        }
+        break;
+      case 's': o->suite = optarg; break;
+      case 'g': o->group = optarg; break;
+      case 'S': o->sigalg = optarg; break;
+      case 'c': o->cert = optarg; break;
+      case 'C':
+        if (parse_count(optarg, 1, &chain) || chain > 3) {
+          fprintf(stderr, "tlsbench-driver: --chain must be 1, 2 or 3\n");
+          return -1;
+        }
+        o->chain = (int)chain;
+        break;
+      case 'a':
+        if (strcmp(optarg, "none") == 0) {
+          o->auth = TB_AUTH_NONE;
+        } else if (strcmp(optarg, "server") == 0) {
+          o->auth = TB_AUTH_SERVER;
+        } else if (strcmp(optarg, "mutual") == 0) {
+          o->auth = TB_AUTH_MUTUAL;
+        } else {
+          fprintf(stderr, "tlsbench-driver: --auth must be none, server or mutual\n");
+          return -1;
+        }
+        break;
+      case 'W': o->wrong_ca = 1; break;
+      case 'r':
+        if (parse_count(optarg, 1, &record_size)) goto bad_number;
+        break;
+      case 'p':
+        if (parse_count(optarg, 1, &payload)) goto bad_number;
+        break;
+      case 'b':
+        if (parse_count(optarg, 1, &bytes)) goto bad_number;
+        break;
+      case 'n':
+        if (parse_count(optarg, 1, &o->iterations)) goto bad_number;
+        break;
+      case 'w':
+        if (parse_count(optarg, 0, &o->warmup)) goto bad_number;
+        break;
+      case 'A': o->aead = optarg; break;
+      case 'd': o->cert_dir = optarg; break;
+      case 'v': o->variant = optarg; break;
+      case 'j': o->json = 1; break;
+      case 'h': usage(stdout); exit(0);
+      default:
+        fprintf(stderr, "tlsbench-driver: unknown or incomplete option %s\n", argv[optind - 1]);
+        return -1;
+    }
+  }
+  if (optind != argc - 1) {
+    fprintf(stderr, "tlsbench-driver: give exactly one scenario\n");
+    return -1;
+  }
+  o->scenario = argv[optind];
+  static const char *const scenarios[] = {"handshake", "resume", "records", "bulk", "aead", "info"};
+  static const long default_iterations[] = {100, 100, 10000, 5, 3000, 1};
+  static const long default_warmup[] = {5, 5, 1000, 1, 300, 0};
+  int known = -1;
+  for (int i = 0; i < 6; i++) {
+    if (strcmp(o->scenario, scenarios[i]) == 0) known = i;
+  }
+  if (known < 0) {
+    fprintf(stderr, "tlsbench-driver: unknown scenario %s\n", o->scenario);
+    return -1;
+  }
+  if (o->iterations < 0) o->iterations = default_iterations[known];
+  if (o->warmup < 0) o->warmup = default_warmup[known];
+  o->record_size = (size_t)record_size;
+  o->bytes = (uint64_t)bytes;
+  if (payload) {
+    o->payload = (size_t)payload;
+  } else if (strcmp(o->scenario, "records") == 0) {
+    o->payload = 256;
+  } else if (strcmp(o->scenario, "bulk") == 0) {
+    o->payload = o->record_size ? o->record_size : 16384; /* the largest records */
+  }
+  if (o->sigalg == NULL) o->sigalg = default_sigalg(o->cert, o->tls);
+  if (o->suite == NULL) o->suite = default_suite(o->cert, o->tls);
+  if (o->sigalg == NULL) {
+    fprintf(stderr, "tlsbench-driver: unknown --cert %s\n", o->cert);
+    return -1;
+  }
+  if (o->wrong_ca && o->auth == TB_AUTH_NONE) {
+    fprintf(stderr, "tlsbench-driver: --wrong-ca needs --auth server or mutual: with none, "
+                    "nobody verifies\n");
+    return -1;
+  }
+  if (needs_tls(o->scenario)) {
+    if (o->cert_dir == NULL) {
+      fprintf(stderr, "tlsbench-driver: --cert-dir is required (tlsbench drive passes it)\n");
+      return -1;
+    }
+    char chain_name[32];
+    snprintf(chain_name, sizeof(chain_name), "server-chain%d.pem", o->chain);
+    if (cert_path(o->ca_file, o, o->wrong_ca ? "wrong-ca.pem" : "ca.pem") ||
+        cert_path(o->server_chain, o, chain_name) || cert_path(o->server_key, o, "server.key")) {
+      return -1;
+    }
+    snprintf(chain_name, sizeof(chain_name), "client-chain%d.pem", o->chain);
+    if (o->auth == TB_AUTH_MUTUAL &&
+        (cert_path(o->client_chain, o, chain_name) || cert_path(o->client_key, o, "client.key"))) {
+      return -1;
+    }
+  }
+  return 0;
+
+bad_number:
+  fprintf(stderr, "tlsbench-driver: %s needs a positive number, not %s\n", argv[optind - 1],
+          optarg);
+  return -1;
+}
+
+/* ------------------------------------------------------------------------- output */
+
+static const char *auth_name(tb_auth a) {
+  return a == TB_AUTH_NONE ? "none" : a == TB_AUTH_SERVER ? "server" : "mutual";
+}
+
+static void write_params(tb_json *j, const tb_options *o) {
+  tb_json_object(j, "params");
+  if (needs_tls(o->scenario)) {
+    tb_json_str(j, "tls", o->tls == 13 ? "1.3" : "1.2");
+    tb_json_str(j, "suite", o->suite);
+    tb_json_str(j, "group", o->group);
+    tb_json_str(j, "sigalg", o->sigalg);
+    tb_json_str(j, "cert", o->cert);
+    tb_json_u64(j, "chain", (uint64_t)o->chain);
+    tb_json_str(j, "auth", auth_name(o->auth));
+    tb_json_bool(j, "wrong_ca", o->wrong_ca);
+    tb_json_u64(j, "record_size", o->record_size);
+  }
+  tb_json_u64(j, "payload", o->payload);
+  if (strcmp(o->scenario, "bulk") == 0) tb_json_u64(j, "bytes", o->bytes);
+  tb_json_str(j, "aead", o->aead);
+  tb_json_i64(j, "iterations", o->iterations);
+  tb_json_i64(j, "warmup", o->warmup);
+  tb_json_object_end(j);
+}
+
+static void write_negotiated(tb_json *j, const tb_run *r) {
+  if (!r->have_negotiated) {
+    tb_json_null(j, "negotiated");
+    return;
+  }
+  const tb_negotiated *n = &r->client_neg;
+  tb_json_object(j, "negotiated");
+  tb_json_str(j, "version", n->version);
+  tb_json_str(j, "suite", n->suite);
+  tb_json_str(j, "group", n->group);
+  tb_json_str(j, "sigalg", n->sigalg);
+  tb_json_object(j, "peer_verified");
+  tb_json_bool(j, "client", r->client_neg.peer_verified);
+  tb_json_bool(j, "server", r->server_neg.peer_verified);
+  tb_json_object_end(j);
+  tb_json_bool(j, "resumed", n->resumed);
+  tb_json_object_end(j);
+}
+
+static void write_side_heap(tb_json *j, const char *key, const tb_heap_report *h) {
+  if (!h->valid) {
+    tb_json_null(j, key);
+    return;
+  }
+  tb_json_object(j, key);
+  tb_json_u64(j, "start", h->start);
+  tb_json_u64(j, "ctx", h->ctx);
+  tb_json_u64(j, "peak", h->peak);
+  tb_json_u64(j, "retained", h->retained);
+  tb_json_u64(j, "peak_minus_start", h->peak - h->start);
+  tb_json_u64(j, "retained_minus_start", h->retained - h->start);
+  tb_json_u64(j, "conn_peak", h->peak - h->ctx);
+  tb_json_u64(j, "conn_retained", h->retained - h->ctx);
+  tb_json_u64(j, "handshake_allocs", h->handshake_allocs);
+  tb_json_object(j, "usable");
+  tb_json_u64(j, "start", h->start_usable);
+  tb_json_u64(j, "ctx", h->ctx_usable);
+  tb_json_u64(j, "peak", h->peak_usable);
+  tb_json_u64(j, "retained", h->retained_usable);
+  tb_json_object_end(j);
+  tb_json_object_end(j);
+}
+
+static void write_heap(tb_json *j, const tb_run *r) {
+  tb_heap_counters process;
+  tb_heap_get(TB_SIDES, &process);
+  tb_json_object(j, "heap");
+  tb_json_object(j, "global");
+  tb_json_u64(j, "live", r->heap_global.live);
+  tb_json_u64(j, "peak", r->heap_global.peak);
+  tb_json_u64(j, "allocs", r->heap_global.allocs);
+  tb_json_object_end(j);
+  write_side_heap(j, "client", &r->heap_client);
+  write_side_heap(j, "server", &r->heap_server);
+  tb_json_object(j, "process");
+  tb_json_u64(j, "peak", process.peak);
+  tb_json_u64(j, "peak_usable", process.peak_usable);
+  tb_json_u64(j, "allocs", process.allocs);
+  tb_json_object_end(j);
+  tb_json_object_end(j);
+}
+
+static void write_samples(tb_json *j, const tb_run *r) {
+  tb_json_object(j, "samples");
+  for (int i = 0; i < r->n_series; i++) {
+    tb_json_array(j, r->series[i].name);
+    for (size_t k = 0; k < r->series[i].n; k++) tb_json_double(j, NULL, r->series[i].values[k]);
+    tb_json_array_end(j);
+  }
+  tb_json_object_end(j);
+  tb_json_object(j, "summary");
+  for (int i = 0; i < r->n_series; i++) {
+    tb_summary s;
+    tb_summarize(r->series[i].values, r->series[i].n, &s);
+    tb_json_object(j, r->series[i].name);
+    tb_json_str(j, "unit", r->series[i].unit);
+    tb_json_u64(j, "n", s.n);
+    tb_json_double(j, "min", s.min);
+    tb_json_double(j, "median", s.median);
+    tb_json_double(j, "mean", s.mean);
+    tb_json_double(j, "p99", s.p99);
+    tb_json_double(j, "max", s.max);
+    tb_json_object_end(j);
+  }
+  tb_json_object_end(j);
+}
+
+static void print_text(const tb_run *r, int code) {
+  if (code != TB_EXIT_OK) return;
+  if (r->have_negotiated) {
+    printf("negotiated TLS %s %s group=%s sigalg=%s resumed=%d\n", r->client_neg.version,
+           r->client_neg.suite, r->client_neg.group[0] ? r->client_neg.group : "-",
+           r->client_neg.sigalg[0] ? r->client_neg.sigalg : "-", r->client_neg.resumed);
+  }
+  const tb_heap_report *sides[2] = {&r->heap_client, &r->heap_server};
+  for (int s = 0; s < 2; s++) {
+    if (!sides[s]->valid) continue;
+    printf("heap %-6s start %8lu  peak %8lu  retained %8lu  (connection: peak %lu, retained %lu)\n",
+           s ? "server" : "client", (unsigned long)sides[s]->start,
+           (unsigned long)sides[s]->peak, (unsigned long)sides[s]->retained,
+           (unsigned long)(sides[s]->peak - sides[s]->ctx),
+           (unsigned long)(sides[s]->retained - sides[s]->ctx));
+  }
+  for (int i = 0; i < r->n_series; i++) {
+    tb_summary s;
+    tb_summarize(r->series[i].values, r->series[i].n, &s);
+    printf("%-18s n=%-6zu min %12.1f  median %12.1f  mean %12.1f  p99 %12.1f  max %12.1f %s\n",
+           r->series[i].name, s.n, s.min, s.median, s.mean, s.p99, s.max, r->series[i].unit);
+  }
+}
+
+int main(int argc, char **argv) {
+  tb_options opt;
+  if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+    usage(stdout);
+    return TB_EXIT_OK;
+  }
+  if (parse_options(argc, argv, &opt) != 0) {
+    usage(stderr);
+    return TB_EXIT_USAGE;
+  }
+  const tb_adapter *ad = &tb_adapter_impl;
+  tb_run run;
+  memset(&run, 0, sizeof(run));
+  run.ad = ad;
+  run.opt = &opt;
+  run.tsc_hz = tb_tsc_hz();
+  if (strcmp(ad->name, "null") == 0) tb_warn(&run, "null adapter: no TLS, the harness baseline");
+
+  /* In text mode the JSON goes nowhere; the same code path runs either way. */
+  FILE *json_out = opt.json ? stdout : fopen("/dev/null", "w");
+  tb_json j;
+  tb_json_init(&j, json_out);
+  tb_json_object(&j, NULL);
+  tb_json_u64(&j, "schema", SCHEMA_VERSION);
+  tb_json_str(&j, "variant", opt.variant);
+  tb_json_str(&j, "library", ad->name);
+  tb_json_str(&j, "scenario", opt.scenario);
+  write_params(&j, &opt);
+
+  tb_heap_reset_peak(TB_SIDES);
+  tb_status st = TB_ON(TB_SIDE_GLOBAL, ad->global_init(run.err));
+  tb_heap_get(TB_SIDE_GLOBAL, &run.heap_global);
+  int code = TB_EXIT_OK;
+  if (st != TB_OK) {
+    code = tb_fail_stage(&run, st == TB_UNSUPPORTED ? TB_EXIT_UNSUPPORTED : TB_EXIT_HANDSHAKE,
+                         "global init");
+  }
+  tb_info info;
+  memset(&info, 0, sizeof(info));
+  if (code == TB_EXIT_OK && TB_ON(TB_SIDE_GLOBAL, ad->info(&info, run.err)) == TB_OK) {
+    tb_json_str(&j, "version", info.version);
+  }
+  if (code == TB_EXIT_OK) {
+    if (strcmp(opt.scenario, "handshake") == 0) {
+      code = tb_scenario_handshake(&run);
+    } else if (strcmp(opt.scenario, "resume") == 0) {
+      code = tb_scenario_resume(&run);
+    } else if (strcmp(opt.scenario, "records") == 0) {
+      code = tb_scenario_records(&run);
+    } else if (strcmp(opt.scenario, "bulk") == 0) {
+      code = tb_scenario_bulk(&run);
+    } else if (strcmp(opt.scenario, "aead") == 0) {
+      code = tb_scenario_aead(&run, &j);
+    } else {
+      code = tb_scenario_info(&run, &j);
+    }
+  }
+  tb_teardown(&run);
+
+  tb_json_double(&j, "tsc_hz", run.tsc_hz);
+  if (code == TB_EXIT_OK) {
+    write_negotiated(&j, &run);
+    write_heap(&j, &run);
+    write_samples(&j, &run);
+  } else {
+    /* A failed run reports no sample: only what failed, where, and the library's words. */
+    tb_json_object(&j, "error");
+    tb_json_str(&j, "stage", run.stage);
+    tb_json_str(&j, "message", run.err);
+    tb_json_object_end(&j);
+  }
+  tb_json_array(&j, "warnings");
+  for (int i = 0; i < run.n_warnings; i++) tb_json_str(&j, NULL, run.warnings[i]);
+  tb_json_array_end(&j);
+  tb_json_i64(&j, "exit", code);
+  tb_json_object_end(&j);
+  if (!opt.json) {
+    fclose(json_out);
+    print_text(&run, code);
+  }
+  if (code != TB_EXIT_OK) {
+    fprintf(stderr, "tlsbench-driver: %s failed (exit %d): %s\n", run.stage, code, run.err);
+  }
+  TB_ON(TB_SIDE_GLOBAL, (ad->global_cleanup(), TB_OK));
+  return code;
+}

@@ -1,0 +1,65 @@
+/* Clocks and sample summaries. */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tlsbench/measure.h"
+
+static uint64_t clock_ns(clockid_t id) {
+  struct timespec ts;
+  clock_gettime(id, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t tb_mono_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
+uint64_t tb_thread_cpu_ns(void) { return clock_ns(CLOCK_THREAD_CPUTIME_ID); }
+
+double tb_tsc_hz(void) {
+  static double hz;
+  if (hz == 0) {
+    /* The median of five 20 ms windows against the monotonic clock. */
+    double rates[5];
+    for (int i = 0; i < 5; i++) {
+      uint64_t t0 = tb_mono_ns(), c0 = tb_tsc();
+      while (tb_mono_ns() - t0 < 20000000ull) {
+      }
+      uint64_t t1 = tb_mono_ns(), c1 = tb_tsc();
+      rates[i] = (double)(c1 - c0) * 1e9 / (double)(t1 - t0);
+    }
+    for (int i = 1; i < 5; i++) {
+      for (int k = i; k > 0 && rates[k] < rates[k - 1]; k--) {
+        double t = rates[k];
+        rates[k] = rates[k - 1];
+        rates[k - 1] = t;
+      }
+    }
+    hz = rates[2];
+  }
+  return hz;
+}
+
+static int by_value(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+void tb_summarize(const double *samples, size_t n, tb_summary *out) {
+  memset(out, 0, sizeof(*out));
+  out->n = n;
+  if (n == 0) return;
+  double *sorted = malloc(n * sizeof(double));
+  if (sorted == NULL) return;
+  memcpy(sorted, samples, n * sizeof(double));
+  qsort(sorted, n, sizeof(double), by_value);
+  double sum = 0;
+  for (size_t i = 0; i < n; i++) sum += sorted[i];
+  out->min = sorted[0];
+  out->max = sorted[n - 1];
+  out->mean = sum / (double)n;
+  out->median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+  size_t rank = (size_t)ceil(0.99 * (double)n); /* nearest-rank percentile */
+  out->p99 = sorted[(rank == 0 ? 1 : rank) - 1];
+  free(sorted);
+}

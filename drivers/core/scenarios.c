@@ -1,0 +1,190 @@
+/* The scenario loops: what is measured, in what order, and where its samples go. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+
+/* The byte pattern of application record `i`: deterministic, different per record. */
+static void fill_pattern(unsigned char *buf, size_t len, uint64_t i) {
+  for (size_t j = 0; j < len; j++) buf[j] = (unsigned char)(i * 131u + j * 7u + 1u);
+}
+
+static unsigned char *harness_alloc(size_t len) {
+  tb_side side = tb_heap_set_side(TB_SIDE_HARNESS);
+  unsigned char *p = malloc(len ? len : 1);
+  tb_heap_set_side(side);
+  return p;
+}
+
+static void harness_free(void *p) {
+  tb_side side = tb_heap_set_side(TB_SIDE_HARNESS);
+  free(p);
+  tb_heap_set_side(side);
+}
+
+static double ticks_to_ns(tb_run *r, uint64_t ticks) { return (double)ticks * 1e9 / r->tsc_hz; }
+
+/* Heap of the first connection: peak from connection creation to handshake end. */
+static void heap_after_handshake(tb_side side, tb_heap_report *h, const tb_heap_counters *before) {
+  tb_heap_counters c;
+  tb_heap_get(side, &c);
+  h->valid = 1;
+  h->peak = c.peak;
+  h->peak_usable = c.peak_usable;
+  h->retained = c.live;
+  h->retained_usable = c.live_usable;
+  h->handshake_allocs = c.allocs - before->allocs;
+}
+
+/* One full handshake with heap figures per side; leaves the connection open. */
+static int first_connection(tb_run *r, tb_conn_pair *conns, int expect_resumed) {
+  tb_heap_counters client_before, server_before;
+  tb_heap_reset_peak(TB_SIDE_CLIENT);
+  tb_heap_reset_peak(TB_SIDE_SERVER);
+  tb_heap_get(TB_SIDE_CLIENT, &client_before);
+  tb_heap_get(TB_SIDE_SERVER, &server_before);
+  int code = tb_connect(r, NULL, conns, NULL, NULL);
+  if (code != TB_EXIT_OK) return code;
+  heap_after_handshake(TB_SIDE_CLIENT, &r->heap_client, &client_before);
+  heap_after_handshake(TB_SIDE_SERVER, &r->heap_server, &server_before);
+  return tb_check_negotiated(r, conns, expect_resumed);
+}
+
+int tb_scenario_handshake(tb_run *r) {
+  int code = tb_setup_contexts(r, 0);
+  if (code != TB_EXIT_OK) return code;
+  tb_conn_pair conns;
+  code = first_connection(r, &conns, 0);
+  tb_disconnect(r, &conns);
+  if (code != TB_EXIT_OK) return code;
+  tb_series *client = tb_series_get(r, "client_cpu_ns", "ns");
+  tb_series *server = tb_series_get(r, "server_cpu_ns", "ns");
+  tb_series *wall = tb_series_get(r, "wall_ns", "ns");
+  tb_series *per_second = tb_series_get(r, "handshakes_per_s", "1/s");
+  for (long i = 0; i < r->opt->warmup + r->opt->iterations; i++) {
+    uint64_t client_ns = 0, server_ns = 0;
+    uint64_t t0 = tb_mono_ns();
+    code = tb_connect(r, NULL, &conns, &client_ns, &server_ns);
+    uint64_t t1 = tb_mono_ns();
+    if (code == TB_EXIT_OK) code = tb_check_negotiated(r, &conns, 0);
+    tb_disconnect(r, &conns);
+    if (code != TB_EXIT_OK) return code;
+    if (i < r->opt->warmup) continue;
+    if (tb_series_add(client, (double)client_ns) || tb_series_add(server, (double)server_ns) ||
+        tb_series_add(wall, (double)(t1 - t0)) ||
+        tb_series_add(per_second, 1e9 / (double)(client_ns + server_ns))) {
+      return tb_fail_stage(r, TB_EXIT_ERROR, "samples");
+    }
+  }
+  return TB_EXIT_OK;
+}
+
+/* After a handshake: one byte server -> client, so that a TLS 1.3 client has processed
+ * the NewSessionTicket that follows the handshake, then the client's session. */
+static int take_session(tb_run *r, tb_conn_pair *conns, void **session) {
+  unsigned char one = 0x5a, got = 0;
+  int code = tb_transfer(r, conns, 0, &one, 1, &got, NULL, NULL, NULL, NULL);
+  if (code != TB_EXIT_OK) return code;
+  tb_status st = TB_ON(TB_SIDE_CLIENT, r->ad->session_get(conns->client, session, r->err));
+  if (st == TB_UNSUPPORTED) return tb_fail_stage(r, TB_EXIT_UNSUPPORTED, "session");
+  if (st != TB_OK) return tb_fail_stage(r, TB_EXIT_HANDSHAKE, "session");
+  return TB_EXIT_OK;
+}
+
+int tb_scenario_resume(tb_run *r) {
+  int code = tb_setup_contexts(r, 1);
+  if (code != TB_EXIT_OK) return code;
+  tb_conn_pair conns;
+  void *session = NULL;
+  code = first_connection(r, &conns, 0);
+  if (code == TB_EXIT_OK) code = take_session(r, &conns, &session);
+  tb_disconnect(r, &conns);
+  if (code != TB_EXIT_OK) return code;
+  tb_series *client = tb_series_get(r, "client_cpu_ns", "ns");
+  tb_series *server = tb_series_get(r, "server_cpu_ns", "ns");
+  tb_series *wall = tb_series_get(r, "wall_ns", "ns");
+  for (long i = 0; i < r->opt->warmup + r->opt->iterations && code == TB_EXIT_OK; i++) {
+    uint64_t client_ns = 0, server_ns = 0;
+    uint64_t t0 = tb_mono_ns();
+    code = tb_connect(r, session, &conns, &client_ns, &server_ns);
+    uint64_t t1 = tb_mono_ns();
+    if (code == TB_EXIT_OK) code = tb_check_negotiated(r, &conns, 1);
+    /* Like a real client, continue with the newest session (TLS 1.3 tickets are meant
+     * for one use). */
+    void *next = NULL;
+    if (code == TB_EXIT_OK) code = take_session(r, &conns, &next);
+    tb_disconnect(r, &conns);
+    TB_ON(TB_SIDE_CLIENT, (r->ad->session_free(session), TB_OK));
+    session = next;
+    if (code != TB_EXIT_OK || i < r->opt->warmup) continue;
+    if (tb_series_add(client, (double)client_ns) || tb_series_add(server, (double)server_ns) ||
+        tb_series_add(wall, (double)(t1 - t0))) {
+      code = tb_fail_stage(r, TB_EXIT_ERROR, "samples");
+    }
+  }
+  TB_ON(TB_SIDE_CLIENT, (r->ad->session_free(session), TB_OK));
+  return code;
+}
+
+int tb_scenario_records(tb_run *r) {
+  int code = tb_setup_contexts(r, 0);
+  if (code != TB_EXIT_OK) return code;
+  tb_conn_pair conns;
+  code = first_connection(r, &conns, 0);
+  size_t len = r->opt->payload;
+  unsigned char *data = harness_alloc(len), *scratch = harness_alloc(len);
+  if (data == NULL || scratch == NULL) code = tb_fail_stage(r, TB_EXIT_ERROR, "buffers");
+  tb_series *write_ns = tb_series_get(r, "write_ns", "ns");
+  tb_series *read_ns = tb_series_get(r, "read_ns", "ns");
+  tb_series *write_allocs = tb_series_get(r, "write_allocs", "allocations");
+  tb_series *read_allocs = tb_series_get(r, "read_allocs", "allocations");
+  for (long i = 0; i < r->opt->warmup + r->opt->iterations && code == TB_EXIT_OK; i++) {
+    fill_pattern(data, len, (uint64_t)i);
+    uint64_t send = 0, recv = 0, send_allocs = 0, recv_allocs = 0;
+    code = tb_transfer(r, &conns, 1, data, len, scratch, &send, &recv, &send_allocs,
+                       &recv_allocs);
+    if (code != TB_EXIT_OK || i < r->opt->warmup) continue;
+    if (tb_series_add(write_ns, ticks_to_ns(r, send)) ||
+        tb_series_add(read_ns, ticks_to_ns(r, recv)) ||
+        tb_series_add(write_allocs, (double)send_allocs) ||
+        tb_series_add(read_allocs, (double)recv_allocs)) {
+      code = tb_fail_stage(r, TB_EXIT_ERROR, "samples");
+    }
+  }
+  harness_free(data);
+  harness_free(scratch);
+  tb_disconnect(r, &conns);
+  return code;
+}
+
+int tb_scenario_bulk(tb_run *r) {
+  int code = tb_setup_contexts(r, 0);
+  if (code != TB_EXIT_OK) return code;
+  tb_conn_pair conns;
+  code = first_connection(r, &conns, 0);
+  size_t chunk = r->opt->payload;
+  unsigned char *data = harness_alloc(chunk), *scratch = harness_alloc(chunk);
+  if (data == NULL || scratch == NULL) code = tb_fail_stage(r, TB_EXIT_ERROR, "buffers");
+  tb_series *sender = tb_series_get(r, "sender_MBps", "MB/s");
+  tb_series *receiver = tb_series_get(r, "receiver_MBps", "MB/s");
+  uint64_t record = 0;
+  for (long i = 0; i < r->opt->warmup + r->opt->iterations && code == TB_EXIT_OK; i++) {
+    uint64_t send = 0, recv = 0;
+    for (uint64_t done = 0; done < r->opt->bytes && code == TB_EXIT_OK; done += chunk) {
+      size_t len = r->opt->bytes - done < chunk ? (size_t)(r->opt->bytes - done) : chunk;
+      fill_pattern(data, len, record++);
+      code = tb_transfer(r, &conns, 1, data, len, scratch, &send, &recv, NULL, NULL);
+    }
+    if (code != TB_EXIT_OK || i < r->opt->warmup) continue;
+    double mb = (double)r->opt->bytes / 1e6;
+    if (tb_series_add(sender, mb / (ticks_to_ns(r, send) / 1e9)) ||
+        tb_series_add(receiver, mb / (ticks_to_ns(r, recv) / 1e9))) {
+      code = tb_fail_stage(r, TB_EXIT_ERROR, "samples");
+    }
+  }
+  harness_free(data);
+  harness_free(scratch);
+  tb_disconnect(r, &conns);
+  return code;
+}

@@ -1,0 +1,236 @@
+/* Contexts, connections and handshakes over the memory pair, and the checks on them. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core.h"
+
+/* A handshake that makes no progress for this many rounds is a failure, not a hang. */
+#define MAX_HANDSHAKE_ROUNDS 1000
+
+int tb_fail_stage(tb_run *r, int code, const char *stage) {
+  snprintf(r->stage, sizeof(r->stage), "%s", stage);
+  return code;
+}
+
+static int status_exit(tb_status st) {
+  switch (st) {
+    case TB_UNSUPPORTED:
+      return TB_EXIT_UNSUPPORTED;
+    case TB_OK:
+      return TB_EXIT_OK;
+    default:
+      return TB_EXIT_HANDSHAKE;
+  }
+}
+
+static void fill_config(tb_run *r, tb_config *cfg, tb_role role, int resumption) {
+  const tb_options *o = r->opt;
+  memset(cfg, 0, sizeof(*cfg));
+  cfg->role = role;
+  cfg->tls_version = o->tls;
+  cfg->suite = o->suite;
+  cfg->group = o->group;
+  cfg->sigalg = o->sigalg;
+  cfg->auth = o->auth;
+  cfg->ca_file = o->ca_file;
+  cfg->server_name = "localhost";
+  cfg->record_size = o->record_size;
+  cfg->resumption = resumption;
+  if (role == TB_SERVER) {
+    cfg->chain_file = o->server_chain;
+    cfg->key_file = o->server_key;
+  } else if (o->auth == TB_AUTH_MUTUAL) {
+    cfg->chain_file = o->client_chain;
+    cfg->key_file = o->client_key;
+  }
+}
+
+int tb_setup_contexts(tb_run *r, int resumption) {
+  fill_config(r, &r->server_cfg, TB_SERVER, resumption);
+  fill_config(r, &r->client_cfg, TB_CLIENT, resumption);
+  if (tb_memory_pair_init(&r->pair) != 0) {
+    snprintf(r->err, sizeof(r->err), "out of memory for the transport queues");
+    return tb_fail_stage(r, TB_EXIT_ERROR, "transport");
+  }
+  tb_heap_counters c;
+  tb_heap_get(TB_SIDE_SERVER, &c);
+  r->heap_server.start = c.live;
+  r->heap_server.start_usable = c.live_usable;
+  tb_status st = TB_ON(TB_SIDE_SERVER, r->ad->ctx_new(&r->server_cfg, &r->server_ctx, r->err));
+  if (st != TB_OK) return tb_fail_stage(r, status_exit(st), "context (server)");
+  tb_heap_get(TB_SIDE_SERVER, &c);
+  r->heap_server.ctx = c.live;
+  r->heap_server.ctx_usable = c.live_usable;
+
+  tb_heap_get(TB_SIDE_CLIENT, &c);
+  r->heap_client.start = c.live;
+  r->heap_client.start_usable = c.live_usable;
+  st = TB_ON(TB_SIDE_CLIENT, r->ad->ctx_new(&r->client_cfg, &r->client_ctx, r->err));
+  if (st != TB_OK) return tb_fail_stage(r, status_exit(st), "context (client)");
+  tb_heap_get(TB_SIDE_CLIENT, &c);
+  r->heap_client.ctx = c.live;
+  r->heap_client.ctx_usable = c.live_usable;
+  return TB_EXIT_OK;
+}
+
+void tb_teardown(tb_run *r) {
+  if (r->client_ctx) TB_ON(TB_SIDE_CLIENT, (r->ad->ctx_free(r->client_ctx), TB_OK));
+  if (r->server_ctx) TB_ON(TB_SIDE_SERVER, (r->ad->ctx_free(r->server_ctx), TB_OK));
+  r->client_ctx = r->server_ctx = NULL;
+  tb_memory_pair_free(&r->pair);
+}
+
+int tb_connect(tb_run *r, void *session, tb_conn_pair *conns, uint64_t *client_ns,
+               uint64_t *server_ns) {
+  memset(conns, 0, sizeof(*conns));
+  tb_memory_pair_reset(&r->pair);
+  tb_status st = TB_ON_TIMED(TB_SIDE_SERVER, server_ns,
+                             r->ad->conn_new(r->server_ctx, &r->pair.server, NULL,
+                                             &conns->server, r->err));
+  if (st != TB_OK) return tb_fail_stage(r, status_exit(st), "connection (server)");
+  st = TB_ON_TIMED(TB_SIDE_CLIENT, client_ns,
+                   r->ad->conn_new(r->client_ctx, &r->pair.client, session, &conns->client,
+                                   r->err));
+  if (st != TB_OK) return tb_fail_stage(r, status_exit(st), "connection (client)");
+
+  int client_done = 0, server_done = 0;
+  for (int round = 0; !(client_done && server_done); round++) {
+    if (round == MAX_HANDSHAKE_ROUNDS) {
+      snprintf(r->err, sizeof(r->err), "no progress after %d rounds", MAX_HANDSHAKE_ROUNDS);
+      return tb_fail_stage(r, TB_EXIT_HANDSHAKE, "handshake");
+    }
+    if (!client_done) {
+      st = TB_ON_TIMED(TB_SIDE_CLIENT, client_ns, r->ad->handshake(conns->client, r->err));
+      if (st == TB_OK) {
+        client_done = 1;
+      } else if (st != TB_WANT_IO) {
+        return tb_fail_stage(r, status_exit(st), "handshake (client)");
+      }
+    }
+    if (!server_done) {
+      st = TB_ON_TIMED(TB_SIDE_SERVER, server_ns, r->ad->handshake(conns->server, r->err));
+      if (st == TB_OK) {
+        server_done = 1;
+      } else if (st != TB_WANT_IO) {
+        return tb_fail_stage(r, status_exit(st), "handshake (server)");
+      }
+    }
+  }
+  return TB_EXIT_OK;
+}
+
+void tb_disconnect(tb_run *r, tb_conn_pair *conns) {
+  if (conns->client) TB_ON(TB_SIDE_CLIENT, (r->ad->conn_free(conns->client), TB_OK));
+  if (conns->server) TB_ON(TB_SIDE_SERVER, (r->ad->conn_free(conns->server), TB_OK));
+  conns->client = conns->server = NULL;
+}
+
+/* ------------------------------------------------------------------------- checks */
+
+static int is_static_rsa(const char *suite) { return strncmp(suite, "TLS_RSA_WITH_", 13) == 0; }
+
+static int mismatch(tb_run *r, const char *side, const char *what, const char *want,
+                    const char *got) {
+  snprintf(r->err, sizeof(r->err), "%s negotiated %s '%s', the run asked for '%s'", side, what,
+           got, want);
+  return tb_fail_stage(r, TB_EXIT_MISMATCH, "negotiated parameters");
+}
+
+static int check_side(tb_run *r, const char *side, const tb_negotiated *n, int verifies,
+                      int expect_resumed) {
+  const tb_options *o = r->opt;
+  const char *version = o->tls == 13 ? "1.3" : "1.2";
+  if (strcmp(n->version, version) != 0) return mismatch(r, side, "version", version, n->version);
+  if (strcmp(n->suite, o->suite) != 0) return mismatch(r, side, "suite", o->suite, n->suite);
+  int no_group = o->tls == 12 && is_static_rsa(o->suite);
+  const char *group = no_group ? "" : o->group;
+  /* A resumed TLS 1.3 handshake may skip the key exchange (psk_ke): no group then. */
+  int group_ok = strcmp(n->group, group) == 0 || (expect_resumed && n->group[0] == '\0');
+  if (!group_ok) return mismatch(r, side, "group", group, n->group);
+  if (!expect_resumed) {
+    /* Resumed handshakes sign nothing; full ones must sign with exactly the request. */
+    const char *sigalg = no_group ? "" : o->sigalg;
+    if (strcmp(n->sigalg, sigalg) != 0) return mismatch(r, side, "signature scheme", sigalg,
+                                                        n->sigalg);
+    if (n->peer_verified != verifies) {
+      return mismatch(r, side, "peer verification", verifies ? "verified" : "not verified",
+                      n->peer_verified ? "verified" : "not verified");
+    }
+  }
+  if (n->resumed != expect_resumed) {
+    return mismatch(r, side, "resumption", expect_resumed ? "resumed" : "full handshake",
+                    n->resumed ? "resumed" : "full handshake");
+  }
+  return TB_EXIT_OK;
+}
+
+int tb_check_negotiated(tb_run *r, tb_conn_pair *conns, int expect_resumed) {
+  tb_status st =
+      TB_ON(TB_SIDE_CLIENT, r->ad->negotiated(conns->client, &r->client_neg, r->err));
+  if (st != TB_OK) return tb_fail_stage(r, status_exit(st), "negotiated (client)");
+  st = TB_ON(TB_SIDE_SERVER, r->ad->negotiated(conns->server, &r->server_neg, r->err));
+  if (st != TB_OK) return tb_fail_stage(r, status_exit(st), "negotiated (server)");
+  r->have_negotiated = 1;
+  int code = check_side(r, "client", &r->client_neg, r->opt->auth != TB_AUTH_NONE,
+                        expect_resumed);
+  if (code != TB_EXIT_OK) return code;
+  return check_side(r, "server", &r->server_neg, r->opt->auth == TB_AUTH_MUTUAL,
+                    expect_resumed);
+}
+
+/* ------------------------------------------------------------------------- data */
+
+int tb_transfer(tb_run *r, tb_conn_pair *conns, int to_server, const unsigned char *data,
+                size_t len, unsigned char *scratch, uint64_t *send_ticks, uint64_t *recv_ticks,
+                uint64_t *send_allocs, uint64_t *recv_allocs) {
+  tb_side from = to_server ? TB_SIDE_CLIENT : TB_SIDE_SERVER;
+  tb_side to = to_server ? TB_SIDE_SERVER : TB_SIDE_CLIENT;
+  void *writer = to_server ? conns->client : conns->server;
+  void *reader = to_server ? conns->server : conns->client;
+  tb_heap_counters before, after;
+
+  tb_heap_get(from, &before);
+  size_t sent = 0;
+  uint64_t t0 = tb_tsc();
+  while (sent < len) {
+    size_t done = 0;
+    tb_status st = TB_ON(from, r->ad->write(writer, data + sent, len - sent, &done, r->err));
+    if (st != TB_OK && st != TB_WANT_IO) return tb_fail_stage(r, status_exit(st), "write");
+    if (st == TB_WANT_IO && done == 0) {
+      snprintf(r->err, sizeof(r->err), "write wants I/O on an unbounded memory queue");
+      return tb_fail_stage(r, TB_EXIT_HANDSHAKE, "write");
+    }
+    sent += done;
+  }
+  uint64_t t1 = tb_tsc();
+  tb_heap_get(from, &after);
+  if (send_ticks) *send_ticks += t1 - t0;
+  if (send_allocs) *send_allocs += after.allocs - before.allocs;
+
+  tb_heap_get(to, &before);
+  size_t got = 0;
+  t0 = tb_tsc();
+  while (got < len) {
+    size_t done = 0;
+    tb_status st = TB_ON(to, r->ad->read(reader, scratch + got, len - got, &done, r->err));
+    if (st == TB_WANT_IO && done == 0) {
+      snprintf(r->err, sizeof(r->err), "%zu of %zu bytes arrived", got, len);
+      return tb_fail_stage(r, TB_EXIT_DATA, "read");
+    }
+    if (st != TB_OK && st != TB_WANT_IO) return tb_fail_stage(r, status_exit(st), "read");
+    got += done;
+  }
+  t1 = tb_tsc();
+  tb_heap_get(to, &after);
+  if (recv_ticks) *recv_ticks += t1 - t0;
+  if (recv_allocs) *recv_allocs += after.allocs - before.allocs;
+
+  if (memcmp(scratch, data, len) != 0) {
+    size_t at = 0;
+    while (scratch[at] == data[at]) at++;
+    snprintf(r->err, sizeof(r->err), "byte %zu of %zu differs (sent 0x%02x, got 0x%02x)", at,
+             len, data[at], scratch[at]);
+    return tb_fail_stage(r, TB_EXIT_DATA, "data check");
+  }
+  return TB_EXIT_OK;
+}

@@ -1,0 +1,194 @@
+/*
+ * The adapter interface: the specification every library adapter implements.
+ *
+ * One adapter per library (adapters/<library>.c) fills a `const tb_adapter` named
+ * `tb_adapter_impl`. The core (core/) never names a library; an adapter never measures,
+ * times, counts or prints anything: it translates between this contract and the
+ * library's own API, and it reads back from the library what was negotiated.
+ *
+ * Conventions for every function below:
+ *  - Functions return a tb_status. On TB_FAILED or TB_UNSUPPORTED they write a short,
+ *    human-readable reason (the library's own error text where it has one) into `err`
+ *    (TB_ERR_LEN bytes, always NUL-terminated). On other statuses `err` is untouched.
+ *  - The core sets the heap "side" around every call, so every allocation an adapter or its
+ *    library makes during a call is charged to the side the call is for. An adapter must
+ *    not allocate memory for one side while called for the other.
+ *  - Objects returned through out-pointers are owned by the caller, who releases them with
+ *    the matching *_free function; *_free accepts NULL.
+ *  - Nothing here may block: I/O goes only through the tb_transport given to conn_new,
+ *    whose recv returns TB_IO_WOULD_BLOCK when the peer has not sent anything yet.
+ */
+#ifndef TLSBENCH_DRIVER_H
+#define TLSBENCH_DRIVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TB_ERR_LEN 256
+#define TB_NAME_LEN 64
+
+/* Status codes. The values of UNSUPPORTED and FAILED are chosen apart from the driver's
+ * exit codes (see core/main.c) on purpose: the core maps them, adapters never exit. */
+typedef enum tb_status {
+  TB_OK = 0,          /* done */
+  TB_WANT_IO = 1,     /* not done: call again after the peer has had its turn */
+  TB_CLOSED = 2,      /* the peer closed the connection (close_notify) */
+  TB_UNSUPPORTED = 3, /* a knob or combination this library (build) cannot honour */
+  TB_FAILED = 4,      /* the library reported an error (handshake failure included) */
+} tb_status;
+
+/* ------------------------------------------------------------------------- transport */
+
+/* Return value of tb_transport.recv when no bytes are available yet. */
+#define TB_IO_WOULD_BLOCK (-2)
+/* Return value of send/recv on a broken transport. */
+#define TB_IO_ERROR (-1)
+
+/* A byte stream to the peer. send() accepts all or part of `len` bytes and returns how
+ * many; recv() returns 1..len bytes, TB_IO_WOULD_BLOCK or TB_IO_ERROR (0 = peer closed). */
+typedef struct tb_transport {
+  void *io;
+  long (*send)(void *io, const unsigned char *buf, size_t len);
+  long (*recv)(void *io, unsigned char *buf, size_t len);
+} tb_transport;
+
+/* ------------------------------------------------------------------------- configuration */
+
+typedef enum tb_role { TB_CLIENT = 0, TB_SERVER = 1 } tb_role;
+
+typedef enum tb_auth {
+  TB_AUTH_NONE = 0,   /* nobody verifies a certificate (the server still presents one) */
+  TB_AUTH_SERVER = 1, /* the client verifies the server's chain against ca_file */
+  TB_AUTH_MUTUAL = 2, /* and the server requires and verifies a client chain */
+} tb_auth;
+
+/* What one side is asked to do. Every knob is mandatory for the adapter: it pins the
+ * library's offer to exactly this (no other versions, suites, groups or signature
+ * schemes offered), or returns TB_UNSUPPORTED with the reason. */
+typedef struct tb_config {
+  tb_role role;
+  int tls_version;       /* 12 (TLS 1.2) or 13 (TLS 1.3); the only version offered */
+  const char *suite;     /* IANA name, e.g. "TLS_AES_128_GCM_SHA256" */
+  const char *group;     /* "x25519", "secp256r1", "secp384r1", "ffdhe2048", "ffdhe3072",
+                            "X25519MLKEM768"; for TLS 1.2 suites without (EC)DHE: ignored */
+  const char *sigalg;    /* IANA SignatureScheme name, e.g. "rsa_pss_rsae_sha256",
+                            "ecdsa_secp256r1_sha256", "ed25519", "rsa_pkcs1_sha256";
+                            NULL when the suite signs nothing (static RSA key exchange) */
+  tb_auth auth;
+  const char *ca_file;   /* PEM trust anchor(s) used by whoever verifies */
+  const char *chain_file; /* PEM: own certificate chain, leaf first (NULL: client
+                             without a certificate) */
+  const char *key_file;  /* PEM (PKCS#8) private key of the leaf */
+  const char *server_name; /* client: SNI and the name verified in the server's cert */
+  size_t record_size;    /* 0: library default; else max plaintext per record to use */
+  int resumption;        /* 0: full handshakes only (no tickets sent, no session cache);
+                            1: tickets / session cache on, as resumption needs */
+} tb_config;
+
+/* ------------------------------------------------------------------------- results */
+
+/* Read back from the library after a handshake, never copied from the config. */
+typedef struct tb_negotiated {
+  char version[16];         /* "1.2" or "1.3" */
+  char suite[TB_NAME_LEN];  /* IANA name */
+  char group[TB_NAME_LEN];  /* names as in tb_config.group; "" when none was used */
+  char sigalg[TB_NAME_LEN]; /* IANA SignatureScheme of the server's CertificateVerify /
+                               ServerKeyExchange; "" when none was used */
+  int peer_verified;        /* 1: this side verified the peer's chain successfully */
+  int resumed;              /* 1: this handshake resumed a session */
+} tb_negotiated;
+
+/* Build facts for `info` and the JSON output: NULL-terminated arrays of strings. */
+typedef struct tb_info {
+  char version[TB_NAME_LEN]; /* as the library reports it at run time */
+  const char *const *build_options; /* "NAME=VALUE" strings the library reports */
+  const char *const *versions;      /* "1.2", "1.3" supported by this build */
+  const char *const *suites;        /* IANA names this build can negotiate */
+  const char *const *groups;
+  const char *const *sigalgs;
+} tb_info;
+
+/* ------------------------------------------------------------------------- AEAD */
+
+typedef enum tb_aead_alg {
+  TB_AES_128_GCM = 0,
+  TB_AES_256_GCM = 1,
+  TB_CHACHA20_POLY1305 = 2,
+} tb_aead_alg;
+
+#define TB_AEAD_NONCE_LEN 12
+#define TB_AEAD_TAG_LEN 16
+
+/* ------------------------------------------------------------------------- the adapter */
+
+typedef struct tb_adapter {
+  const char *name; /* the library: "mbedtls", "wolfssl", "openssl", "gnutls", "null" */
+
+  /* Once per process, before anything else (allocator hooks, PSA init, providers).
+   * The core charges what it allocates to neither side ("global"). */
+  tb_status (*global_init)(char *err);
+  void (*global_cleanup)(void);
+
+  /* Version and build facts (pointers stay valid until global_cleanup). */
+  tb_status (*info)(tb_info *out, char *err);
+
+  /* A context (SSL_CTX, mbedtls_ssl_config, ...) for one side: certificates, keys, the
+   * pinned offer. Returns TB_UNSUPPORTED when the config cannot be honoured. */
+  tb_status (*ctx_new)(const tb_config *cfg, void **ctx, char *err);
+  void (*ctx_free)(void *ctx);
+
+  /* A connection on a transport. `session` is NULL or a session from session_get of an
+   * earlier connection of the same client context, to resume. */
+  tb_status (*conn_new)(void *ctx, const tb_transport *transport, void *session,
+                        void **conn, char *err);
+  void (*conn_free)(void *conn);
+
+  /* One step of the handshake: TB_OK when complete, TB_WANT_IO to be called again. */
+  tb_status (*handshake)(void *conn, char *err);
+
+  /* Writes up to len bytes of application data as records; *done = bytes consumed.
+   * TB_WANT_IO with *done == 0 means: call again after the peer reads. */
+  tb_status (*write)(void *conn, const unsigned char *buf, size_t len, size_t *done,
+                     char *err);
+
+  /* Reads up to len bytes of application data; *done = bytes read; TB_WANT_IO when no
+   * complete record is available yet. */
+  tb_status (*read)(void *conn, unsigned char *buf, size_t len, size_t *done, char *err);
+
+  /* What was negotiated, read back from the library. */
+  tb_status (*negotiated)(void *conn, tb_negotiated *out, char *err);
+
+  /* After a completed handshake on a client: a session to resume later (caller frees). */
+  tb_status (*session_get)(void *conn, void **session, char *err);
+  void (*session_free)(void *session);
+
+  /* The library's own AEAD API (not TLS). seal: out = ciphertext || 16-byte tag
+   * (len + TB_AEAD_TAG_LEN bytes). open: in = ciphertext || tag; TB_FAILED when the tag
+   * does not verify. */
+  tb_status (*aead_new)(tb_aead_alg alg, const unsigned char *key, size_t key_len,
+                        void **aead, char *err);
+  tb_status (*aead_seal)(void *aead, const unsigned char nonce[TB_AEAD_NONCE_LEN],
+                         const unsigned char *ad, size_t ad_len, const unsigned char *in,
+                         size_t len, unsigned char *out, char *err);
+  tb_status (*aead_open)(void *aead, const unsigned char nonce[TB_AEAD_NONCE_LEN],
+                         const unsigned char *ad, size_t ad_len, const unsigned char *in,
+                         size_t len, unsigned char *out, char *err);
+  void (*aead_free)(void *aead);
+} tb_adapter;
+
+/* Provided by exactly one adapter per driver executable. */
+extern const tb_adapter tb_adapter_impl;
+
+/* Helper for adapters: formats `err` (printf-style) and returns `status`. */
+tb_status tb_fail(char *err, tb_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TLSBENCH_DRIVER_H */

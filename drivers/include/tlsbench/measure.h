@@ -1,0 +1,63 @@
+/*
+ * Measuring: heap accounting per side, clocks, summaries. Core only; adapters never
+ * include this header (they measure nothing).
+ */
+#ifndef TLSBENCH_MEASURE_H
+#define TLSBENCH_MEASURE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Who is charged for an allocation: the side whose library call is running. */
+typedef enum tb_side {
+  TB_SIDE_HARNESS = 0, /* the driver's own work: never charged to a library */
+  TB_SIDE_GLOBAL = 1,  /* library-wide initialisation (global_init) */
+  TB_SIDE_CLIENT = 2,
+  TB_SIDE_SERVER = 3,
+  TB_SIDES = 4,
+} tb_side;
+
+/* Bytes as requested from malloc and friends, and the same with the allocator's usable
+ * size (what the allocator really sets aside, minus its own headers). */
+typedef struct tb_heap_counters {
+  uint64_t live;        /* requested bytes currently allocated */
+  uint64_t peak;        /* highest `live` since the last tb_heap_reset_peak */
+  uint64_t live_usable; /* the same measured with malloc_usable_size */
+  uint64_t peak_usable;
+  uint64_t allocs; /* number of successful allocations (realloc to a new size counts) */
+  uint64_t frees;
+} tb_heap_counters;
+
+/* Sets the side charged from now on; returns the previous one (to restore it). */
+tb_side tb_heap_set_side(tb_side side);
+tb_side tb_heap_side(void);
+/* Counters of one side, or of the whole process (all sides) with TB_SIDES. */
+void tb_heap_get(tb_side side, tb_heap_counters *out);
+/* Makes peak = live (for one side, or all with TB_SIDES). */
+void tb_heap_reset_peak(tb_side side);
+
+/* Clocks. */
+uint64_t tb_mono_ns(void);       /* CLOCK_MONOTONIC */
+uint64_t tb_thread_cpu_ns(void); /* CLOCK_THREAD_CPUTIME_ID: CPU time of this thread */
+double tb_tsc_hz(void);          /* time-stamp counter rate, calibrated once */
+
+/* Serialising read of the time-stamp counter (lfence keeps earlier work inside). */
+static inline uint64_t tb_tsc(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  uint32_t lo, hi;
+  __asm__ __volatile__("lfence\n\trdtsc" : "=a"(lo), "=d"(hi)::"memory");
+  return ((uint64_t)hi << 32) | lo;
+#else
+  return tb_mono_ns();
+#endif
+}
+
+/* Summary of samples: min, median, mean, p99 (nearest rank), max. */
+typedef struct tb_summary {
+  size_t n;
+  double min, median, mean, p99, max;
+} tb_summary;
+
+void tb_summarize(const double *samples, size_t n, tb_summary *out);
+
+#endif /* TLSBENCH_MEASURE_H */

@@ -1,0 +1,43 @@
+"""Running a variant's driver: build it if needed, give it certificates, pass options on."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from tlsbench import certs
+from tlsbench.build import Build, Builder
+from tlsbench.variants import Catalog
+
+DRIVER = "tlsbench-driver"
+# Scenarios that run TLS and so need certificates.
+TLS_SCENARIOS = {"handshake", "resume", "records", "bulk"}
+
+
+def option_value(args: list[str], name: str, default: str) -> str:
+    """The value of `--name V` or `--name=V` in a driver argument list."""
+    for i, arg in enumerate(args):
+        if arg == name and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    return default
+
+
+def driver_command(build: Build, scenario: str, args: list[str]) -> list[str]:
+    command = [str(build.program(DRIVER)), scenario, "--variant", build.variant.name]
+    if scenario in TLS_SCENARIOS and "--cert-dir" not in args:
+        kind = option_value(args, "--cert", "rsa2048")
+        if kind in certs.KINDS:  # an unknown kind is the driver's usage error to report
+            command += ["--cert-dir", str(certs.cert_dir(kind).parent)]
+    return command + args
+
+
+def drive(spec: str, scenario: str, args: list[str], catalog: Catalog | None = None) -> int:
+    catalog = catalog or Catalog()
+    build = Builder().build(catalog.resolve(spec))
+    return subprocess.run(driver_command(build, scenario, args), check=False).returncode
+
+
+def cert_root(kind: str) -> Path:
+    return certs.cert_dir(kind).parent

@@ -1,0 +1,94 @@
+"""Real builds of the pinned libraries: caching, options proven in effect by the probe."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from tlsbench import paths
+from tlsbench.build import Builder
+from tlsbench.errors import BuildError
+from tlsbench.variants import Catalog
+
+pytestmark = pytest.mark.slow
+
+
+def test_every_default_variant_builds_and_reports_its_version(catalog: Catalog, build_of) -> None:
+    for spec in catalog.defaults:
+        build = build_of(spec)
+        info = build.describe()
+        assert info["name"] == spec
+        assert info["probe"]["library"] == build.variant.library
+        assert info["probe"]["pointer_bits"] == 64
+        pin = build.variant.line.pin
+        if pin is not None:
+            assert pin.upstream in info["probe"]["version"], (spec, info["probe"])
+            for library_file in info["library_files"]:
+                assert library_file.endswith(".a")
+
+
+def test_a_cached_build_is_reused_and_an_option_change_rebuilds(build_of) -> None:
+    first = build_of("mbedtls-3.6.6")
+    manifest_time = (first.folder / "manifest.json").stat().st_mtime_ns
+    again = Builder(quiet=True).build(first.variant)  # a new builder: nothing in memory
+    assert again.folder == first.folder
+    assert (first.folder / "manifest.json").stat().st_mtime_ns == manifest_time
+    changed = build_of("mbedtls-3.6.6:records-4096")
+    assert changed.key != first.key and changed.folder != first.folder
+    assert (first.folder / "manifest.json").stat().st_mtime_ns == manifest_time
+
+
+def test_second_cli_build_prints_json_without_building() -> None:
+    out = subprocess.run(
+        [str(paths.REPO / "tlsbench"), "build", "--json", "mbedtls-3.6.6"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert "building" not in out.stderr
+    [info] = json.loads(out.stdout)
+    assert info["probe"]["MBEDTLS_SSL_IN_CONTENT_LEN"] == 16384
+
+
+def test_probe_proves_mbedtls_record_buffer_length(build_of) -> None:
+    default = build_of("mbedtls-3.6.6").describe()["probe"]
+    small = build_of("mbedtls-3.6.6:records-4096").describe()["probe"]
+    macro = build_of(
+        "mbedtls-3.6.6:MBEDTLS_SSL_IN_CONTENT_LEN=4096,MBEDTLS_SSL_OUT_CONTENT_LEN=4096"
+    ).describe()["probe"]
+    # Asked of a live SSL context of the compiled library, not of our headers.
+    assert default["max_in_record_payload"] == 16384
+    assert default["max_out_record_payload"] == 16384
+    assert small["max_in_record_payload"] == 4096 == macro["max_in_record_payload"]
+    assert small["max_out_record_payload"] == 4096 == macro["max_out_record_payload"]
+
+
+def _cpu_has_aes() -> bool:
+    return " aes " in open("/proc/cpuinfo").read().replace("\n", " ")
+
+
+def test_probe_proves_wolfssl_intelasm(build_of) -> None:
+    plain = build_of("wolfssl-5.7.2").describe()["probe"]
+    fast = build_of("wolfssl-5.7.2:intelasm").describe()["probe"]
+    assert plain["WOLFSSL_AESNI"] is False and plain["aesni_in_use"] is False
+    assert fast["WOLFSSL_AESNI"] is True and fast["USE_INTEL_SPEEDUP"] is True
+    if _cpu_has_aes():
+        assert fast["aesni_in_use"] is True
+
+
+def test_probe_proves_wolfssl_large_static_buffers(build_of) -> None:
+    assert build_of("wolfssl-5.7.2").describe()["probe"]["LARGE_STATIC_BUFFERS"] is False
+    probe = build_of("wolfssl-5.7.2:large-static-buffers").describe()["probe"]
+    assert probe["LARGE_STATIC_BUFFERS"] is True
+
+
+def test_i686_build_of_mbedtls(build_of) -> None:
+    info = build_of("mbedtls-2.28.x:i686").describe()
+    assert info["probe"]["pointer_bits"] == 32
+    assert "2.28" in info["probe"]["version"]
+
+
+def test_an_option_the_build_rejects_is_an_error(catalog: Catalog) -> None:
+    variant = catalog.resolve("mbedtls-3.6.6:MBEDTLS_NOT_A_REAL_OPTION=1")
+    with pytest.raises(BuildError, match="MBEDTLS_NOT_A_REAL_OPTION is not a config macro"):
+        Builder(quiet=True).build(variant)
