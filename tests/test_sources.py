@@ -60,7 +60,9 @@ def test_repin_rewrites_only_its_section(tmp_path: Path) -> None:
     pins_file = tmp_path / "pins.toml"
     shutil.copyfile(paths.PINS_FILE, pins_file)
     before = load_pins(pins_file)
-    new = Pin("openssl-3.5.x", "openssl", "openssl", "3.5.99", "openssl_3.5.99.orig.tar.gz", "a" * 64)
+    new = Pin(
+        "openssl-3.5.x", "openssl", "openssl", "3.5.99", "openssl_3.5.99.orig.tar.gz", "a" * 64
+    )
     _rewrite_pin(pins_file, new)
     after = load_pins(pins_file)
     assert after["openssl-3.5.x"] == new

@@ -51,9 +51,7 @@ def test_system_lines_take_no_options(catalog: Catalog) -> None:
 
 def test_malformed_variants_file_names_file_and_line(tmp_path: Path) -> None:
     broken = tmp_path / "variants.toml"
-    text = paths.VARIANTS_FILE.read_text().replace(
-        'recipe = "openssl"', 'recipe = "openssl" oops'
-    )
+    text = paths.VARIANTS_FILE.read_text().replace('recipe = "openssl"', 'recipe = "openssl" oops')
     broken.write_text(text)
     line = text.splitlines().index('recipe = "openssl" oops') + 1
     with pytest.raises(UserError, match=rf"{broken}:{line}: malformed TOML"):
@@ -82,6 +80,15 @@ def test_cli_unknown_variant_exits_2_with_a_clear_message(capsys: pytest.Capture
 def test_list_variants_json(capsys: pytest.CaptureFixture) -> None:
     assert main(["list", "variants", "--json"]) == 0
     out = capsys.readouterr().out
-    for feature in ("intelasm", "large-static-buffers", "singlethreaded", "no-harden", "sp-asm",
-                    "static-memory", "no-asm", "i686", "records-4096"):
+    for feature in (
+        "intelasm",
+        "large-static-buffers",
+        "singlethreaded",
+        "no-harden",
+        "sp-asm",
+        "static-memory",
+        "no-asm",
+        "i686",
+        "records-4096",
+    ):
         assert f'"{feature}"' in out

@@ -73,8 +73,8 @@ static tb_status conn_new(void *ctx, const tb_transport *transport, void *sessio
 
 static void conn_free(void *conn) { free(conn); }
 
-static tb_status send_record(null_conn *c, unsigned char type, const unsigned char *buf,
-                             size_t len, char *err) {
+static tb_status send_record(null_conn *c, unsigned char type, const unsigned char *buf, size_t len,
+                             char *err) {
   unsigned char header[HEADER] = {type, 3, 3, (unsigned char)(len >> 8), (unsigned char)len};
   if (c->io.send(c->io.io, header, HEADER) != HEADER ||
       c->io.send(c->io.io, buf, len) != (long)len) {
@@ -146,14 +146,17 @@ static tb_status negotiated(void *conn, tb_negotiated *out, char *err) {
   const tb_config *cfg = &((null_conn *)conn)->ctx->cfg;
   memset(out, 0, sizeof(*out));
   strcpy(out->version, cfg->tls_version == 13 ? "1.3" : "1.2");
-  strncpy(out->suite, cfg->suite ? cfg->suite : "", TB_NAME_LEN - 1);
+  /* A fake library can "negotiate" something else on request: the tests use this to prove
+   * that the core refuses a session that differs from what was asked. */
+  const char *forced = getenv("TLSBENCH_NULL_NEGOTIATE_SUITE");
+  strncpy(out->suite, forced ? forced : cfg->suite ? cfg->suite : "", TB_NAME_LEN - 1);
   int static_rsa = cfg->suite && strncmp(cfg->suite, "TLS_RSA_WITH_", 13) == 0;
   if (!static_rsa) {
     strncpy(out->group, cfg->group ? cfg->group : "", TB_NAME_LEN - 1);
     strncpy(out->sigalg, cfg->sigalg ? cfg->sigalg : "", TB_NAME_LEN - 1);
   }
-  out->peer_verified = cfg->role == TB_CLIENT ? cfg->auth != TB_AUTH_NONE
-                                              : cfg->auth == TB_AUTH_MUTUAL;
+  out->peer_verified =
+      cfg->role == TB_CLIENT ? cfg->auth != TB_AUTH_NONE : cfg->auth == TB_AUTH_MUTUAL;
   return TB_OK;
 }
 

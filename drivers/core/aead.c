@@ -13,7 +13,7 @@ typedef struct known_answer {
   const char *key, *nonce, *ad, *plaintext, *ciphertext_and_tag; /* hex */
 } known_answer;
 
-#define GCM_PT                                                                           \
+#define GCM_PT                                                                             \
   "d9313225f88406e5a55909c5aff5269a86a7a9531534f7da2e4c303d8a318a721c3c0c95956809532fcf0e" \
   "2449a6b525b16aedf5aa0de657ba637b39"
 #define GCM_AD "feedfacedeadbeeffeedfacedeadbeefabaddad2"
@@ -31,8 +31,8 @@ static const known_answer vectors[] = {
      "56828838c5f61e6393ba7a0abcc9f662"
      "76fc6ece0f4e1768cddf8853bb2d551b"},
     {TB_CHACHA20_POLY1305, "ChaCha20-Poly1305", "RFC 8439 section 2.8.2",
-     "808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f",
-     "070000004041424344454647", "50515253c0c1c2c3c4c5c6c7",
+     "808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f", "070000004041424344454647",
+     "50515253c0c1c2c3c4c5c6c7",
      /* "Ladies and Gentlemen of the class of '99: If I could offer you only one tip for the
         future, sunscreen would be it." */
      "4c616469657320616e642047656e746c656d656e206f662074686520636c617373206f66202739393a204966"
@@ -71,16 +71,16 @@ static int check_vector(tb_run *r, const known_answer *v) {
   int code = TB_EXIT_OK;
   st = TB_ON(TB_SIDE_CLIENT, r->ad->aead_seal(aead, nonce, ad, ad_len, pt, pt_len, out, r->err));
   if (st != TB_OK || memcmp(out, expect, pt_len + TB_AEAD_TAG_LEN) != 0) {
-    if (st == TB_OK) snprintf(r->err, sizeof(r->err), "%s: sealed bytes differ from %s",
-                              v->name, v->source);
+    if (st == TB_OK)
+      snprintf(r->err, sizeof(r->err), "%s: sealed bytes differ from %s", v->name, v->source);
     code = tb_fail_stage(r, TB_EXIT_DATA, "aead known answer (seal)");
   }
   if (code == TB_EXIT_OK) {
     st = TB_ON(TB_SIDE_CLIENT,
                r->ad->aead_open(aead, nonce, ad, ad_len, expect, pt_len, back, r->err));
     if (st != TB_OK || memcmp(back, pt, pt_len) != 0) {
-      if (st == TB_OK) snprintf(r->err, sizeof(r->err), "%s: opened bytes differ from %s",
-                                v->name, v->source);
+      if (st == TB_OK)
+        snprintf(r->err, sizeof(r->err), "%s: opened bytes differ from %s", v->name, v->source);
       code = tb_fail_stage(r, TB_EXIT_DATA, "aead known answer (open)");
     }
   }
@@ -158,8 +158,10 @@ int tb_scenario_aead(tb_run *r, tb_json *j) {
     if (code != TB_EXIT_OK) return code;
   }
   if (!matched) {
-    snprintf(r->err, sizeof(r->err), "unknown --aead %s (AES-128-GCM, AES-256-GCM, "
-             "ChaCha20-Poly1305)", r->opt->aead);
+    snprintf(r->err, sizeof(r->err),
+             "unknown --aead %s (AES-128-GCM, AES-256-GCM, "
+             "ChaCha20-Poly1305)",
+             r->opt->aead);
     return tb_fail_stage(r, TB_EXIT_USAGE, "options");
   }
   tb_json_array(j, "aead");

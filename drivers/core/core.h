@@ -17,9 +17,9 @@ enum {
   TB_EXIT_ERROR = 1, /* the harness itself failed (out of memory, missing file) */
   TB_EXIT_USAGE = 2,
   TB_EXIT_UNSUPPORTED = 3,
-  TB_EXIT_MISMATCH = 4,     /* negotiated != requested */
-  TB_EXIT_HANDSHAKE = 5,    /* a library call failed (handshake, context, connection) */
-  TB_EXIT_DATA = 6,         /* application data or an AEAD known answer was wrong */
+  TB_EXIT_MISMATCH = 4,  /* negotiated != requested */
+  TB_EXIT_HANDSHAKE = 5, /* a library call failed (handshake, context, connection) */
+  TB_EXIT_DATA = 6,      /* application data or an AEAD known answer was wrong */
 };
 
 typedef struct tb_options {
@@ -118,24 +118,24 @@ int tb_series_add(tb_series *s, double value);
 void tb_warn(tb_run *r, const char *warning);
 
 /* Calls an adapter function on behalf of `side`: allocations are charged to it. */
-#define TB_ON(side, expr)                          \
-  ({                                               \
-    tb_side tb_prev_ = tb_heap_set_side(side);     \
-    tb_status tb_st_ = (expr);                     \
-    tb_heap_set_side(tb_prev_);                    \
-    tb_st_;                                        \
+#define TB_ON(side, expr)                      \
+  ({                                           \
+    tb_side tb_prev_ = tb_heap_set_side(side); \
+    tb_status tb_st_ = (expr);                 \
+    tb_heap_set_side(tb_prev_);                \
+    tb_st_;                                    \
   })
 
 /* The same, adding the thread CPU time of the call to *(acc) when acc is not NULL. */
-#define TB_ON_TIMED(side, acc, expr)                              \
-  ({                                                              \
-    tb_side tb_prev_ = tb_heap_set_side(side);                    \
-    uint64_t tb_t0_ = tb_thread_cpu_ns();                         \
-    tb_status tb_st_ = (expr);                                    \
-    uint64_t tb_dt_ = tb_thread_cpu_ns() - tb_t0_;                \
-    if ((acc) != NULL) *(acc) += tb_dt_;                          \
-    tb_heap_set_side(tb_prev_);                                   \
-    tb_st_;                                                       \
+#define TB_ON_TIMED(side, acc, expr)               \
+  ({                                               \
+    tb_side tb_prev_ = tb_heap_set_side(side);     \
+    uint64_t tb_t0_ = tb_thread_cpu_ns();          \
+    tb_status tb_st_ = (expr);                     \
+    uint64_t tb_dt_ = tb_thread_cpu_ns() - tb_t0_; \
+    if ((acc) != NULL) *(acc) += tb_dt_;           \
+    tb_heap_set_side(tb_prev_);                    \
+    tb_st_;                                        \
   })
 
 #endif /* TLSBENCH_CORE_H */

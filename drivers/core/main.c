@@ -118,17 +118,25 @@ static int needs_tls(const char *scenario) {
 }
 
 static int parse_options(int argc, char **argv, tb_options *o) {
-  static const struct option longs[] = {
-      {"tls", required_argument, 0, 't'},        {"suite", required_argument, 0, 's'},
-      {"group", required_argument, 0, 'g'},      {"sigalg", required_argument, 0, 'S'},
-      {"cert", required_argument, 0, 'c'},       {"chain", required_argument, 0, 'C'},
-      {"auth", required_argument, 0, 'a'},       {"wrong-ca", no_argument, 0, 'W'},
-      {"record-size", required_argument, 0, 'r'}, {"payload", required_argument, 0, 'p'},
-      {"bytes", required_argument, 0, 'b'},      {"iterations", required_argument, 0, 'n'},
-      {"warmup", required_argument, 0, 'w'},     {"aead", required_argument, 0, 'A'},
-      {"cert-dir", required_argument, 0, 'd'},   {"variant", required_argument, 0, 'v'},
-      {"json", no_argument, 0, 'j'},             {"help", no_argument, 0, 'h'},
-      {0, 0, 0, 0}};
+  static const struct option longs[] = {{"tls", required_argument, 0, 't'},
+                                        {"suite", required_argument, 0, 's'},
+                                        {"group", required_argument, 0, 'g'},
+                                        {"sigalg", required_argument, 0, 'S'},
+                                        {"cert", required_argument, 0, 'c'},
+                                        {"chain", required_argument, 0, 'C'},
+                                        {"auth", required_argument, 0, 'a'},
+                                        {"wrong-ca", no_argument, 0, 'W'},
+                                        {"record-size", required_argument, 0, 'r'},
+                                        {"payload", required_argument, 0, 'p'},
+                                        {"bytes", required_argument, 0, 'b'},
+                                        {"iterations", required_argument, 0, 'n'},
+                                        {"warmup", required_argument, 0, 'w'},
+                                        {"aead", required_argument, 0, 'A'},
+                                        {"cert-dir", required_argument, 0, 'd'},
+                                        {"variant", required_argument, 0, 'v'},
+                                        {"json", no_argument, 0, 'j'},
+                                        {"help", no_argument, 0, 'h'},
+                                        {0, 0, 0, 0}};
   memset(o, 0, sizeof(*o));
   o->tls = 13;
   o->group = "x25519";
@@ -152,10 +160,18 @@ static int parse_options(int argc, char **argv, tb_options *o) {
           return -1;
         }
         break;
-      case 's': o->suite = optarg; break;
-      case 'g': o->group = optarg; break;
-      case 'S': o->sigalg = optarg; break;
-      case 'c': o->cert = optarg; break;
+      case 's':
+        o->suite = optarg;
+        break;
+      case 'g':
+        o->group = optarg;
+        break;
+      case 'S':
+        o->sigalg = optarg;
+        break;
+      case 'c':
+        o->cert = optarg;
+        break;
       case 'C':
         if (parse_count(optarg, 1, &chain) || chain > 3) {
           fprintf(stderr, "tlsbench-driver: --chain must be 1, 2 or 3\n");
@@ -175,7 +191,9 @@ static int parse_options(int argc, char **argv, tb_options *o) {
           return -1;
         }
         break;
-      case 'W': o->wrong_ca = 1; break;
+      case 'W':
+        o->wrong_ca = 1;
+        break;
       case 'r':
         if (parse_count(optarg, 1, &record_size)) goto bad_number;
         break;
@@ -191,11 +209,21 @@ static int parse_options(int argc, char **argv, tb_options *o) {
       case 'w':
         if (parse_count(optarg, 0, &o->warmup)) goto bad_number;
         break;
-      case 'A': o->aead = optarg; break;
-      case 'd': o->cert_dir = optarg; break;
-      case 'v': o->variant = optarg; break;
-      case 'j': o->json = 1; break;
-      case 'h': usage(stdout); exit(0);
+      case 'A':
+        o->aead = optarg;
+        break;
+      case 'd':
+        o->cert_dir = optarg;
+        break;
+      case 'v':
+        o->variant = optarg;
+        break;
+      case 'j':
+        o->json = 1;
+        break;
+      case 'h':
+        usage(stdout);
+        exit(0);
       default:
         fprintf(stderr, "tlsbench-driver: unknown or incomplete option %s\n", argv[optind - 1]);
         return -1;
@@ -235,8 +263,9 @@ static int parse_options(int argc, char **argv, tb_options *o) {
     return -1;
   }
   if (o->wrong_ca && o->auth == TB_AUTH_NONE) {
-    fprintf(stderr, "tlsbench-driver: --wrong-ca needs --auth server or mutual: with none, "
-                    "nobody verifies\n");
+    fprintf(stderr,
+            "tlsbench-driver: --wrong-ca needs --auth server or mutual: with none, "
+            "nobody verifies\n");
     return -1;
   }
   if (needs_tls(o->scenario)) {
@@ -389,9 +418,8 @@ static void print_text(const tb_run *r, int code) {
   for (int s = 0; s < 2; s++) {
     if (!sides[s]->valid) continue;
     printf("heap %-6s start %8lu  peak %8lu  retained %8lu  (connection: peak %lu, retained %lu)\n",
-           s ? "server" : "client", (unsigned long)sides[s]->start,
-           (unsigned long)sides[s]->peak, (unsigned long)sides[s]->retained,
-           (unsigned long)(sides[s]->peak - sides[s]->ctx),
+           s ? "server" : "client", (unsigned long)sides[s]->start, (unsigned long)sides[s]->peak,
+           (unsigned long)sides[s]->retained, (unsigned long)(sides[s]->peak - sides[s]->ctx),
            (unsigned long)(sides[s]->retained - sides[s]->ctx));
   }
   for (int i = 0; i < r->n_series; i++) {

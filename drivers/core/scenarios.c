@@ -142,8 +142,7 @@ int tb_scenario_records(tb_run *r) {
   for (long i = 0; i < r->opt->warmup + r->opt->iterations && code == TB_EXIT_OK; i++) {
     fill_pattern(data, len, (uint64_t)i);
     uint64_t send = 0, recv = 0, send_allocs = 0, recv_allocs = 0;
-    code = tb_transfer(r, &conns, 1, data, len, scratch, &send, &recv, &send_allocs,
-                       &recv_allocs);
+    code = tb_transfer(r, &conns, 1, data, len, scratch, &send, &recv, &send_allocs, &recv_allocs);
     if (code != TB_EXIT_OK || i < r->opt->warmup) continue;
     if (tb_series_add(write_ns, ticks_to_ns(r, send)) ||
         tb_series_add(read_ns, ticks_to_ns(r, recv)) ||

@@ -84,13 +84,13 @@ int tb_connect(tb_run *r, void *session, tb_conn_pair *conns, uint64_t *client_n
                uint64_t *server_ns) {
   memset(conns, 0, sizeof(*conns));
   tb_memory_pair_reset(&r->pair);
-  tb_status st = TB_ON_TIMED(TB_SIDE_SERVER, server_ns,
-                             r->ad->conn_new(r->server_ctx, &r->pair.server, NULL,
-                                             &conns->server, r->err));
+  tb_status st =
+      TB_ON_TIMED(TB_SIDE_SERVER, server_ns,
+                  r->ad->conn_new(r->server_ctx, &r->pair.server, NULL, &conns->server, r->err));
   if (st != TB_OK) return tb_fail_stage(r, status_exit(st), "connection (server)");
-  st = TB_ON_TIMED(TB_SIDE_CLIENT, client_ns,
-                   r->ad->conn_new(r->client_ctx, &r->pair.client, session, &conns->client,
-                                   r->err));
+  st =
+      TB_ON_TIMED(TB_SIDE_CLIENT, client_ns,
+                  r->ad->conn_new(r->client_ctx, &r->pair.client, session, &conns->client, r->err));
   if (st != TB_OK) return tb_fail_stage(r, status_exit(st), "connection (client)");
 
   int client_done = 0, server_done = 0;
@@ -131,8 +131,8 @@ static int is_static_rsa(const char *suite) { return strncmp(suite, "TLS_RSA_WIT
 
 static int mismatch(tb_run *r, const char *side, const char *what, const char *want,
                     const char *got) {
-  snprintf(r->err, sizeof(r->err), "%s negotiated %s '%s', the run asked for '%s'", side, what,
-           got, want);
+  snprintf(r->err, sizeof(r->err), "%s negotiated %s '%s', the run asked for '%s'", side, what, got,
+           want);
   return tb_fail_stage(r, TB_EXIT_MISMATCH, "negotiated parameters");
 }
 
@@ -150,8 +150,8 @@ static int check_side(tb_run *r, const char *side, const tb_negotiated *n, int v
   if (!expect_resumed) {
     /* Resumed handshakes sign nothing; full ones must sign with exactly the request. */
     const char *sigalg = no_group ? "" : o->sigalg;
-    if (strcmp(n->sigalg, sigalg) != 0) return mismatch(r, side, "signature scheme", sigalg,
-                                                        n->sigalg);
+    if (strcmp(n->sigalg, sigalg) != 0)
+      return mismatch(r, side, "signature scheme", sigalg, n->sigalg);
     if (n->peer_verified != verifies) {
       return mismatch(r, side, "peer verification", verifies ? "verified" : "not verified",
                       n->peer_verified ? "verified" : "not verified");
@@ -165,17 +165,14 @@ static int check_side(tb_run *r, const char *side, const tb_negotiated *n, int v
 }
 
 int tb_check_negotiated(tb_run *r, tb_conn_pair *conns, int expect_resumed) {
-  tb_status st =
-      TB_ON(TB_SIDE_CLIENT, r->ad->negotiated(conns->client, &r->client_neg, r->err));
+  tb_status st = TB_ON(TB_SIDE_CLIENT, r->ad->negotiated(conns->client, &r->client_neg, r->err));
   if (st != TB_OK) return tb_fail_stage(r, status_exit(st), "negotiated (client)");
   st = TB_ON(TB_SIDE_SERVER, r->ad->negotiated(conns->server, &r->server_neg, r->err));
   if (st != TB_OK) return tb_fail_stage(r, status_exit(st), "negotiated (server)");
   r->have_negotiated = 1;
-  int code = check_side(r, "client", &r->client_neg, r->opt->auth != TB_AUTH_NONE,
-                        expect_resumed);
+  int code = check_side(r, "client", &r->client_neg, r->opt->auth != TB_AUTH_NONE, expect_resumed);
   if (code != TB_EXIT_OK) return code;
-  return check_side(r, "server", &r->server_neg, r->opt->auth == TB_AUTH_MUTUAL,
-                    expect_resumed);
+  return check_side(r, "server", &r->server_neg, r->opt->auth == TB_AUTH_MUTUAL, expect_resumed);
 }
 
 /* ------------------------------------------------------------------------- data */
@@ -228,8 +225,8 @@ int tb_transfer(tb_run *r, tb_conn_pair *conns, int to_server, const unsigned ch
   if (memcmp(scratch, data, len) != 0) {
     size_t at = 0;
     while (scratch[at] == data[at]) at++;
-    snprintf(r->err, sizeof(r->err), "byte %zu of %zu differs (sent 0x%02x, got 0x%02x)", at,
-             len, data[at], scratch[at]);
+    snprintf(r->err, sizeof(r->err), "byte %zu of %zu differs (sent 0x%02x, got 0x%02x)", at, len,
+             data[at], scratch[at]);
     return tb_fail_stage(r, TB_EXIT_DATA, "data check");
   }
   return TB_EXIT_OK;

@@ -8,14 +8,13 @@
 
 static int failures;
 
-#define EXPECT_EQ(what, got, want)                                                       \
-  do {                                                                                   \
-    unsigned long long g_ = (got), w_ = (want);                                          \
-    if (g_ != w_) {                                                                      \
-      fprintf(stderr, "%s:%d: %s = %llu, expected %llu\n", __FILE__, __LINE__, what, g_, \
-              w_);                                                                       \
-      failures++;                                                                        \
-    }                                                                                    \
+#define EXPECT_EQ(what, got, want)                                                            \
+  do {                                                                                        \
+    unsigned long long g_ = (got), w_ = (want);                                               \
+    if (g_ != w_) {                                                                           \
+      fprintf(stderr, "%s:%d: %s = %llu, expected %llu\n", __FILE__, __LINE__, what, g_, w_); \
+      failures++;                                                                             \
+    }                                                                                         \
   } while (0)
 
 int main(void) {

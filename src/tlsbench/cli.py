@@ -128,8 +128,9 @@ def parser() -> argparse.ArgumentParser:
         "scenario go to the driver unchanged (see `tlsbench drive null info --help`).",
     )
     drive.add_argument("variant")
-    drive.add_argument("scenario", choices=["handshake", "resume", "records", "bulk", "aead",
-                                            "info"])
+    drive.add_argument(
+        "scenario", choices=["handshake", "resume", "records", "bulk", "aead", "info"]
+    )
     drive.add_argument("driver_args", nargs=argparse.REMAINDER)
 
     certs = sub.add_parser("certs", help="generate the test certificates (cached)")

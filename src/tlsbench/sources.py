@@ -121,9 +121,7 @@ class Apt:
             [tool, *self._options(), *args], capture_output=True, text=True, check=False
         )
         if proc.returncode != 0:
-            raise UserError(
-                f"{tool} {' '.join(args)} failed:\n{proc.stderr.strip()}", exit_code=1
-            )
+            raise UserError(f"{tool} {' '.join(args)} failed:\n{proc.stderr.strip()}", exit_code=1)
         return proc.stdout
 
     def lists_fresh(self) -> bool:

@@ -211,13 +211,17 @@ class Catalog:
                     f"{library.name}: {', '.join(sorted(library.features))}; or MACRO=VALUE."
                 )
             if feature.unsupported:
-                raise UserError(f"{library.name} feature {option!r} is not available: "
-                                f"{feature.unsupported}")
+                raise UserError(
+                    f"{library.name} feature {option!r} is not available: {feature.unsupported}"
+                )
             if option not in named:
                 named.append(option)
         if line.pin is None and (named or user_macros):
-            what = f"the machine's own build ({line.system_package})" if line.system_package \
+            what = (
+                f"the machine's own build ({line.system_package})"
+                if line.system_package
                 else "the harness baseline"
+            )
             raise UserError(f"{line.name} is {what}; it takes no options")
         named.sort()
         arch = "x86_64"

@@ -71,22 +71,22 @@ typedef enum tb_auth {
  * schemes offered), or returns TB_UNSUPPORTED with the reason. */
 typedef struct tb_config {
   tb_role role;
-  int tls_version;       /* 12 (TLS 1.2) or 13 (TLS 1.3); the only version offered */
-  const char *suite;     /* IANA name, e.g. "TLS_AES_128_GCM_SHA256" */
-  const char *group;     /* "x25519", "secp256r1", "secp384r1", "ffdhe2048", "ffdhe3072",
-                            "X25519MLKEM768"; for TLS 1.2 suites without (EC)DHE: ignored */
-  const char *sigalg;    /* IANA SignatureScheme name, e.g. "rsa_pss_rsae_sha256",
-                            "ecdsa_secp256r1_sha256", "ed25519", "rsa_pkcs1_sha256";
-                            NULL when the suite signs nothing (static RSA key exchange) */
+  int tls_version;    /* 12 (TLS 1.2) or 13 (TLS 1.3); the only version offered */
+  const char *suite;  /* IANA name, e.g. "TLS_AES_128_GCM_SHA256" */
+  const char *group;  /* "x25519", "secp256r1", "secp384r1", "ffdhe2048", "ffdhe3072",
+                         "X25519MLKEM768"; for TLS 1.2 suites without (EC)DHE: ignored */
+  const char *sigalg; /* IANA SignatureScheme name, e.g. "rsa_pss_rsae_sha256",
+                         "ecdsa_secp256r1_sha256", "ed25519", "rsa_pkcs1_sha256";
+                         NULL when the suite signs nothing (static RSA key exchange) */
   tb_auth auth;
-  const char *ca_file;   /* PEM trust anchor(s) used by whoever verifies */
-  const char *chain_file; /* PEM: own certificate chain, leaf first (NULL: client
-                             without a certificate) */
-  const char *key_file;  /* PEM (PKCS#8) private key of the leaf */
+  const char *ca_file;     /* PEM trust anchor(s) used by whoever verifies */
+  const char *chain_file;  /* PEM: own certificate chain, leaf first (NULL: client
+                              without a certificate) */
+  const char *key_file;    /* PEM (PKCS#8) private key of the leaf */
   const char *server_name; /* client: SNI and the name verified in the server's cert */
-  size_t record_size;    /* 0: library default; else max plaintext per record to use */
-  int resumption;        /* 0: full handshakes only (no tickets sent, no session cache);
-                            1: tickets / session cache on, as resumption needs */
+  size_t record_size;      /* 0: library default; else max plaintext per record to use */
+  int resumption;          /* 0: full handshakes only (no tickets sent, no session cache);
+                              1: tickets / session cache on, as resumption needs */
 } tb_config;
 
 /* ------------------------------------------------------------------------- results */
@@ -104,7 +104,7 @@ typedef struct tb_negotiated {
 
 /* Build facts for `info` and the JSON output: NULL-terminated arrays of strings. */
 typedef struct tb_info {
-  char version[TB_NAME_LEN]; /* as the library reports it at run time */
+  char version[TB_NAME_LEN];        /* as the library reports it at run time */
   const char *const *build_options; /* "NAME=VALUE" strings the library reports */
   const char *const *versions;      /* "1.2", "1.3" supported by this build */
   const char *const *suites;        /* IANA names this build can negotiate */
@@ -143,8 +143,8 @@ typedef struct tb_adapter {
 
   /* A connection on a transport. `session` is NULL or a session from session_get of an
    * earlier connection of the same client context, to resume. */
-  tb_status (*conn_new)(void *ctx, const tb_transport *transport, void *session,
-                        void **conn, char *err);
+  tb_status (*conn_new)(void *ctx, const tb_transport *transport, void *session, void **conn,
+                        char *err);
   void (*conn_free)(void *conn);
 
   /* One step of the handshake: TB_OK when complete, TB_WANT_IO to be called again. */
@@ -152,8 +152,7 @@ typedef struct tb_adapter {
 
   /* Writes up to len bytes of application data as records; *done = bytes consumed.
    * TB_WANT_IO with *done == 0 means: call again after the peer reads. */
-  tb_status (*write)(void *conn, const unsigned char *buf, size_t len, size_t *done,
-                     char *err);
+  tb_status (*write)(void *conn, const unsigned char *buf, size_t len, size_t *done, char *err);
 
   /* Reads up to len bytes of application data; *done = bytes read; TB_WANT_IO when no
    * complete record is available yet. */
@@ -169,8 +168,8 @@ typedef struct tb_adapter {
   /* The library's own AEAD API (not TLS). seal: out = ciphertext || 16-byte tag
    * (len + TB_AEAD_TAG_LEN bytes). open: in = ciphertext || tag; TB_FAILED when the tag
    * does not verify. */
-  tb_status (*aead_new)(tb_aead_alg alg, const unsigned char *key, size_t key_len,
-                        void **aead, char *err);
+  tb_status (*aead_new)(tb_aead_alg alg, const unsigned char *key, size_t key_len, void **aead,
+                        char *err);
   tb_status (*aead_seal)(void *aead, const unsigned char nonce[TB_AEAD_NONCE_LEN],
                          const unsigned char *ad, size_t ad_len, const unsigned char *in,
                          size_t len, unsigned char *out, char *err);

@@ -111,7 +111,7 @@ class BuildContext:
         for line in self.log.path.read_text(errors="replace").splitlines():
             if "WARNING: unrecognized options:" in line:
                 raise self.log.fail(
-                    f"configure does not know option(s) {line.split(':', 2)[-1].strip()}; "
+                    f"configure does not know option(s) {line.split('options:', 1)[-1].strip()}; "
                     "the build would silently differ from the variant"
                 )
 

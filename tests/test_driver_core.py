@@ -1,0 +1,100 @@
+"""The driver core, on the null adapter (no library) and its C unit tests."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from drivers import run_driver
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def null(build_of):
+    return build_of("null")
+
+
+def test_heap_counters_c_unit_test(null) -> None:
+    proc = subprocess.run(
+        [str(null.program("tlsbench-test-heap"))], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "all checks passed" in proc.stdout
+
+
+def test_null_handshake_output_has_every_section(null) -> None:
+    run = run_driver(null, "handshake", "--iterations", "20", "--auth", "mutual")
+    assert run.code == 0, run.stderr
+    out = run.output
+    assert out is not None
+    assert out["schema"] == 1 and out["library"] == "null" and out["variant"] == "null"
+    assert out["params"]["auth"] == "mutual" and out["params"]["tls"] == "1.3"
+    assert out["negotiated"]["suite"] == "TLS_AES_128_GCM_SHA256"
+    for side in ("client", "server"):
+        heap = out["heap"][side]
+        assert heap["peak"] >= heap["retained"] >= heap["ctx"] >= heap["start"]
+        assert heap["conn_peak"] == heap["peak"] - heap["ctx"]
+    for series in ("client_cpu_ns", "server_cpu_ns", "wall_ns"):
+        assert len(out["samples"][series]) == 20
+        summary = out["summary"][series]
+        assert summary["min"] <= summary["median"] <= summary["p99"] <= summary["max"]
+    assert "null adapter: no TLS, the harness baseline" in out["warnings"]
+
+
+def test_records_are_checked_and_timed(null) -> None:
+    run = run_driver(null, "records", "--iterations", "500", "--warmup", "10", "--payload", "300")
+    assert run.code == 0, run.stderr
+    assert run.output is not None
+    assert len(run.output["samples"]["write_ns"]) == 500
+    assert run.output["summary"]["write_allocs"]["max"] == 0
+
+
+def test_a_negotiated_mismatch_is_an_error_without_samples(null) -> None:
+    env = {**os.environ, "TLSBENCH_NULL_NEGOTIATE_SUITE": "TLS_AES_256_GCM_SHA384"}
+    proc = subprocess.run(
+        [str(null.program("tlsbench-driver")), "handshake", "--json", "--cert-dir",
+         os.path.dirname(str(null.program("x"))), "--auth", "none"],
+        capture_output=True, text=True, env=env, check=False,
+    )  # fmt: skip
+    # --cert-dir points at a folder without certificates: a usage error first.
+    assert proc.returncode == 2
+    from tlsbench import certs
+
+    proc = subprocess.run(
+        [str(null.program("tlsbench-driver")), "handshake", "--json", "--cert-dir",
+         str(certs.cert_dir("rsa2048").parent)],
+        capture_output=True, text=True, env=env, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 4, proc.stderr
+    assert "suite 'TLS_AES_256_GCM_SHA384'" in proc.stderr
+    import json
+
+    out = json.loads(proc.stdout)
+    assert "samples" not in out and out["error"]["stage"] == "negotiated parameters"
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["handshake", "--tls", "1.1"], "--tls must be 1.2 or 1.3"),
+        (["handshake", "--auth", "none", "--wrong-ca"], "--wrong-ca needs --auth"),
+        (["handshake", "--iterations", "0"], "needs a positive number"),
+        (["dance"], "unknown scenario dance"),
+        (["handshake", "--bogus"], "unknown or incomplete option --bogus"),
+    ],
+)
+def test_usage_errors_exit_2(null, args: list[str], message: str) -> None:
+    proc = subprocess.run(
+        [str(null.program("tlsbench-driver")), *args], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 2
+    assert message in proc.stderr
+
+
+def test_resume_unsupported_by_null_exits_3(null) -> None:
+    run = run_driver(null, "resume", "--iterations", "2")
+    assert run.code == 3
+    assert run.output is not None and "no sessions" in run.output["error"]["message"]

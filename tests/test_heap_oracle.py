@@ -1,0 +1,42 @@
+"""Heap accounting checked against an independent instrument: valgrind massif.
+
+massif replaces malloc itself (so the driver's own counters read zero under it); its
+peak with --heap-admin=0 is the peak of requested bytes, which is what the driver reports
+as the process peak when run normally. The same command must agree within 1 %.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from drivers import run_driver
+from tlsbench.drive import driver_command
+
+pytestmark = pytest.mark.slow
+
+ORACLE_VARIANTS = ["null", "mbedtls-3.6.6", "openssl-3.5.x", "wolfssl-5.7.2", "gnutls-3.8.x"]
+
+
+def massif_peak(command: list[str], out: Path) -> int:
+    subprocess.run(
+        ["valgrind", "--tool=massif", "--peak-inaccuracy=0", "--heap-admin=0", "--stacks=no",
+         f"--massif-out-file={out}", *command],
+        capture_output=True, check=True, timeout=600,
+    )  # fmt: skip
+    return max(int(v) for v in re.findall(r"^mem_heap_B=(\d+)$", out.read_text(), flags=re.M))
+
+
+@pytest.mark.parametrize("spec", ORACLE_VARIANTS)
+def test_process_peak_agrees_with_massif(spec: str, build_of, tmp_path: Path) -> None:
+    build = build_of(spec)
+    args = ["--iterations", "3", "--warmup", "0", "--auth", "mutual", "--tls", "1.3"]
+    run = run_driver(build, "handshake", *args)
+    assert run.code == 0, run.stderr
+    assert run.output is not None
+    ours = run.output["heap"]["process"]["peak"]
+    theirs = massif_peak(driver_command(build, "handshake", args), tmp_path / "massif.out")
+    assert abs(ours - theirs) <= 0.01 * theirs, (ours, theirs)
