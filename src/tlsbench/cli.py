@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 from tlsbench.errors import UserError
 
@@ -102,7 +104,67 @@ def cmd_certs(args: argparse.Namespace) -> int:
     return 0
 
 
+DEFAULT_DB = "results/tlsbench.db"
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from tlsbench import experiments
+    from tlsbench.runner import Runner, check_results_location
+    from tlsbench.store import Store
+
+    db_path = Path(args.db)
+    if args.resume is not None:
+        check_results_location(db_path)
+        store = Store(db_path)
+        run = store.run(args.resume)
+        runner = Runner(store, quiet=args.quiet)
+        tally = runner.execute(run["id"], args.timeout or 300)
+        return _summarize_run(run["id"], tally, store)
+    # Everything about the request is checked before the store is touched.
+    experiment = experiments.load(args.experiment)
+    points = experiments.only(experiment.points, args.only or [])
+    if not points:
+        raise UserError(f"--only {' '.join(args.only)} leaves no point of {experiment.name}")
+    repetitions = args.repetitions or experiment.repetitions
+    if args.dry_run:
+        for point in points:
+            print(f"{point.name:<60} {point.variant}")
+        print(f"{len(points)} points x {repetitions} repetitions", file=sys.stderr)
+        return 0
+    check_results_location(db_path)
+    store = Store(db_path)
+    runner = Runner(store, quiet=args.quiet)
+    run_id = runner.start(experiment, points, repetitions)
+    tally = runner.execute(run_id, args.timeout or experiment.timeout)
+    return _summarize_run(run_id, tally, store)
+
+
+def _summarize_run(run_id: int, tally: Any, store: Any) -> int:
+    print(
+        f"run {run_id}: {tally.ok} ok, {tally.unsupported} unsupported, "
+        f"{len(tally.failed)} failed ({store.path})",
+        file=sys.stderr,
+    )
+    for failure in tally.failed:
+        print(f"  FAILED {failure}", file=sys.stderr)
+    return 1 if tally.failed else 0
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    from tlsbench.store import Store
+
+    store = Store(Path(args.db))
+    for run in store.runs():
+        print(
+            f"{run['id']:>4}  {run['started_at']}  {run['status']:<10} {run['experiment']}"
+            f"  ({run['repetitions']} repetitions)"
+        )
+    return 0
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "run": cmd_run,
+    "runs": cmd_runs,
     "drive": cmd_drive,
     "certs": cmd_certs,
     "build": cmd_build,
@@ -135,6 +197,21 @@ def parser() -> argparse.ArgumentParser:
 
     certs = sub.add_parser("certs", help="generate the test certificates (cached)")
     certs.add_argument("kinds", nargs="*", metavar="KIND", help="default: every kind")
+
+    run = sub.add_parser("run", help="run an experiment (default: quick) into the store")
+    run.add_argument(
+        "experiment", nargs="?", default="quick", help="a name in experiments/ or a .toml path"
+    )
+    run.add_argument("--db", default=DEFAULT_DB, help=f"results store (default {DEFAULT_DB})")
+    run.add_argument("--resume", metavar="RUN", help="finish what run RUN is missing")
+    run.add_argument("--only", action="append", metavar="KEY=VALUE", help="filter points")
+    run.add_argument("--dry-run", action="store_true", help="list the points, run nothing")
+    run.add_argument("--repetitions", type=int, help="driver processes per point")
+    run.add_argument("--timeout", type=float, help="seconds per driver process")
+    run.add_argument("--quiet", action="store_true")
+
+    runs = sub.add_parser("runs", help="list the runs in the store")
+    runs.add_argument("--db", default=DEFAULT_DB)
 
     lst = sub.add_parser("list", help="list variants and features")
     lst.add_argument("what", choices=["variants"])

@@ -1,0 +1,288 @@
+"""Experiments as data: a TOML file expanded into named run points.
+
+An experiment file (experiments/NAME.toml) opens with the question it answers:
+
+    question = "How does handshake heap grow with record buffer size?"
+    repetitions = 5          # driver processes per point (default 5)
+    timeout = 120            # seconds per driver process (default 300)
+
+    [defaults]               # options of every point unless the matrix sets them
+    scenario = "handshake"
+    iterations = 20
+
+    [per_scenario.records]   # options of the points of one scenario (over [defaults])
+    iterations = 2000
+
+    [matrix]                 # the cartesian product of these lists
+    variant = ["mbedtls-3.6.6", "wolfssl-5.7.2"]
+    auth = ["none", "server", "mutual"]
+
+    [[exclude]]              # drop the points matching every key given
+    variant = "mbedtls-2.28.x"
+    tls = "1.3"
+
+    [[include]]              # extra points (defaults apply)
+    variant = "null"
+    scenario = "records"
+
+Point names are stable and composable: the scenario, then the value of every option the
+point sets, in a fixed key order (`handshake_1.3_rsa2048_mutual`); a point is identified by
+(variant, name), and two points with the same identity are an error.
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tlsbench import paths
+from tlsbench.errors import UserError
+from tlsbench.variants import Catalog
+
+EXPERIMENTS_DIR = paths.REPO / "experiments"
+SCENARIOS = ("handshake", "resume", "records", "bulk", "aead", "info")
+
+# Option keys of a point, in the order they appear in names; value -> name fragment.
+OPTION_ORDER = (
+    "tls", "suite", "group", "sigalg", "cert", "chain", "auth", "record_size", "payload",
+    "bytes", "aead", "accel",
+)  # fmt: skip
+# Keys that tune a measurement without changing what is measured: not in names.
+TUNING_KEYS = ("iterations", "warmup")
+POINT_KEYS = ("variant", "scenario", *OPTION_ORDER, *TUNING_KEYS)
+TOP_KEYS = {"question", "description", "repetitions", "timeout", "defaults", "per_scenario",
+            "matrix", "include", "exclude"}  # fmt: skip
+INT_KEYS = {"chain", "record_size", "payload", "bytes", "iterations", "warmup"}
+CHOICES = {
+    "scenario": SCENARIOS,
+    "tls": ("1.2", "1.3"),
+    "auth": ("none", "server", "mutual"),
+    "accel": ("on", "off"),
+    "cert": ("rsa1024", "rsa2048", "rsa3072", "rsa4096", "rsa8192", "ecdsa-p256",
+             "ecdsa-p384", "ed25519"),
+    "group": ("x25519", "secp256r1", "secp384r1", "ffdhe2048", "ffdhe3072", "X25519MLKEM768"),
+    "aead": ("AES-128-GCM", "AES-256-GCM", "ChaCha20-Poly1305"),
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RunPoint:
+    name: str
+    variant: str  # canonical spec
+    library: str
+    scenario: str
+    options: dict[str, Any]  # driver options (no variant, no scenario)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.variant, self.name)
+
+    def driver_args(self) -> list[str]:
+        """The options as driver command-line arguments (`accel` is the runner's)."""
+        args: list[str] = []
+        for key, value in self.options.items():
+            if key != "accel":
+                args += [f"--{key.replace('_', '-')}", str(value)]
+        return args
+
+
+@dataclass
+class Experiment:
+    name: str
+    path: Path
+    text: str
+    question: str
+    repetitions: int
+    timeout: float
+    points: list[RunPoint] = field(default_factory=list)
+
+
+def _fragment(key: str, value: Any) -> str:
+    if key == "suite":
+        return str(value).removeprefix("TLS_").replace("_WITH_", "_").lower()
+    if key == "chain":
+        return f"chain{value}"
+    if key == "record_size":
+        return f"rs{value}"
+    if key == "payload":
+        return f"{value}B"
+    if key == "bytes":
+        return f"{value}bytes"
+    if key == "accel":
+        return f"accel-{value}"
+    return str(value).lower() if key == "aead" else str(value)
+
+
+def point_name(scenario: str, options: dict[str, Any]) -> str:
+    parts = [scenario] + [_fragment(k, options[k]) for k in OPTION_ORDER if k in options]
+    return "_".join(parts)
+
+
+def _line_of(text: str, pattern: str) -> int | None:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if re.search(pattern, line):
+            return number
+    return None
+
+
+def find(name_or_path: str) -> Path:
+    candidate = Path(name_or_path)
+    if candidate.suffix == ".toml" or "/" in name_or_path:
+        if not candidate.exists():
+            raise UserError(f"no experiment file {candidate}")
+        return candidate
+    path = EXPERIMENTS_DIR / f"{name_or_path}.toml"
+    if not path.exists():
+        known = sorted(p.stem for p in EXPERIMENTS_DIR.glob("*.toml"))
+        close = difflib.get_close_matches(name_or_path, known, n=3, cutoff=0.5)
+        hint = f" Did you mean {', '.join(close)}?" if close else ""
+        raise UserError(f"unknown experiment {name_or_path!r}.{hint} Known: {', '.join(known)}")
+    return path
+
+
+class _Loader:
+    def __init__(self, path: Path, catalog: Catalog) -> None:
+        self.path = path
+        self.catalog = catalog
+        self.text = path.read_text()
+
+    def error(self, message: str, pattern: str | None = None) -> UserError:
+        line = _line_of(self.text, pattern) if pattern else None
+        where = f"{self.path}:{line}" if line else str(self.path)
+        return UserError(f"{where}: {message}")
+
+    def check_keys(self, table: dict[str, Any], allowed: tuple[str, ...] | set[str],
+                   what: str) -> None:  # fmt: skip
+        for key in table:
+            if key not in allowed:
+                close = difflib.get_close_matches(key, list(allowed), n=2, cutoff=0.6)
+                hint = f" Did you mean {', '.join(close)}?" if close else ""
+                raise self.error(
+                    f"unknown {what} key {key!r}.{hint} Allowed: {', '.join(sorted(allowed))}",
+                    rf"^\s*{re.escape(key)}\s*=",
+                )
+
+    def check_value(self, key: str, value: Any) -> Any:
+        pattern = rf"^\s*{re.escape(key)}\s*="
+        if key in INT_KEYS:
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise self.error(f"{key} must be a non-negative integer, not {value!r}", pattern)
+            return value
+        if not isinstance(value, str):
+            raise self.error(f"{key} must be a string, not {value!r}", pattern)
+        if key in CHOICES and value not in CHOICES[key]:
+            raise self.error(f"{key} {value!r} is not one of {', '.join(CHOICES[key])}", pattern)
+        return value
+
+    def load(self) -> Experiment:
+        try:
+            data = tomllib.loads(self.text)
+        except tomllib.TOMLDecodeError as exc:
+            found = re.search(r"at line (\d+)", str(exc))
+            where = f"{self.path}:{found.group(1)}" if found else str(self.path)
+            raise UserError(f"{where}: malformed TOML: {exc}") from exc
+        self.check_keys(data, TOP_KEYS, "experiment")
+        question = data.get("question")
+        if not isinstance(question, str) or not question.strip():
+            raise self.error('an experiment opens with `question = "..."`: what it answers')
+        defaults = data.get("defaults", {})
+        matrix = data.get("matrix", {})
+        self.check_keys(defaults, POINT_KEYS, "defaults")
+        self.check_keys(matrix, POINT_KEYS, "matrix")
+        for key, values in matrix.items():
+            if not isinstance(values, list) or not values:
+                raise self.error(f"matrix {key} must be a non-empty list", rf"^\s*{key}\s*=")
+        for entry in [*data.get("include", []), *data.get("exclude", [])]:
+            self.check_keys(entry, POINT_KEYS, "include/exclude")
+        per_scenario = data.get("per_scenario", {})
+        self.check_keys(per_scenario, SCENARIOS, "per_scenario")
+        for table in per_scenario.values():
+            self.check_keys(table, POINT_KEYS, "per_scenario")
+        # A point's own values (matrix or include) over its scenario's options over
+        # [defaults]; exclusions look at the merged point.
+        own: list[dict[str, Any]] = []
+        if matrix:
+            keys = list(matrix)
+            own = [dict(zip(keys, combo, strict=True))
+                   for combo in itertools.product(*(matrix[k] for k in keys))]  # fmt: skip
+        excludes = data.get("exclude", [])
+        raw = [self.merge(defaults, per_scenario, p) for p in own]
+        raw = [p for p in raw if not any(_matches(p, ex) for ex in excludes)]
+        raw += [self.merge(defaults, per_scenario, inc) for inc in data.get("include", [])]
+        points = [self.point(p) for p in raw]
+        seen: dict[tuple[str, str], RunPoint] = {}
+        for point in points:
+            if point.key in seen:
+                raise self.error(f"two points are the same: {point.name} on {point.variant}")
+            seen[point.key] = point
+        if not points:
+            raise self.error("the matrix expands to no point")
+        repetitions = data.get("repetitions", 5)
+        timeout = data.get("timeout", 300)
+        if not isinstance(repetitions, int) or repetitions < 1:
+            raise self.error("repetitions must be a positive integer", r"^\s*repetitions")
+        return Experiment(
+            name=self.path.stem,
+            path=self.path,
+            text=self.text,
+            question=question.strip(),
+            repetitions=repetitions,
+            timeout=float(timeout),
+            points=points,
+        )
+
+    @staticmethod
+    def merge(
+        defaults: dict[str, Any], per_scenario: dict[str, Any], own: dict[str, Any]
+    ) -> dict[str, Any]:
+        scenario = own.get("scenario", defaults.get("scenario", ""))
+        return {**defaults, **per_scenario.get(scenario, {}), **own}
+
+    def point(self, raw: dict[str, Any]) -> RunPoint:
+        if "variant" not in raw:
+            raise self.error("a point has no variant (set it in [matrix] or [defaults])")
+        if "scenario" not in raw:
+            raise self.error("a point has no scenario (set it in [matrix] or [defaults])")
+        values = {k: self.check_value(k, v) for k, v in raw.items() if k != "variant"}
+        variant = self.catalog.resolve(raw["variant"])  # unknown variant -> clear error
+        options = {k: values[k] for k in (*OPTION_ORDER, *TUNING_KEYS) if k in values}
+        scenario = values["scenario"]
+        return RunPoint(
+            name=point_name(scenario, options),
+            variant=variant.name,
+            library=variant.library,
+            scenario=scenario,
+            options=options,
+        )
+
+
+def _matches(point: dict[str, Any], pattern: dict[str, Any]) -> bool:
+    return all(point.get(k) == v for k, v in pattern.items())
+
+
+def load(name_or_path: str, catalog: Catalog | None = None) -> Experiment:
+    return _Loader(find(name_or_path), catalog or Catalog()).load()
+
+
+def only(points: list[RunPoint], filters: list[str]) -> list[RunPoint]:
+    """--only KEY=VALUE filters (all must match; variant matches its canonical name)."""
+    parsed = []
+    for f in filters:
+        key, sep, value = f.partition("=")
+        if not sep or key not in (*POINT_KEYS, "library", "name"):
+            raise UserError(
+                f"--only takes KEY=VALUE with KEY among {', '.join((*POINT_KEYS, 'library'))}"
+            )
+        parsed.append((key, value))
+
+    def keep(p: RunPoint) -> bool:
+        fields = {"variant": p.variant, "library": p.library, "scenario": p.scenario,
+                  "name": p.name, **{k: str(v) for k, v in p.options.items()}}  # fmt: skip
+        return all(fields.get(k) == v for k, v in parsed)
+
+    return [p for p in points if keep(p)]

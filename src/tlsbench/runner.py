@@ -1,0 +1,288 @@
+"""Running an experiment: every point, repeated in separate driver processes, stored as it
+finishes.
+
+Order: repetition by repetition, and within one, point names in turn with the variants of a
+name one after another, so that slow drift of the machine spreads over all variants rather
+than biasing the last one. Each driver process has a timeout; a crash, a hang or a failed
+check is stored as a failure (exit code or signal, last lines of stderr) and the run goes
+on. Each result is committed on its own: `kill -9` loses at most the process that was
+running, and `--resume RUN` runs only what is missing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tlsbench import certs, paths
+from tlsbench.build import Build, Builder
+from tlsbench.doctor import cpu_facts, measurement_warnings
+from tlsbench.drive import TLS_SCENARIOS, driver_command
+from tlsbench.errors import UserError
+from tlsbench.experiments import Experiment, RunPoint
+from tlsbench.recipes.base import tool_version
+from tlsbench.store import Store, now
+from tlsbench.variants import Catalog
+
+STDERR_TAIL_LINES = 20
+MIN_FREE_BYTES = 20 * 1024 * 1024
+
+# CPU crypto acceleration switched off at run time, where the library allows it.
+# OpenSSL: clear AES-NI, PCLMULQDQ, SSSE3, AVX (word 1) and AVX2, AVX-512F, SHA, VAES,
+# VPCLMULQDQ (word 2) in OPENSSL_ia32cap. GnuTLS: 0x1 disables every detected optimisation.
+ACCEL_OFF_ENV = {
+    "openssl": {"OPENSSL_ia32cap": "~0x1000020200000000:~0x60020010020"},
+    "gnutls": {"GNUTLS_CPUID_OVERRIDE": "0x1"},
+}
+# Build features that are the acceleration of libraries without a run-time switch.
+ACCEL_FEATURES = {"wolfssl": {"intelasm", "aesni", "sp-asm"}, "mbedtls": set()}
+
+
+@dataclass
+class Outcome:
+    status: str  # ok | unsupported | failed
+    exit_code: int | None
+    signal: int | None
+    seconds: float
+    output: dict[str, Any] | None
+    stderr_tail: str
+
+
+@dataclass
+class Tally:
+    ok: int = 0
+    unsupported: int = 0
+    failed: list[str] = field(default_factory=list)
+
+
+def environment(builder: Builder) -> dict[str, Any]:
+    """The machine and software facts stored with every run."""
+    cpu = cpu_facts()
+    flags = ""
+    with contextlib.suppress(OSError, StopIteration):
+        flags = next(
+            ln.split(":", 1)[1].strip()
+            for ln in Path("/proc/cpuinfo").read_text().splitlines()
+            if ln.startswith("flags")
+        )
+    return {
+        "cpu": cpu,
+        "cpu_flags": flags,
+        "kernel": platform.release(),
+        "compiler": builder.compiler(),
+        "python": platform.python_version(),
+        "date": now(),
+        "warnings": measurement_warnings(cpu),
+        "commit": commit_id(),
+        "cmake": tool_version(["cmake", "--version"]),
+    }
+
+
+def commit_id() -> str:
+    proc = subprocess.run(
+        ["git", "-C", str(paths.REPO), "describe", "--always", "--dirty", "--abbrev=12"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    return proc.stdout.strip() or "unknown"
+
+
+def check_results_location(db_path: Path) -> None:
+    """An unwritable or full results location is reported before anything runs."""
+    folder = db_path.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".tlsbench-write-test-{os.getpid()}"
+        probe.write_bytes(b"x" * 4096)
+        probe.unlink()
+    except OSError as exc:
+        raise UserError(f"cannot write results to {folder}: {exc.strerror or exc}", 1) from exc
+    if shutil.disk_usage(folder).free < MIN_FREE_BYTES:
+        raise UserError(
+            f"{folder} has less than {MIN_FREE_BYTES // 2**20} MiB free: free some space or "
+            "choose another --db",
+            1,
+        )
+
+
+def accel_env(point: RunPoint, build: Build) -> tuple[dict[str, str], str | None]:
+    """Environment for accel=off, or the reason the library cannot run without it."""
+    if point.options.get("accel") != "off":
+        return {}, None
+    if point.library in ACCEL_OFF_ENV:
+        return ACCEL_OFF_ENV[point.library], None
+    features = set(build.variant.features)
+    if point.library in ACCEL_FEATURES:
+        active = features & ACCEL_FEATURES[point.library]
+        if point.library == "mbedtls" and "no-asm" not in features:
+            return {}, "mbedTLS has no run-time switch: use the mbedtls no-asm variant"
+        if active:
+            return {}, f"{build.variant.name} is built with {', '.join(sorted(active))}"
+        return {}, None  # this build has no acceleration to switch off
+    return {}, None
+
+
+def run_driver(point: RunPoint, build: Build, timeout: float) -> Outcome:
+    env, refused = accel_env(point, build)
+    if refused:
+        return Outcome("unsupported", 3, None, 0.0, {"error": {"message": refused}}, refused)
+    command = driver_command(build, point.scenario, [*point.driver_args(), "--json"])
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **env},
+        start_new_session=True,  # a timeout kills the whole process group
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        err += f"\ntlsbench: killed after the {timeout:.0f} s timeout"
+    seconds = time.monotonic() - started
+    tail = "\n".join(err.strip().splitlines()[-STDERR_TAIL_LINES:])
+    code = proc.returncode
+    sig = -code if code < 0 else None
+    output = None
+    try:
+        output = json.loads(out) if out.strip() else None
+    except json.JSONDecodeError:
+        tail += "\ntlsbench: the driver's output is not valid JSON"
+        return Outcome("failed", code if sig is None else None, sig, seconds, None, tail)
+    if output is not None and env:
+        output["accel_env"] = env
+    if code == 0 and output is not None:
+        return Outcome("ok", 0, None, seconds, output, tail)
+    status = "unsupported" if code == 3 else "failed"
+    return Outcome(status, code if sig is None else None, sig, seconds, output, tail)
+
+
+class Progress:
+    """One line on stderr: points done / total, failures, ETA, what runs now."""
+
+    def __init__(self, total: int, quiet: bool = False) -> None:
+        self.total = total
+        self.done = 0
+        self.started = time.monotonic()
+        self.quiet = quiet
+        self.tty = sys.stderr.isatty()
+
+    def show(self, what: str, failed: int) -> None:
+        if self.quiet:
+            return
+        elapsed = time.monotonic() - self.started
+        eta = ""
+        if self.done:
+            remaining = elapsed / self.done * (self.total - self.done)
+            eta = f" ETA {int(remaining // 60)}m{int(remaining % 60):02d}s"
+        width = 24
+        filled = int(width * self.done / max(self.total, 1))
+        bar = "#" * filled + "." * (width - filled)
+        failures = f" {failed} failed" if failed else ""
+        line = f"[{bar}] {self.done}/{self.total}{failures}{eta}  {what}"
+        if self.tty:
+            print("\r\x1b[2K" + line[:160], end="", file=sys.stderr, flush=True)
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+    def finish(self) -> None:
+        if self.tty and not self.quiet:
+            print(file=sys.stderr)
+
+
+def interleaved(points: list[RunPoint]) -> list[RunPoint]:
+    return sorted(points, key=lambda p: (p.scenario, p.name, p.variant))
+
+
+class Runner:
+    def __init__(self, store: Store, builder: Builder | None = None, quiet: bool = False):
+        self.store = store
+        self.builder = builder or Builder(quiet=quiet)
+        self.quiet = quiet
+        self.catalog = Catalog()
+
+    def prepare(self, points: list[RunPoint]) -> dict[str, Build]:
+        """Builds every variant and makes every certificate the points need, up front."""
+        builds = {}
+        for spec in dict.fromkeys(p.variant for p in points):
+            builds[spec] = self.builder.build(self.catalog.resolve(spec))
+        kinds = {str(p.options.get("cert", "rsa2048")) for p in points
+                 if p.scenario in TLS_SCENARIOS}  # fmt: skip
+        certs.ensure_all(sorted(kinds), progress=not self.quiet)
+        return builds
+
+    def start(self, experiment: Experiment, points: list[RunPoint], repetitions: int) -> int:
+        builds = self.prepare(points)
+        run_id = self.store.new_run(
+            experiment.name, experiment.question, "time", repetitions,
+            environment(self.builder), experiment.text, commit_id(),
+        )  # fmt: skip
+        self.store.add_points(
+            run_id,
+            [
+                {"name": p.name, "variant": p.variant, "library": p.library,
+                 "scenario": p.scenario, "params": {"scenario": p.scenario, **p.options},
+                 "build": builds[p.variant].describe()}
+                for p in interleaved(points)
+            ],
+        )  # fmt: skip
+        if not self.quiet:
+            print(f"run {run_id}: {experiment.name}, {len(points)} points x {repetitions} "
+                  f"repetitions -> {self.store.path}", file=sys.stderr)  # fmt: skip
+        return run_id
+
+    def execute(self, run_id: int, timeout: float) -> Tally:
+        """Runs every (point, repetition) of the run that has no result yet."""
+        run = self.store.run(run_id)
+        stored = self.store.points(run_id)
+        todo = []
+        for repetition in range(run["repetitions"]):
+            for candidate in stored:
+                if repetition not in self.store.done_repetitions(candidate.id):
+                    todo.append((repetition, candidate))
+        builds: dict[str, Build] = {}
+        tally = Tally()
+        progress = Progress(len(todo), self.quiet)
+        for repetition, stored_point in todo:
+            point = RunPoint(
+                stored_point.name, stored_point.variant, stored_point.library,
+                stored_point.scenario,
+                {k: v for k, v in stored_point.params.items() if k != "scenario"},
+            )  # fmt: skip
+            if point.variant not in builds:
+                builds[point.variant] = self.builder.build(self.catalog.resolve(point.variant))
+            progress.show(f"{point.name} @ {point.variant} (rep {repetition + 1})",
+                          len(tally.failed))  # fmt: skip
+            started_at = now()
+            outcome = run_driver(point, builds[point.variant], timeout)
+            self.store.add_result(
+                stored_point.id, repetition, outcome.status, outcome.exit_code, outcome.signal,
+                outcome.seconds, started_at, outcome.output, outcome.stderr_tail,
+            )  # fmt: skip
+            progress.done += 1
+            if outcome.status == "ok":
+                tally.ok += 1
+            elif outcome.status == "unsupported":
+                tally.unsupported += 1
+            else:
+                why = (f"signal {outcome.signal}" if outcome.signal
+                       else f"exit {outcome.exit_code}")  # fmt: skip
+                last = outcome.stderr_tail.strip().splitlines()[-1:] or [""]
+                tally.failed.append(f"{point.name} @ {point.variant} rep {repetition + 1}: "
+                                    f"{why}: {last[0]}")  # fmt: skip
+        progress.show("done", len(tally.failed))
+        progress.finish()
+        self.store.finish_run(run_id, "failed" if tally.failed else "complete")
+        return tally

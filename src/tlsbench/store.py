@@ -1,0 +1,319 @@
+"""The results store: one SQLite file, versioned with PRAGMA user_version.
+
+Schema (version 2):
+
+    runs(id, experiment, question, mode, repetitions, status, started_at, finished_at,
+         environment JSON, experiment_text, commit_id)
+    points(id, run_id, name, variant, library, scenario, params JSON, build JSON,
+           position)                      -- UNIQUE(run_id, variant, name)
+    results(id, point_id, repetition, status, exit_code, signal, seconds, started_at,
+            output JSON, stderr_tail)     -- UNIQUE(point_id, repetition)
+    samples(result_id, series, unit, "values" JSON)
+
+A result is one driver process: status is "ok", "unsupported" (the library cannot honour
+the point: exit 3), or "failed" (any other exit, a signal or a timeout). Each result and
+its samples are written in one transaction, so a crash at any moment leaves a consistent
+database, and `tlsbench run --resume RUN` runs only what is missing.
+
+Migrations: one function per version step; opening a store migrates it in place.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tlsbench.errors import UserError
+
+SCHEMA_VERSION = 2
+
+
+def _script(db: sqlite3.Connection, script: str) -> None:
+    """Runs statements one by one: executescript would commit the migration's transaction."""
+    for statement in script.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
+def _v1(db: sqlite3.Connection) -> None:
+    _script(
+        db,
+        """
+        CREATE TABLE runs (
+            id INTEGER PRIMARY KEY,
+            experiment TEXT NOT NULL,
+            mode TEXT NOT NULL,
+            repetitions INTEGER NOT NULL,
+            status TEXT NOT NULL,
+            started_at TEXT NOT NULL,
+            finished_at TEXT,
+            environment TEXT NOT NULL,
+            experiment_text TEXT NOT NULL
+        );
+        CREATE TABLE points (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            name TEXT NOT NULL,
+            variant TEXT NOT NULL,
+            library TEXT NOT NULL,
+            scenario TEXT NOT NULL,
+            params TEXT NOT NULL,
+            build TEXT NOT NULL,
+            position INTEGER NOT NULL,
+            UNIQUE (run_id, variant, name)
+        );
+        CREATE TABLE results (
+            id INTEGER PRIMARY KEY,
+            point_id INTEGER NOT NULL REFERENCES points(id),
+            repetition INTEGER NOT NULL,
+            status TEXT NOT NULL,
+            exit_code INTEGER,
+            signal INTEGER,
+            seconds REAL NOT NULL,
+            started_at TEXT NOT NULL,
+            output TEXT,
+            stderr_tail TEXT NOT NULL,
+            UNIQUE (point_id, repetition)
+        );
+        CREATE TABLE samples (
+            result_id INTEGER NOT NULL REFERENCES results(id),
+            series TEXT NOT NULL,
+            unit TEXT NOT NULL,
+            "values" TEXT NOT NULL,
+            PRIMARY KEY (result_id, series)
+        );
+        """,
+    )
+
+
+def _v2(db: sqlite3.Connection) -> None:
+    """Version 2: the question an experiment answers and the tlsbench commit of a run."""
+    _script(
+        db,
+        """
+        ALTER TABLE runs ADD COLUMN question TEXT NOT NULL DEFAULT '';
+        ALTER TABLE runs ADD COLUMN commit_id TEXT NOT NULL DEFAULT 'unknown';
+        CREATE INDEX results_by_point ON results(point_id);
+        """,
+    )
+
+
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1, 2: _v2}
+
+
+def now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+
+
+@dataclass
+class Point:
+    id: int
+    run_id: int
+    name: str
+    variant: str
+    library: str
+    scenario: str
+    params: dict[str, Any]
+    build: dict[str, Any]
+    position: int
+
+
+class Store:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(path, isolation_level=None, timeout=30)
+        except (OSError, sqlite3.Error) as exc:
+            raise UserError(f"cannot open the results store {path}: {exc}", 1) from exc
+        self.db.row_factory = sqlite3.Row
+        self.db.execute("PRAGMA foreign_keys = ON")
+        self.db.execute("PRAGMA journal_mode = WAL")
+        self.migrate()
+
+    def close(self) -> None:
+        self.db.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    def version(self) -> int:
+        return int(self.db.execute("PRAGMA user_version").fetchone()[0])
+
+    def migrate(self) -> None:
+        version = self.version()
+        if version > SCHEMA_VERSION:
+            raise UserError(
+                f"{self.path} has schema version {version}, newer than this tlsbench "
+                f"({SCHEMA_VERSION}); update tlsbench or use another --db",
+                1,
+            )
+        for step in range(version + 1, SCHEMA_VERSION + 1):
+            with self.transaction() as db:
+                MIGRATIONS[step](db)
+                db.execute(f"PRAGMA user_version = {step}")
+
+    # -- runs -------------------------------------------------------------------------------
+
+    def new_run(
+        self,
+        experiment: str,
+        question: str,
+        mode: str,
+        repetitions: int,
+        environment: dict[str, Any],
+        experiment_text: str,
+        commit_id: str,
+    ) -> int:
+        with self.transaction() as db:
+            cur = db.execute(
+                "INSERT INTO runs (experiment, question, mode, repetitions, status, started_at,"
+                " environment, experiment_text, commit_id) VALUES (?,?,?,?,?,?,?,?,?)",
+                (experiment, question, mode, repetitions, "running", now(),
+                 json.dumps(environment), experiment_text, commit_id),
+            )  # fmt: skip
+            assert cur.lastrowid is not None
+            return cur.lastrowid
+
+    def add_points(self, run_id: int, points: list[dict[str, Any]]) -> None:
+        """Registers the run's points (name, variant, library, scenario, params, build)."""
+        with self.transaction() as db:
+            for position, p in enumerate(points):
+                db.execute(
+                    "INSERT INTO points (run_id, name, variant, library, scenario, params, "
+                    "build, position) VALUES (?,?,?,?,?,?,?,?)",
+                    (run_id, p["name"], p["variant"], p["library"], p["scenario"],
+                     json.dumps(p["params"], sort_keys=True), json.dumps(p["build"]), position),
+                )  # fmt: skip
+
+    def finish_run(self, run_id: int, status: str) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE runs SET status = ?, finished_at = ? WHERE id = ?",
+                (status, now(), run_id),
+            )
+
+    def run(self, run_id: int | str) -> sqlite3.Row:
+        if run_id == "latest":
+            row = self.db.execute("SELECT * FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+            if row is None:
+                raise UserError(f"{self.path} holds no run yet; start one with `tlsbench run`")
+            return row
+        try:
+            number = int(run_id)
+        except ValueError:
+            raise UserError(f"a run is a number or 'latest', not {run_id!r}") from None
+        row = self.db.execute("SELECT * FROM runs WHERE id = ?", (number,)).fetchone()
+        if row is None:
+            raise UserError(f"no run {number} in {self.path}; `tlsbench runs` lists them")
+        return row
+
+    def runs(self) -> list[sqlite3.Row]:
+        return list(self.db.execute("SELECT * FROM runs ORDER BY id"))
+
+    def points(self, run_id: int) -> list[Point]:
+        return [
+            Point(
+                id=r["id"],
+                run_id=r["run_id"],
+                name=r["name"],
+                variant=r["variant"],
+                library=r["library"],
+                scenario=r["scenario"],
+                params=json.loads(r["params"]),
+                build=json.loads(r["build"]),
+                position=r["position"],
+            )
+            for r in self.db.execute(
+                "SELECT * FROM points WHERE run_id = ? ORDER BY position", (run_id,)
+            )
+        ]
+
+    # -- results ----------------------------------------------------------------------------
+
+    def done_repetitions(self, point_id: int) -> set[int]:
+        rows = self.db.execute("SELECT repetition FROM results WHERE point_id = ?", (point_id,))
+        return {r[0] for r in rows}
+
+    def add_result(
+        self,
+        point_id: int,
+        repetition: int,
+        status: str,
+        exit_code: int | None,
+        signal: int | None,
+        seconds: float,
+        started_at: str,
+        output: dict[str, Any] | None,
+        stderr_tail: str,
+    ) -> None:
+        """One driver process: the result row and its samples in one transaction."""
+        samples = (output or {}).pop("samples", None) or {}
+        units = {k: v.get("unit", "") for k, v in (output or {}).get("summary", {}).items()}
+        with self.transaction() as db:
+            cur = db.execute(
+                "INSERT INTO results (point_id, repetition, status, exit_code, signal, seconds,"
+                " started_at, output, stderr_tail) VALUES (?,?,?,?,?,?,?,?,?)",
+                (point_id, repetition, status, exit_code, signal, seconds, started_at,
+                 json.dumps(output) if output is not None else None, stderr_tail),
+            )  # fmt: skip
+            for series, values in samples.items():
+                db.execute(
+                    'INSERT INTO samples (result_id, series, unit, "values") VALUES (?,?,?,?)',
+                    (cur.lastrowid, series, units.get(series, ""), json.dumps(values)),
+                )
+
+    def results(self, point_id: int) -> list[sqlite3.Row]:
+        return list(
+            self.db.execute(
+                "SELECT * FROM results WHERE point_id = ? ORDER BY repetition", (point_id,)
+            )
+        )
+
+    def samples(self, point_id: int, series: str) -> list[float]:
+        """All samples of one series of a point, across its successful repetitions."""
+        values: list[float] = []
+        for row in self.db.execute(
+            'SELECT s."values" FROM samples s JOIN results r ON r.id = s.result_id '
+            "WHERE r.point_id = ? AND s.series = ? AND r.status = 'ok' ORDER BY r.repetition",
+            (point_id, series),
+        ):
+            values.extend(json.loads(row[0]))
+        return values
+
+    def series_names(self, point_id: int) -> list[str]:
+        rows = self.db.execute(
+            "SELECT DISTINCT s.series FROM samples s JOIN results r ON r.id = s.result_id "
+            "WHERE r.point_id = ? ORDER BY s.series",
+            (point_id,),
+        )
+        return [r[0] for r in rows]
+
+    def check_consistent(self) -> list[str]:
+        """Problems a crash could have left (none, by construction); used by the tests."""
+        problems = [f"integrity: {r[0]}" for r in self.db.execute("PRAGMA integrity_check")]
+        problems = [p for p in problems if p != "integrity: ok"]
+        orphans = self.db.execute(
+            "SELECT COUNT(*) FROM samples WHERE result_id NOT IN (SELECT id FROM results)"
+        ).fetchone()[0]
+        if orphans:
+            problems.append(f"{orphans} sample rows without a result")
+        empty_ok = self.db.execute(
+            "SELECT COUNT(*) FROM results r WHERE r.status = 'ok' AND r.output IS NULL"
+        ).fetchone()[0]
+        if empty_ok:
+            problems.append(f"{empty_ok} ok results without output")
+        return problems

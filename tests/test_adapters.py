@@ -1,0 +1,147 @@
+"""Every library, through its own API: real handshakes, checked negotiation, data, AEAD.
+
+Each test drives a real build of a default variant; a run that negotiated anything other
+than what it asked for fails the driver (exit 4), so exit 0 here means verified.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from drivers import run_driver
+
+pytestmark = pytest.mark.slow
+
+LIBRARIES = [
+    "mbedtls-3.6.6",
+    "mbedtls-2.28.x",
+    "wolfssl-5.7.2",
+    "openssl-3.5.x",
+    "gnutls-3.8.x",
+    "openssl-system",
+    "gnutls-system",
+]
+# What a build cannot do, with the reason the driver must give (exit 3, never a sample).
+UNSUPPORTED = {("mbedtls-2.28.x", "1.3"): "TLS 1.3"}
+
+SIGALG = {
+    ("rsa2048", "1.3"): "rsa_pss_rsae_sha256",
+    ("rsa2048", "1.2"): "rsa_pkcs1_sha256",
+    ("ecdsa-p256", "1.3"): "ecdsa_secp256r1_sha256",
+    ("ecdsa-p256", "1.2"): "ecdsa_secp256r1_sha256",
+}
+
+
+def expect_supported(spec: str, tls: str, run) -> bool:
+    """True when the run must have succeeded; asserts the refusal otherwise."""
+    reason = UNSUPPORTED.get((spec, tls))
+    if reason is None:
+        assert run.code == 0, run.stderr
+        return True
+    assert run.code == 3, run.stderr
+    assert reason in run.output["error"]["message"]
+    return False
+
+
+@pytest.mark.parametrize("spec", LIBRARIES)
+@pytest.mark.parametrize("tls", ["1.2", "1.3"])
+@pytest.mark.parametrize("cert", ["rsa2048", "ecdsa-p256"])
+@pytest.mark.parametrize("auth", ["none", "server", "mutual"])
+def test_handshake_negotiates_what_was_asked(spec, tls, cert, auth, build_of) -> None:
+    run = run_driver(
+        build_of(spec), "handshake", "--tls", tls, "--cert", cert, "--auth", auth,
+        "--iterations", "3", "--warmup", "1",
+    )  # fmt: skip
+    if not expect_supported(spec, tls, run):
+        return
+    out = run.output
+    negotiated = out["negotiated"]
+    assert negotiated["version"] == tls
+    assert negotiated["group"] == "x25519"
+    assert negotiated["sigalg"] == SIGALG[(cert, tls)]
+    assert negotiated["peer_verified"] == {
+        "client": auth != "none",
+        "server": auth == "mutual",
+    }
+    assert negotiated["resumed"] is False
+    assert len(out["samples"]["client_cpu_ns"]) == 3
+    for side in ("client", "server"):
+        heap = out["heap"][side]
+        assert heap["conn_peak"] > 0 and heap["peak"] >= heap["retained"] >= heap["start"]
+
+
+@pytest.mark.parametrize("spec", LIBRARIES)
+@pytest.mark.parametrize("tls", ["1.2", "1.3"])
+@pytest.mark.parametrize("auth", ["server", "mutual"])
+def test_wrong_ca_fails_the_handshake(spec, tls, auth, build_of) -> None:
+    run = run_driver(build_of(spec), "handshake", "--tls", tls, "--auth", auth, "--wrong-ca",
+                     "--iterations", "1")  # fmt: skip
+    if UNSUPPORTED.get((spec, tls)):
+        assert run.code == 3
+        return
+    assert run.code == 5, (run.code, run.stderr)
+    assert "samples" not in run.output
+    assert run.output["error"]["message"]  # the library's own words
+
+
+@pytest.mark.parametrize("spec", LIBRARIES)
+@pytest.mark.parametrize("tls", ["1.2", "1.3"])
+def test_resumption_is_proven(spec, tls, build_of) -> None:
+    run = run_driver(build_of(spec), "resume", "--tls", tls, "--iterations", "5",
+                     "--warmup", "1")  # fmt: skip
+    if not expect_supported(spec, tls, run):
+        return
+    assert run.output["negotiated"]["resumed"] is True
+    assert len(run.output["samples"]["client_cpu_ns"]) == 5
+
+
+@pytest.mark.parametrize("spec", LIBRARIES)
+def test_records_and_bulk_carry_checked_data(spec, build_of) -> None:
+    build = build_of(spec)
+    records = run_driver(build, "records", "--iterations", "300", "--warmup", "20")
+    assert records.code == 0, records.stderr
+    assert len(records.output["samples"]["read_ns"]) == 300
+    bulk = run_driver(build, "bulk", "--bytes", "2000000", "--iterations", "2")
+    assert bulk.code == 0, bulk.stderr
+    assert min(bulk.output["samples"]["sender_MBps"]) > 0
+
+
+@pytest.mark.parametrize("spec", LIBRARIES)
+def test_aead_known_answers_then_figures(spec, build_of) -> None:
+    run = run_driver(build_of(spec), "aead", "--iterations", "50", "--warmup", "5")
+    assert run.code == 0, run.stderr
+    rows = run.output["aead"]
+    assert {(r["aead"], r["payload"]) for r in rows} == {
+        (a, p)
+        for a in ("AES-128-GCM", "AES-256-GCM", "ChaCha20-Poly1305")
+        for p in (16, 256, 1350, 16384)
+    }
+    assert all(r["tsc_cycles_per_byte"] > 0 for r in rows)
+
+
+@pytest.mark.parametrize("spec", LIBRARIES)
+def test_info_lists_the_build(spec, build_of) -> None:
+    run = run_driver(build_of(spec), "info")
+    assert run.code == 0, run.stderr
+    info = run.output["info"]
+    assert info["version"]
+    assert "TLS_AES_128_GCM_SHA256" in info["suites"] or spec == "mbedtls-2.28.x"
+
+
+@pytest.mark.parametrize("spec", LIBRARIES)
+def test_a_suite_the_build_does_not_have_is_refused(spec, build_of) -> None:
+    run = run_driver(build_of(spec), "handshake", "--tls", "1.2", "--suite",
+                     "TLS_NOT_A_REAL_SUITE", "--iterations", "1")  # fmt: skip
+    assert run.code in (3, 4), run.stderr
+    assert "samples" not in run.output
+
+
+@pytest.mark.parametrize("spec", LIBRARIES)
+def test_hybrid_ml_kem_is_negotiated_or_refused(spec, build_of) -> None:
+    run = run_driver(build_of(spec), "handshake", "--group", "X25519MLKEM768", "--iterations",
+                     "1")  # fmt: skip
+    if spec == "openssl-3.5.x":
+        assert run.code == 0, run.stderr
+        assert run.output["negotiated"]["group"] == "X25519MLKEM768"
+    else:
+        assert run.code == 3, (run.code, run.stderr)
