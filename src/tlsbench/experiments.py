@@ -18,6 +18,7 @@ An experiment file (experiments/NAME.toml) opens with the question it answers:
     auth = ["none", "server", "mutual"]
 
     [[exclude]]              # drop the points matching every key given
+                             # (several [[matrix]] blocks may replace the one [matrix])
     variant = "mbedtls-2.28.x"
     tls = "1.3"
 
@@ -57,6 +58,16 @@ TUNING_KEYS = ("iterations", "warmup")
 POINT_KEYS = ("variant", "scenario", *OPTION_ORDER, *TUNING_KEYS)
 TOP_KEYS = {"question", "description", "repetitions", "timeout", "defaults", "per_scenario",
             "matrix", "include", "exclude"}  # fmt: skip
+# Options that mean something to a scenario (others set by [defaults] are dropped).
+TLS_KEYS = ("tls", "suite", "group", "sigalg", "cert", "chain", "auth", "record_size", "accel")
+SCENARIO_KEYS = {
+    "handshake": (*TLS_KEYS, *TUNING_KEYS),
+    "resume": (*TLS_KEYS, *TUNING_KEYS),
+    "records": (*TLS_KEYS, "payload", *TUNING_KEYS),
+    "bulk": (*TLS_KEYS, "payload", "bytes", *TUNING_KEYS),
+    "aead": ("aead", "payload", "accel", *TUNING_KEYS),
+    "info": (),
+}
 INT_KEYS = {"chain", "record_size", "payload", "bytes", "iterations", "warmup"}
 CHOICES = {
     "scenario": SCENARIOS,
@@ -191,12 +202,16 @@ class _Loader:
         if not isinstance(question, str) or not question.strip():
             raise self.error('an experiment opens with `question = "..."`: what it answers')
         defaults = data.get("defaults", {})
-        matrix = data.get("matrix", {})
+        # One [matrix] table, or several [[matrix]] blocks expanded one after another.
+        matrices = data.get("matrix", [])
+        matrices = [matrices] if isinstance(matrices, dict) else matrices
         self.check_keys(defaults, POINT_KEYS, "defaults")
-        self.check_keys(matrix, POINT_KEYS, "matrix")
-        for key, values in matrix.items():
-            if not isinstance(values, list) or not values:
-                raise self.error(f"matrix {key} must be a non-empty list", rf"^\s*{key}\s*=")
+        for matrix in matrices:
+            self.check_keys(matrix, POINT_KEYS, "matrix")
+            for key, values in matrix.items():
+                if not isinstance(values, list) or not values:
+                    raise self.error(f"matrix {key} must be a non-empty list",
+                                     rf"^\s*{key}\s*=")  # fmt: skip
         for entry in [*data.get("include", []), *data.get("exclude", [])]:
             self.check_keys(entry, POINT_KEYS, "include/exclude")
         per_scenario = data.get("per_scenario", {})
@@ -206,10 +221,10 @@ class _Loader:
         # A point's own values (matrix or include) over its scenario's options over
         # [defaults]; exclusions look at the merged point.
         own: list[dict[str, Any]] = []
-        if matrix:
+        for matrix in matrices:
             keys = list(matrix)
-            own = [dict(zip(keys, combo, strict=True))
-                   for combo in itertools.product(*(matrix[k] for k in keys))]  # fmt: skip
+            own += [dict(zip(keys, combo, strict=True))
+                    for combo in itertools.product(*(matrix[k] for k in keys))]  # fmt: skip
         excludes = data.get("exclude", [])
         raw = [self.merge(defaults, per_scenario, p) for p in own]
         raw = [p for p in raw if not any(_matches(p, ex) for ex in excludes)]
@@ -250,8 +265,10 @@ class _Loader:
             raise self.error("a point has no scenario (set it in [matrix] or [defaults])")
         values = {k: self.check_value(k, v) for k, v in raw.items() if k != "variant"}
         variant = self.catalog.resolve(raw["variant"])  # unknown variant -> clear error
-        options = {k: values[k] for k in (*OPTION_ORDER, *TUNING_KEYS) if k in values}
         scenario = values["scenario"]
+        relevant = SCENARIO_KEYS[scenario]
+        options = {k: values[k] for k in (*OPTION_ORDER, *TUNING_KEYS)
+                   if k in values and k in relevant}  # fmt: skip
         return RunPoint(
             name=point_name(scenario, options),
             variant=variant.name,

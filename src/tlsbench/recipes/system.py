@@ -9,7 +9,8 @@ from tlsbench.errors import BuildError
 from tlsbench.recipes.base import BuildContext, LinkInfo
 from tlsbench.variants import Variant
 
-PKG_CONFIG_MODULES = {"openssl": ["libssl", "libcrypto"], "gnutls": ["gnutls"]}
+# The probe and driver also call nettle directly (its version), so it is linked too.
+PKG_CONFIG_MODULES = {"openssl": ["libssl", "libcrypto"], "gnutls": ["gnutls", "nettle"]}
 
 
 def debian_version(package: str) -> str | None:
