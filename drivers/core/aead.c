@@ -114,9 +114,13 @@ static int measure(tb_run *r, tb_json *j, const known_answer *v, size_t len) {
   for (long i = 0; code == TB_EXIT_OK && i < r->opt->warmup + r->opt->iterations; i++) {
     nonce[11] = (unsigned char)i; /* never the same nonce twice in a row */
     nonce[10] = (unsigned char)(i >> 8);
+    tb_collect_measuring(i >= r->opt->warmup);
+    tb_collect(TB_SIDE_CLIENT);
     uint64_t t0 = tb_tsc();
     st = r->ad->aead_seal(aead, nonce, ad, AD_LEN, in, len, out, r->err);
     uint64_t t1 = tb_tsc();
+    tb_collect(TB_SIDE_CLIENT);
+    tb_collect_measuring(0);
     if (st != TB_OK) code = tb_fail_stage(r, TB_EXIT_HANDSHAKE, "aead seal");
     if (i >= r->opt->warmup) cycles[i - r->opt->warmup] = (double)(t1 - t0);
   }

@@ -126,14 +126,19 @@ void tb_warn(tb_run *r, const char *warning);
     tb_st_;                                    \
   })
 
-/* The same, adding the thread CPU time of the call to *(acc) when acc is not NULL. */
+/* The same for a measured call: adds the thread CPU time of the call to *(acc) when acc is
+ * not NULL, and brackets it for the deterministic (callgrind) mode. */
 #define TB_ON_TIMED(side, acc, expr)               \
   ({                                               \
     tb_side tb_prev_ = tb_heap_set_side(side);     \
+    if ((acc) != NULL) tb_collect(side);           \
     uint64_t tb_t0_ = tb_thread_cpu_ns();          \
     tb_status tb_st_ = (expr);                     \
     uint64_t tb_dt_ = tb_thread_cpu_ns() - tb_t0_; \
-    if ((acc) != NULL) *(acc) += tb_dt_;           \
+    if ((acc) != NULL) {                           \
+      tb_collect(side);                            \
+      *(acc) += tb_dt_;                            \
+    }                                              \
     tb_heap_set_side(tb_prev_);                    \
     tb_st_;                                        \
   })

@@ -446,6 +446,7 @@ int main(int argc, char **argv) {
   run.ad = ad;
   run.opt = &opt;
   run.tsc_hz = tb_tsc_hz();
+  tb_collect_init();
   if (strcmp(ad->name, "null") == 0) tb_warn(&run, "null adapter: no TLS, the harness baseline");
 
   /* In text mode the JSON goes nowhere; the same code path runs either way. */
@@ -490,6 +491,7 @@ int main(int argc, char **argv) {
   tb_teardown(&run);
 
   tb_json_double(&j, "tsc_hz", run.tsc_hz);
+  tb_json_str(&j, "collect", tb_collect_mode());
   if (code == TB_EXIT_OK) {
     write_negotiated(&j, &run);
     write_heap(&j, &run);

@@ -7,6 +7,39 @@
 
 #include "tlsbench/measure.h"
 
+#if defined(__has_include)
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#define HAVE_CALLGRIND 1
+#endif
+#endif
+
+static int collect_client, collect_server, measuring;
+static const char *collect_mode;
+
+void tb_collect_init(void) {
+  const char *mode = getenv("TLSBENCH_COLLECT");
+  if (mode == NULL) return;
+  collect_client = strcmp(mode, "client") == 0 || strcmp(mode, "all") == 0;
+  collect_server = strcmp(mode, "server") == 0 || strcmp(mode, "all") == 0;
+  if (collect_client || collect_server) collect_mode = mode;
+}
+
+void tb_collect_measuring(int on) { measuring = on; }
+
+const char *tb_collect_mode(void) { return collect_mode; }
+
+void tb_collect(tb_side side) {
+#ifdef HAVE_CALLGRIND
+  if (measuring &&
+      ((side == TB_SIDE_CLIENT && collect_client) || (side == TB_SIDE_SERVER && collect_server))) {
+    CALLGRIND_TOGGLE_COLLECT;
+  }
+#else
+  (void)side;
+#endif
+}
+
 static uint64_t clock_ns(clockid_t id) {
   struct timespec ts;
   clock_gettime(id, &ts);

@@ -64,8 +64,10 @@ int tb_scenario_handshake(tb_run *r) {
   tb_series *per_second = tb_series_get(r, "handshakes_per_s", "1/s");
   for (long i = 0; i < r->opt->warmup + r->opt->iterations; i++) {
     uint64_t client_ns = 0, server_ns = 0;
+    tb_collect_measuring(i >= r->opt->warmup);
     uint64_t t0 = tb_mono_ns();
     code = tb_connect(r, NULL, &conns, &client_ns, &server_ns);
+    tb_collect_measuring(0);
     uint64_t t1 = tb_mono_ns();
     if (code == TB_EXIT_OK) code = tb_check_negotiated(r, &conns, 0);
     tb_disconnect(r, &conns);
@@ -106,8 +108,10 @@ int tb_scenario_resume(tb_run *r) {
   tb_series *wall = tb_series_get(r, "wall_ns", "ns");
   for (long i = 0; i < r->opt->warmup + r->opt->iterations && code == TB_EXIT_OK; i++) {
     uint64_t client_ns = 0, server_ns = 0;
+    tb_collect_measuring(i >= r->opt->warmup);
     uint64_t t0 = tb_mono_ns();
     code = tb_connect(r, session, &conns, &client_ns, &server_ns);
+    tb_collect_measuring(0);
     uint64_t t1 = tb_mono_ns();
     if (code == TB_EXIT_OK) code = tb_check_negotiated(r, &conns, 1);
     /* Like a real client, continue with the newest session (TLS 1.3 tickets are meant
@@ -142,7 +146,9 @@ int tb_scenario_records(tb_run *r) {
   for (long i = 0; i < r->opt->warmup + r->opt->iterations && code == TB_EXIT_OK; i++) {
     fill_pattern(data, len, (uint64_t)i);
     uint64_t send = 0, recv = 0, send_allocs = 0, recv_allocs = 0;
+    tb_collect_measuring(i >= r->opt->warmup);
     code = tb_transfer(r, &conns, 1, data, len, scratch, &send, &recv, &send_allocs, &recv_allocs);
+    tb_collect_measuring(0);
     if (code != TB_EXIT_OK || i < r->opt->warmup) continue;
     if (tb_series_add(write_ns, ticks_to_ns(r, send)) ||
         tb_series_add(read_ns, ticks_to_ns(r, recv)) ||
@@ -170,11 +176,13 @@ int tb_scenario_bulk(tb_run *r) {
   uint64_t record = 0;
   for (long i = 0; i < r->opt->warmup + r->opt->iterations && code == TB_EXIT_OK; i++) {
     uint64_t send = 0, recv = 0;
+    tb_collect_measuring(i >= r->opt->warmup);
     for (uint64_t done = 0; done < r->opt->bytes && code == TB_EXIT_OK; done += chunk) {
       size_t len = r->opt->bytes - done < chunk ? (size_t)(r->opt->bytes - done) : chunk;
       fill_pattern(data, len, record++);
       code = tb_transfer(r, &conns, 1, data, len, scratch, &send, &recv, NULL, NULL);
     }
+    tb_collect_measuring(0);
     if (code != TB_EXIT_OK || i < r->opt->warmup) continue;
     double mb = (double)r->opt->bytes / 1e6;
     if (tb_series_add(sender, mb / (ticks_to_ns(r, send) / 1e9)) ||

@@ -191,7 +191,9 @@ int tb_transfer(tb_run *r, tb_conn_pair *conns, int to_server, const unsigned ch
   uint64_t t0 = tb_tsc();
   while (sent < len) {
     size_t done = 0;
+    if (send_ticks) tb_collect(from);
     tb_status st = TB_ON(from, r->ad->write(writer, data + sent, len - sent, &done, r->err));
+    if (send_ticks) tb_collect(from);
     if (st != TB_OK && st != TB_WANT_IO) return tb_fail_stage(r, status_exit(st), "write");
     if (st == TB_WANT_IO && done == 0) {
       snprintf(r->err, sizeof(r->err), "write wants I/O on an unbounded memory queue");
@@ -209,7 +211,9 @@ int tb_transfer(tb_run *r, tb_conn_pair *conns, int to_server, const unsigned ch
   t0 = tb_tsc();
   while (got < len) {
     size_t done = 0;
+    if (recv_ticks) tb_collect(to);
     tb_status st = TB_ON(to, r->ad->read(reader, scratch + got, len - got, &done, r->err));
+    if (recv_ticks) tb_collect(to);
     if (st == TB_WANT_IO && done == 0) {
       snprintf(r->err, sizeof(r->err), "%zu of %zu bytes arrived", got, len);
       return tb_fail_stage(r, TB_EXIT_DATA, "read");

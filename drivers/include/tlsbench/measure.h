@@ -36,6 +36,15 @@ void tb_heap_get(tb_side side, tb_heap_counters *out);
 /* Makes peak = live (for one side, or all with TB_SIDES). */
 void tb_heap_reset_peak(tb_side side);
 
+/* Deterministic mode: under valgrind's callgrind (started with --collect-atstart=no), only
+ * the measured calls of the side named by $TLSBENCH_COLLECT (client, server or all) are
+ * counted. tb_collect_measuring() marks the iterations that count (not the warm-up);
+ * tb_collect() is called on entry to and exit from each measured library call. */
+void tb_collect_init(void);
+void tb_collect_measuring(int on);
+void tb_collect(tb_side side);
+const char *tb_collect_mode(void); /* NULL when not collecting */
+
 /* Clocks. */
 uint64_t tb_mono_ns(void);       /* CLOCK_MONOTONIC */
 uint64_t tb_thread_cpu_ns(void); /* CLOCK_THREAD_CPUTIME_ID: CPU time of this thread */
