@@ -125,3 +125,28 @@ def test_an_unwritable_results_location_is_refused_before_running(tmp_path: Path
     assert proc.returncode == 1
     assert "cannot write results to" in proc.stderr
     assert "building" not in proc.stderr
+
+
+def test_instruction_mode_counts_are_identical_run_to_run(tmp_path: Path, build_of) -> None:
+    build_of("mbedtls-3.6.6")
+    experiment = tmp_path / "instr.toml"
+    experiment.write_text("""
+question = "Are instruction counts identical run to run?"
+repetitions = 2
+
+[defaults]
+scenario = "records"
+iterations = 30
+warmup = 3
+
+[matrix]
+variant = ["mbedtls-3.6.6"]
+""")
+    db = tmp_path / "r.db"
+    proc = tlsbench("run", str(experiment), "--db", str(db), "--mode", "instructions")
+    assert proc.returncode == 0, proc.stderr
+    store = Store(db)
+    [point] = store.points(store.run("latest")["id"])
+    for series in ("client_instructions", "server_instructions"):
+        counts = store.samples(point.id, series)
+        assert len(counts) == 2 and counts[0] == counts[1] > 1000, (series, counts)

@@ -134,6 +134,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     check_results_location(db_path)
     store = Store(db_path)
     runner = Runner(store, quiet=args.quiet)
+    runner.mode = args.mode
     run_id = runner.start(experiment, points, repetitions)
     tally = runner.execute(run_id, args.timeout or experiment.timeout)
     return _summarize_run(run_id, tally, store)
@@ -208,6 +209,13 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--dry-run", action="store_true", help="list the points, run nothing")
     run.add_argument("--repetitions", type=int, help="driver processes per point")
     run.add_argument("--timeout", type=float, help="seconds per driver process")
+    run.add_argument(
+        "--mode",
+        choices=["time", "instructions"],
+        default="time",
+        help="instructions: count instructions of the measured calls under callgrind "
+        "(identical run to run)",
+    )
     run.add_argument("--quiet", action="store_true")
 
     runs = sub.add_parser("runs", help="list the runs in the store")

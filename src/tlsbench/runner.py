@@ -19,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -131,11 +132,78 @@ def accel_env(point: RunPoint, build: Build) -> tuple[dict[str, str], str | None
     return {}, None
 
 
-def run_driver(point: RunPoint, build: Build, timeout: float) -> Outcome:
+# Deterministic mode: which sides' calls are counted, per scenario.
+COLLECT_SIDES = {
+    "handshake": ("client", "server"),
+    "resume": ("client", "server"),
+    "records": ("client", "server"),  # client = write (encrypt), server = read (decrypt)
+    "bulk": ("client", "server"),
+    "aead": ("client",),
+}
+# valgrind runs code tens of times slower than the CPU.
+VALGRIND_SLOWDOWN = 50
+
+
+def callgrind_prefix(out_file: Path) -> list[str]:
+    """callgrind counting only what the driver toggles, with address randomisation off."""
+    return [
+        "setarch", "-R", "valgrind", "--tool=callgrind", "--collect-atstart=no",
+        f"--callgrind-out-file={out_file}",
+    ]  # fmt: skip
+
+
+def callgrind_total(out_file: Path) -> int:
+    for line in out_file.read_text().splitlines():
+        if line.startswith("totals:"):
+            return int(line.split()[1])
+    raise ValueError(f"no totals in {out_file}")
+
+
+def run_instructions(point: RunPoint, build: Build, timeout: float, scratch: Path) -> Outcome:
+    """Instruction counts per measured operation and side, identical from run to run."""
+    if point.scenario not in COLLECT_SIDES:
+        reason = f"instruction mode does not apply to the {point.scenario} scenario"
+        return Outcome("unsupported", 3, None, 0.0, {"error": {"message": reason}}, reason)
+    if point.scenario == "aead" and not {"aead", "payload"} <= point.options.keys():
+        reason = "instruction mode needs an aead point with one aead and one payload"
+        return Outcome("unsupported", 3, None, 0.0, {"error": {"message": reason}}, reason)
+    iterations = int(point.options.get("iterations", 0)) or None
+    outcome: Outcome | None = None
+    counts: dict[str, list[float]] = {}
+    for side in COLLECT_SIDES[point.scenario]:
+        out_file = scratch / f"callgrind.{side}.out"
+        outcome = run_driver(
+            point,
+            build,
+            timeout * VALGRIND_SLOWDOWN,
+            prefix=callgrind_prefix(out_file),
+            extra_env={"TLSBENCH_COLLECT": side},
+        )
+        if outcome.status != "ok" or outcome.output is None:
+            return outcome
+        per = iterations or int(outcome.output["params"]["iterations"])
+        counts[f"{side}_instructions"] = [callgrind_total(out_file) / per]
+        out_file.unlink()
+    assert outcome is not None and outcome.output is not None
+    outcome.output["samples"] = counts
+    outcome.output["summary"] = {k: {"unit": "instructions"} for k in counts}
+    outcome.output["heap"] = None  # valgrind replaces malloc: the driver's counters read 0
+    return outcome
+
+
+def run_driver(
+    point: RunPoint,
+    build: Build,
+    timeout: float,
+    prefix: list[str] | None = None,
+    extra_env: dict[str, str] | None = None,
+) -> Outcome:
     env, refused = accel_env(point, build)
     if refused:
         return Outcome("unsupported", 3, None, 0.0, {"error": {"message": refused}}, refused)
     command = driver_command(build, point.scenario, [*point.driver_args(), "--json"])
+    command = [*(prefix or []), *command]
+    env = {**env, **(extra_env or {})}
     started = time.monotonic()
     proc = subprocess.Popen(
         command,
@@ -162,7 +230,7 @@ def run_driver(point: RunPoint, build: Build, timeout: float) -> Outcome:
         tail += "\ntlsbench: the driver's output is not valid JSON"
         return Outcome("failed", code if sig is None else None, sig, seconds, None, tail)
     if output is not None and env:
-        output["accel_env"] = env
+        output["run_env"] = env
     if code == 0 and output is not None:
         return Outcome("ok", 0, None, seconds, output, tail)
     status = "unsupported" if code == 3 else "failed"
@@ -209,6 +277,7 @@ def interleaved(points: list[RunPoint]) -> list[RunPoint]:
 class Runner:
     def __init__(self, store: Store, builder: Builder | None = None, quiet: bool = False):
         self.store = store
+        self.mode = "time"
         self.builder = builder or Builder(quiet=quiet)
         self.quiet = quiet
         self.catalog = Catalog()
@@ -226,7 +295,7 @@ class Runner:
     def start(self, experiment: Experiment, points: list[RunPoint], repetitions: int) -> int:
         builds = self.prepare(points)
         run_id = self.store.new_run(
-            experiment.name, experiment.question, "time", repetitions,
+            experiment.name, experiment.question, self.mode, repetitions,
             environment(self.builder), experiment.text, commit_id(),
         )  # fmt: skip
         self.store.add_points(
@@ -266,7 +335,12 @@ class Runner:
             progress.show(f"{point.name} @ {point.variant} (rep {repetition + 1})",
                           len(tally.failed))  # fmt: skip
             started_at = now()
-            outcome = run_driver(point, builds[point.variant], timeout)
+            if run["mode"] == "instructions":
+                with tempfile.TemporaryDirectory(prefix="tlsbench-callgrind-") as scratch:
+                    outcome = run_instructions(point, builds[point.variant], timeout,
+                                               Path(scratch))  # fmt: skip
+            else:
+                outcome = run_driver(point, builds[point.variant], timeout)
             self.store.add_result(
                 stored_point.id, repetition, outcome.status, outcome.exit_code, outcome.signal,
                 outcome.seconds, started_at, outcome.output, outcome.stderr_tail,

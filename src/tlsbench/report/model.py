@@ -1,0 +1,644 @@
+"""A run of the results store read into plain rows, one list per report table.
+
+Every figure of every report format comes from here, computed once: the exporters only
+format and lay out. Figures follow the README's Methodology section:
+
+- heap (handshake, resume): the median over a point's ok repetitions of each figure the
+  driver reports per side (a repetition is one driver process, so one figure each);
+- handshake time: client + server CPU ns of each handshake, pooled over the repetitions,
+  summarised by `tlsbench.stats` (median and its bootstrap 95 % CI); handshakes per second
+  = 1e9 / that median (the CI maps through the same monotone function);
+- record latency: write_ns and read_ns samples pooled over the repetitions; allocations
+  per record = the mean of write_allocs / read_allocs;
+- bulk: sender_MBps and receiver_MBps samples pooled, median and CI;
+- AEAD: the median over repetitions of the driver's own per-run figures (each already the
+  median of its `runs` measurements).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from tlsbench.stats import StatWarning, Summary, environment_warnings, sample_warnings, summarize
+from tlsbench.store import Point, Store
+
+# Driver options that tell two points of one table apart, in the order labels show them.
+CASE_KEYS = (
+    "tls", "suite", "group", "sigalg", "cert", "chain", "auth", "record_size", "payload",
+    "bytes", "aead", "accel",
+)  # fmt: skip
+HEAP_FIGURES = (
+    "start", "peak", "retained", "peak_minus_start", "retained_minus_start", "conn_peak",
+    "conn_retained", "handshake_allocs",
+)  # fmt: skip
+SIDES = ("client", "server")
+BASELINE_VARIANT = "null"
+STDERR_LINES = 12  # a failed point's stderr tail as reports show it (the store keeps more)
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    id: int
+    experiment: str
+    question: str
+    mode: str
+    repetitions: int
+    status: str
+    started_at: str
+    finished_at: str | None
+    commit: str
+
+
+@dataclass(frozen=True)
+class EnvironmentRow:
+    key: str
+    value: str
+
+
+@dataclass(frozen=True)
+class MemoryRow:
+    variant: str
+    library: str
+    line: str
+    point: str
+    scenario: str
+    case: str  # the point's distinguishing options, record size excluded (own column)
+    side: str
+    record_size: int | None  # params record_size, else mbedTLS's probed IN_CONTENT_LEN
+    start: float
+    peak: float
+    retained: float
+    peak_minus_start: float
+    retained_minus_start: float
+    conn_peak: float
+    conn_retained: float
+    handshake_allocs: float
+    repetitions: int
+
+
+@dataclass(frozen=True)
+class HandshakeRow:
+    variant: str
+    library: str
+    point: str
+    scenario: str
+    case: str
+    tls: str
+    suite: str
+    n: int
+    ms: float  # median of client + server CPU time per handshake
+    ms_ci_low: float
+    ms_ci_high: float
+    client_ms: float
+    server_ms: float
+    wall_ms: float | None
+    handshakes_per_s: float | None  # None when the median time is 0 (cannot happen for TLS)
+    hps_ci_low: float | None
+    hps_ci_high: float | None
+
+
+@dataclass(frozen=True)
+class LatencyRow:
+    variant: str
+    library: str
+    point: str
+    case: str
+    payload: int | None
+    op: str  # "write" (encrypt + frame) or "read" (decrypt)
+    n: int
+    min_ns: float
+    avg_ns: float
+    p50_ns: float
+    p99_ns: float
+    max_ns: float
+    p50_ci_low_ns: float
+    p50_ci_high_ns: float
+    allocs_per_record: float | None
+
+
+@dataclass(frozen=True)
+class ThroughputRow:
+    variant: str
+    library: str
+    point: str
+    case: str
+    payload: int | None
+    bytes: int | None
+    baseline: bool  # the null variant: the harness alone, no TLS
+    n: int
+    sender_mbps: float
+    sender_ci_low: float
+    sender_ci_high: float
+    receiver_mbps: float
+    receiver_ci_low: float
+    receiver_ci_high: float
+
+
+@dataclass(frozen=True)
+class AeadRow:
+    variant: str
+    library: str
+    point: str
+    aead: str
+    payload: int
+    ad: int
+    runs: int  # measurements over all repetitions
+    repetitions: int
+    tsc_cycles_per_byte: float
+    ns_per_byte: float
+    mbps: float
+
+
+@dataclass(frozen=True)
+class ProblemRow:
+    variant: str
+    library: str
+    point: str
+    scenario: str
+    status: str  # "unsupported", "failed", or "missing" (no result stored)
+    bad_repetitions: int
+    repetitions: int
+    exit_code: int | None
+    signal: int | None
+    stage: str
+    message: str
+    stderr_tail: str
+
+
+@dataclass(frozen=True)
+class NoteRow:
+    subject: str
+    kind: str
+    message: str
+
+
+@dataclass(frozen=True)
+class LatencySamples:
+    """Raw record latencies of one point, for the CDF plot (not a table)."""
+
+    variant: str
+    point: str
+    payload: int | None
+    write_ns: list[float]
+    read_ns: list[float]
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    title: str
+    row_type: type
+    rows: Sequence[Any]
+
+    def columns(self) -> list[str]:
+        return [f.name for f in fields(self.row_type)]
+
+
+@dataclass
+class RunModel:
+    run: RunInfo
+    environment: list[EnvironmentRow] = field(default_factory=list)
+    memory: list[MemoryRow] = field(default_factory=list)
+    handshakes: list[HandshakeRow] = field(default_factory=list)
+    latency: list[LatencyRow] = field(default_factory=list)
+    throughput: list[ThroughputRow] = field(default_factory=list)
+    aead: list[AeadRow] = field(default_factory=list)
+    problems: list[ProblemRow] = field(default_factory=list)
+    notes: list[NoteRow] = field(default_factory=list)
+    latency_samples: list[LatencySamples] = field(default_factory=list)
+    variants: list[str] = field(default_factory=list)  # in point order: stable plot colours
+
+    def tables(self) -> list[Table]:
+        """Every table, in report order (the run itself is a one-row table)."""
+        return [
+            Table("run", "Run", RunInfo, [self.run]),
+            Table("memory", "Handshake heap (bytes)", MemoryRow, self.memory),
+            Table("handshake_time", "Handshake time", HandshakeRow, self.handshakes),
+            Table("record_latency", "Record latency (ns)", LatencyRow, self.latency),
+            Table("bulk_throughput", "Bulk throughput (MB/s)", ThroughputRow, self.throughput),
+            Table("aead", "AEAD cost", AeadRow, self.aead),
+            Table("problems", "Unsupported and failed points", ProblemRow, self.problems),
+            Table("notes", "Notes", NoteRow, self.notes),
+            Table("environment", "Environment", EnvironmentRow, self.environment),
+        ]
+
+
+# -- helpers --------------------------------------------------------------------------------
+
+
+@dataclass
+class _Result:
+    repetition: int
+    status: str
+    exit_code: int | None
+    signal: int | None
+    output: dict[str, Any] | None
+    stderr_tail: str
+
+
+def _int_or_none(value: Any) -> int | None:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _format_option(key: str, value: Any) -> str:
+    if key == "tls":
+        return f"TLS {value}"
+    if key == "record_size":
+        return f"records {value or 'default'}"
+    if key == "payload":
+        return f"{value} B"
+    if key == "bytes":
+        return f"{int(value):,} bytes"
+    if key in ("chain", "auth", "accel"):
+        return f"{key} {value}"
+    return str(value)
+
+
+def case_labels(
+    params: dict[int, dict[str, Any]],
+    always: Iterable[str] = (),
+    skip: Iterable[str] = (),
+) -> dict[int, str]:
+    """Per point id, the options that differ between the points of one table.
+
+    Options every point shares are left out so that labels stay short; `always` keys are
+    shown anyway (handshakes are reported per suite).
+    """
+    keep = set(always)
+    dropped = set(skip)
+    shown = [
+        key
+        for key in CASE_KEYS
+        if key not in dropped
+        and (
+            key in keep
+            or len({json.dumps(p.get(key), sort_keys=True) for p in params.values()}) > 1
+        )
+    ]
+    labels = {}
+    for point_id, p in params.items():
+        parts = [_format_option(k, p[k]) for k in shown if p.get(k) not in (None, "")]
+        labels[point_id] = " ".join(parts) or "default"
+    return labels
+
+
+def _flatten_environment(env: dict[str, Any], prefix: str = "") -> list[EnvironmentRow]:
+    rows: list[EnvironmentRow] = []
+    for key, value in env.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value and all(isinstance(v, bool) for v in value.values()):
+            # Flag sets (CPU crypto flags, library features) read best as one line.
+            present = [k for k, v in value.items() if v]
+            absent = [k for k, v in value.items() if not v]
+            text = ", ".join(present) or "none"
+            if absent:
+                text += f" (absent: {', '.join(absent)})"
+            rows.append(EnvironmentRow(name, text))
+        elif isinstance(value, dict):
+            rows.extend(_flatten_environment(value, f"{name}."))
+        elif isinstance(value, list):
+            sep = "; " if key == "warnings" else " "
+            rows.append(EnvironmentRow(name, sep.join(str(v) for v in value) or "none"))
+        elif value is None:
+            rows.append(EnvironmentRow(name, "unknown"))
+        elif isinstance(value, bool):
+            rows.append(EnvironmentRow(name, "yes" if value else "no"))
+        else:
+            rows.append(EnvironmentRow(name, str(value)))
+    return rows
+
+
+def _record_size(point: Point, params: dict[str, Any]) -> int | None:
+    """The record buffer size a heap figure belongs to.
+
+    An explicit record_size option wins; mbedTLS sizes its record buffers at build time
+    (MBEDTLS_SSL_IN_CONTENT_LEN), so for its variants the probe's figure (what the compiled
+    library really uses) stands in when the point leaves the option at its default.
+    """
+    explicit = _int_or_none(params.get("record_size"))
+    if explicit:
+        return explicit
+    if point.library == "mbedtls":
+        return _int_or_none((point.build.get("probe") or {}).get("MBEDTLS_SSL_IN_CONTENT_LEN"))
+    return None
+
+
+class _Loader:
+    def __init__(self, store: Store, run_id: int | str) -> None:
+        self.store = store
+        row = store.run(run_id)
+        self.run = RunInfo(
+            id=int(row["id"]),
+            experiment=str(row["experiment"]),
+            question=str(row["question"]),
+            mode=str(row["mode"]),
+            repetitions=int(row["repetitions"]),
+            status=str(row["status"]),
+            started_at=str(row["started_at"]),
+            finished_at=row["finished_at"],
+            commit=str(row["commit_id"]),
+        )
+        self.environment: dict[str, Any] = json.loads(row["environment"] or "{}")
+        self.points = store.points(self.run.id)
+        self.results: dict[int, list[_Result]] = {
+            p.id: [
+                _Result(
+                    repetition=int(r["repetition"]),
+                    status=str(r["status"]),
+                    exit_code=r["exit_code"],
+                    signal=r["signal"],
+                    output=json.loads(r["output"]) if r["output"] else None,
+                    stderr_tail=str(r["stderr_tail"] or ""),
+                )
+                for r in store.results(p.id)
+            ]
+            for p in self.points
+        }
+        self.notes: list[NoteRow] = []
+
+    def ok(self, point: Point) -> list[_Result]:
+        return [r for r in self.results[point.id] if r.status == "ok" and r.output is not None]
+
+    def params(self, point: Point) -> dict[str, Any]:
+        """What the driver resolved (defaults filled in), with the point's own options on top
+        (`accel` exists only in the point)."""
+        resolved: dict[str, Any] = {}
+        for result in self.results[point.id]:
+            if result.output and isinstance(result.output.get("params"), dict):
+                resolved = dict(result.output["params"])
+                break
+        resolved.update(point.params)
+        return resolved
+
+    def summarize(self, point: Point, series: str, values: Sequence[float]) -> Summary:
+        summary = summarize(values)
+        self.note_warnings(f"{point.variant} {point.name}", series, sample_warnings(summary))
+        return summary
+
+    def note_warnings(self, subject: str, series: str, warnings: list[StatWarning]) -> None:
+        for w in warnings:
+            self.notes.append(NoteRow(subject, w.kind.value, f"{series}: {w.message}"))
+
+    # -- tables -----------------------------------------------------------------------------
+
+    def memory(self) -> list[MemoryRow]:
+        points = [p for p in self.points if p.scenario in ("handshake", "resume") and self.ok(p)]
+        cases = case_labels({p.id: self.params(p) for p in points}, skip=("record_size",))
+        rows = []
+        for p in points:
+            heaps = [r.output["heap"] for r in self.ok(p) if r.output and "heap" in r.output]
+            if not heaps:
+                continue
+            for side in SIDES:
+                figures = {
+                    name: statistics.median(float(h[side][name]) for h in heaps)
+                    for name in HEAP_FIGURES
+                }
+                rows.append(
+                    MemoryRow(
+                        variant=p.variant,
+                        library=p.library,
+                        line=str(p.build.get("line") or p.library),
+                        point=p.name,
+                        scenario=p.scenario,
+                        case=cases[p.id],
+                        side=side,
+                        record_size=_record_size(p, self.params(p)),
+                        repetitions=len(heaps),
+                        **figures,
+                    )
+                )
+        return rows
+
+    def handshakes(self) -> list[HandshakeRow]:
+        points = [p for p in self.points if p.scenario in ("handshake", "resume") and self.ok(p)]
+        params = {p.id: self.params(p) for p in points}
+        cases = case_labels(params, always=("suite",))
+        rows = []
+        for p in points:
+            client = self.store.samples(p.id, "client_cpu_ns")
+            server = self.store.samples(p.id, "server_cpu_ns")
+            if not client or len(client) != len(server):
+                continue  # both series are written per handshake, so this means no data
+            total = self.summarize(
+                p, "client + server CPU ns", [c + s for c, s in zip(client, server, strict=True)]
+            )
+            wall = self.store.samples(p.id, "wall_ns")
+            rows.append(
+                HandshakeRow(
+                    variant=p.variant,
+                    library=p.library,
+                    point=p.name,
+                    scenario=p.scenario,
+                    case=cases[p.id],
+                    tls=str(params[p.id].get("tls", "")),
+                    suite=str(params[p.id].get("suite", "")),
+                    n=total.n,
+                    ms=total.median / 1e6,
+                    ms_ci_low=total.ci_low / 1e6,
+                    ms_ci_high=total.ci_high / 1e6,
+                    client_ms=statistics.median(client) / 1e6,
+                    server_ms=statistics.median(server) / 1e6,
+                    wall_ms=statistics.median(wall) / 1e6 if wall else None,
+                    handshakes_per_s=1e9 / total.median if total.median > 0 else None,
+                    # A faster upper time bound is a higher rate: the bounds swap.
+                    hps_ci_low=1e9 / total.ci_high if total.ci_high > 0 else None,
+                    hps_ci_high=1e9 / total.ci_low if total.ci_low > 0 else None,
+                )
+            )
+        return rows
+
+    def latency(self) -> tuple[list[LatencyRow], list[LatencySamples]]:
+        points = [p for p in self.points if p.scenario == "records" and self.ok(p)]
+        params = {p.id: self.params(p) for p in points}
+        cases = case_labels(params, skip=("payload",))
+        rows: list[LatencyRow] = []
+        samples: list[LatencySamples] = []
+        for p in points:
+            payload = _int_or_none(params[p.id].get("payload"))
+            by_op: dict[str, list[float]] = {}
+            for op in ("write", "read"):
+                values = self.store.samples(p.id, f"{op}_ns")
+                if not values:
+                    continue
+                by_op[op] = values
+                s = self.summarize(p, f"{op} ns", values)
+                allocs = self.store.samples(p.id, f"{op}_allocs")
+                rows.append(
+                    LatencyRow(
+                        variant=p.variant,
+                        library=p.library,
+                        point=p.name,
+                        case=cases[p.id],
+                        payload=payload,
+                        op=op,
+                        n=s.n,
+                        min_ns=s.min,
+                        avg_ns=s.mean,
+                        p50_ns=s.median,
+                        p99_ns=s.p99,
+                        max_ns=s.max,
+                        p50_ci_low_ns=s.ci_low,
+                        p50_ci_high_ns=s.ci_high,
+                        allocs_per_record=statistics.fmean(allocs) if allocs else None,
+                    )
+                )
+            if by_op:
+                samples.append(
+                    LatencySamples(
+                        p.variant, p.name, payload, by_op.get("write", []), by_op.get("read", [])
+                    )
+                )
+        return rows, samples
+
+    def throughput(self) -> list[ThroughputRow]:
+        points = [p for p in self.points if p.scenario == "bulk" and self.ok(p)]
+        params = {p.id: self.params(p) for p in points}
+        cases = case_labels(params)
+        rows = []
+        for p in points:
+            sender = self.store.samples(p.id, "sender_MBps")
+            receiver = self.store.samples(p.id, "receiver_MBps")
+            if not sender or not receiver:
+                continue
+            s = self.summarize(p, "sender MB/s", sender)
+            r = self.summarize(p, "receiver MB/s", receiver)
+            rows.append(
+                ThroughputRow(
+                    variant=p.variant,
+                    library=p.library,
+                    point=p.name,
+                    case=cases[p.id],
+                    payload=_int_or_none(params[p.id].get("payload")),
+                    bytes=_int_or_none(params[p.id].get("bytes")),
+                    baseline=p.variant == BASELINE_VARIANT,
+                    n=s.n,
+                    sender_mbps=s.median,
+                    sender_ci_low=s.ci_low,
+                    sender_ci_high=s.ci_high,
+                    receiver_mbps=r.median,
+                    receiver_ci_low=r.ci_low,
+                    receiver_ci_high=r.ci_high,
+                )
+            )
+        # The baseline first: every other row reads against it.
+        return sorted(rows, key=lambda row: not row.baseline)
+
+    def aead(self) -> list[AeadRow]:
+        rows = []
+        for p in self.points:
+            if p.scenario != "aead":
+                continue
+            measured: dict[tuple[str, int], list[dict[str, Any]]] = {}
+            for result in self.ok(p):
+                for item in (result.output or {}).get("aead", []):
+                    measured.setdefault((str(item["aead"]), int(item["payload"])), []).append(item)
+            for (name, payload), items in measured.items():
+                rows.append(
+                    AeadRow(
+                        variant=p.variant,
+                        library=p.library,
+                        point=p.name,
+                        aead=name,
+                        payload=payload,
+                        ad=int(items[0].get("ad", 0)),
+                        runs=sum(int(i.get("runs", 0)) for i in items),
+                        repetitions=len(items),
+                        tsc_cycles_per_byte=statistics.median(
+                            float(i["tsc_cycles_per_byte"]) for i in items
+                        ),
+                        ns_per_byte=statistics.median(float(i["ns_per_byte"]) for i in items),
+                        mbps=statistics.median(float(i["MBps"]) for i in items),
+                    )
+                )
+        return rows
+
+    def problems(self) -> list[ProblemRow]:
+        rows = []
+        for p in self.points:
+            results = self.results[p.id]
+            bad = [r for r in results if r.status != "ok"]
+            if results and not bad:
+                continue
+            first = bad[0] if bad else None
+            error = (first.output or {}).get("error", {}) if first else {}
+            if first is None:
+                status, message = "missing", "no result stored (interrupted run?)"
+            else:
+                # One failed repetition makes the point suspect even if others passed.
+                status = "failed" if any(r.status == "failed" for r in bad) else "unsupported"
+                message = str(error.get("message") or "")
+                if not message:
+                    message = (
+                        f"killed by signal {first.signal}"
+                        if first.signal
+                        else "no JSON output from the driver"
+                    )
+            tail = first.stderr_tail.rstrip("\n").splitlines()[-STDERR_LINES:] if first else []
+            rows.append(
+                ProblemRow(
+                    variant=p.variant,
+                    library=p.library,
+                    point=p.name,
+                    scenario=p.scenario,
+                    status=status,
+                    bad_repetitions=len(bad),
+                    repetitions=len(results),
+                    exit_code=first.exit_code if first else None,
+                    signal=first.signal if first else None,
+                    stage=str(error.get("stage") or ""),
+                    message=message,
+                    stderr_tail="\n".join(tail),
+                )
+            )
+        return rows
+
+    def driver_and_environment_notes(self) -> list[NoteRow]:
+        notes = []
+        stored = self.environment.get("warnings")
+        if isinstance(stored, list):
+            notes += [NoteRow("environment", "environment", str(w)) for w in stored]
+        elif isinstance(self.environment.get("cpu"), dict):
+            for w in environment_warnings(self.environment["cpu"]):
+                notes.append(NoteRow("environment", w.kind.value, w.message))
+        seen: set[tuple[str, str]] = set()
+        for p in self.points:
+            for result in self.ok(p):
+                for message in (result.output or {}).get("warnings", []):
+                    # The same warning from every point of a variant says one thing once.
+                    if (p.variant, message) not in seen:
+                        seen.add((p.variant, message))
+                        notes.append(NoteRow(p.variant, "driver", str(message)))
+        return notes
+
+    def model(self) -> RunModel:
+        latency, latency_samples = self.latency()
+        model = RunModel(
+            run=self.run,
+            environment=_flatten_environment(self.environment),
+            memory=self.memory(),
+            handshakes=self.handshakes(),
+            latency=latency,
+            throughput=self.throughput(),
+            aead=self.aead(),
+            problems=self.problems(),
+            latency_samples=latency_samples,
+            variants=list(dict.fromkeys(p.variant for p in self.points)),
+        )
+        model.notes = self.driver_and_environment_notes() + self.notes
+        return model
+
+
+def load_run(store: Store, run_id: int | str = "latest") -> RunModel:
+    """Reads run `run_id` (a number or "latest") of `store` into a RunModel."""
+    return _Loader(store, run_id).model()
+
+
+def finite(value: float | None) -> float | None:
+    """None for NaN and infinities, which JSON cannot carry."""
+    return value if value is None or math.isfinite(value) else None
