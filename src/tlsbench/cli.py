@@ -151,6 +151,16 @@ def _summarize_run(run_id: int, tally: Any, store: Any) -> int:
     return 1 if tally.failed else 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    from tlsbench.compare import compare_runs, table
+    from tlsbench.store import Store
+
+    store = Store(Path(args.db))
+    run_a, run_b = store.run(args.a)["id"], store.run(args.b)["id"]
+    print(table(compare_runs(store, run_a, run_b), run_a, run_b))
+    return 0
+
+
 def cmd_runs(args: argparse.Namespace) -> int:
     from tlsbench.store import Store
 
@@ -166,6 +176,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": cmd_run,
     "runs": cmd_runs,
+    "compare": cmd_compare,
     "drive": cmd_drive,
     "certs": cmd_certs,
     "build": cmd_build,
@@ -217,6 +228,11 @@ def parser() -> argparse.ArgumentParser:
         "(identical run to run)",
     )
     run.add_argument("--quiet", action="store_true")
+
+    cmp = sub.add_parser("compare", help="B against A, per point: ratio, CI and verdict")
+    cmp.add_argument("a", metavar="A", help="run number or 'latest'")
+    cmp.add_argument("b", metavar="B", help="run number or 'latest'")
+    cmp.add_argument("--db", default=DEFAULT_DB)
 
     runs = sub.add_parser("runs", help="list the runs in the store")
     runs.add_argument("--db", default=DEFAULT_DB)

@@ -1,0 +1,234 @@
+"""Tables as people read them: the columns engineers publish, numbers formatted for reading.
+
+Markdown and HTML render these views; CSV and JSON export the model's raw rows instead, so
+that no precision is lost there.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from tlsbench.report.model import RunModel
+
+SIGNIFICANT = 3  # digits kept for times and rates: more than a benchmark can resolve anyway
+
+
+@dataclass(frozen=True)
+class View:
+    name: str  # the model table it shows
+    title: str
+    intro: str  # one sentence on what the figures are
+    headers: list[str]
+    numeric: list[bool]  # right-aligned columns
+    rows: list[list[str]]
+    # (heading, preformatted text) shown after the table, e.g. a failed point's stderr tail
+    details: list[tuple[str, str]] = field(default_factory=list)
+
+
+def fmt_bytes(value: float | None) -> str:
+    """Whole bytes with thousands separators: 16536 -> 16,536."""
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def fmt_sig(value: float | None, digits: int = SIGNIFICANT) -> str:
+    """`digits` significant digits, never fewer than the integer part: 0.01234 -> 0.0123,
+    1.234 -> 1.23, 123.4 -> 123, 12345.6 -> 12,346."""
+    if value is None or not math.isfinite(value):
+        return "-"
+    if value == 0:
+        return "0"
+    if abs(value) >= 10 ** (digits - 1) - 0.5:
+        return f"{value:,.0f}"
+    # Round to significant digits first, so that a carry (9.996 -> 10.0) sets the decimals.
+    rounded = float(f"{value:.{digits - 1}e}")
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(rounded))))
+    return f"{rounded:,.{decimals}f}"
+
+
+def fmt_count(value: float | None) -> str:
+    """Counts (allocations): whole when whole, else two decimals."""
+    if value is None:
+        return "-"
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
+
+
+def fmt_ci(low: float | None, high: float | None) -> str:
+    return f"{fmt_sig(low)} - {fmt_sig(high)}"
+
+
+def fmt_size(value: int | None) -> str:
+    return "default" if not value else f"{value:,}"
+
+
+def views(model: RunModel) -> list[View]:
+    """The report's tables in order; tables without rows are left out."""
+    out: list[View] = []
+    run = model.run
+    out.append(
+        View(
+            "run",
+            "Run",
+            "",
+            ["run", "experiment", "mode", "repetitions", "status", "started", "finished", "commit"],
+            [True, False, False, True, False, False, False, False],
+            [
+                [
+                    str(run.id),
+                    run.experiment,
+                    run.mode,
+                    str(run.repetitions),
+                    run.status,
+                    run.started_at,
+                    run.finished_at or "-",
+                    run.commit,
+                ]
+            ],
+        )
+    )
+    if model.memory:
+        out.append(
+            View(
+                "memory",
+                "Handshake heap (bytes)",
+                "Requested heap bytes per side: `start` before the context exists, `peak` until "
+                "the first handshake completes, `retained` after it with the connection open; "
+                "`conn` figures exclude the context. Median over repetitions.",
+                ["variant", "case", "side", "record size", "start", "peak", "retained",
+                 "peak - start", "retained - start", "conn peak", "conn retained", "allocs"],
+                [False, False, False, True] + [True] * 8,
+                [
+                    [r.variant, _case(r.case, r.scenario), r.side, fmt_size(r.record_size),
+                     fmt_bytes(r.start), fmt_bytes(r.peak), fmt_bytes(r.retained),
+                     fmt_bytes(r.peak_minus_start), fmt_bytes(r.retained_minus_start),
+                     fmt_bytes(r.conn_peak), fmt_bytes(r.conn_retained),
+                     fmt_count(r.handshake_allocs)]
+                    for r in model.memory
+                ],
+            )
+        )  # fmt: skip
+    if model.handshakes:
+        out.append(
+            View(
+                "handshake_time",
+                "Handshake time",
+                "CPU time inside both sides' library calls per full handshake (median, with the "
+                "bootstrap 95 % CI of the median); handshakes/s = 1e9 / (client + server ns).",
+                ["variant", "case", "n", "ms", "95 % CI (ms)", "client ms", "server ms",
+                 "wall ms", "handshakes/s"],
+                [False, False, True, True, True, True, True, True, True],
+                [
+                    [r.variant, _case(r.case, r.scenario), str(r.n), fmt_sig(r.ms),
+                     fmt_ci(r.ms_ci_low, r.ms_ci_high), fmt_sig(r.client_ms),
+                     fmt_sig(r.server_ms), fmt_sig(r.wall_ms), fmt_sig(r.handshakes_per_s)]
+                    for r in model.handshakes
+                ],
+            )
+        )  # fmt: skip
+    if model.latency:
+        out.append(
+            View(
+                "record_latency",
+                "Record latency (ns)",
+                "Per application record after warm-up: `write` encrypts and frames, `read` "
+                "decrypts; samples pooled over repetitions.",
+                ["variant", "case", "payload", "op", "n", "min", "avg", "p50", "p99", "max",
+                 "allocs/record"],
+                [False, False, True, False] + [True] * 7,
+                [
+                    [r.variant, r.case, fmt_size(r.payload), r.op, str(r.n), fmt_sig(r.min_ns),
+                     fmt_sig(r.avg_ns), fmt_sig(r.p50_ns), fmt_sig(r.p99_ns), fmt_sig(r.max_ns),
+                     fmt_count(r.allocs_per_record)]
+                    for r in model.latency
+                ],
+            )
+        )  # fmt: skip
+    if model.throughput:
+        baseline = next((r for r in model.throughput if r.baseline), None)
+        out.append(
+            View(
+                "bulk_throughput",
+                "Bulk throughput (MB/s)",
+                "Application data in the largest records, MB/s = 10^6 bytes per second of each "
+                "side's own time (median, 95 % CI)."
+                + (" `null` is the harness alone, no TLS: the ceiling." if baseline else ""),
+                ["variant", "case", "n", "sender MB/s", "95 % CI", "receiver MB/s", "95 % CI"]
+                + (["sender % of null"] if baseline else []),
+                [False, False, True, True, True, True, True] + ([True] if baseline else []),
+                [
+                    [r.variant + (" (baseline)" if r.baseline else ""), r.case, str(r.n),
+                     fmt_sig(r.sender_mbps), fmt_ci(r.sender_ci_low, r.sender_ci_high),
+                     fmt_sig(r.receiver_mbps), fmt_ci(r.receiver_ci_low, r.receiver_ci_high)]
+                    + ([fmt_sig(100 * r.sender_mbps / baseline.sender_mbps)]
+                       if baseline and baseline.sender_mbps else [])
+                    for r in model.throughput
+                ],
+            )
+        )  # fmt: skip
+    if model.aead:
+        out.append(
+            View(
+                "aead",
+                "AEAD cost",
+                "The library's own AEAD API, 12-byte AD; TSC cycles (fixed-rate time-stamp "
+                "counter) and ns per byte of payload, median over repetitions.",
+                ["variant", "AEAD", "payload", "runs", "cycles/byte", "ns/byte", "MB/s"],
+                [False, False, True, True, True, True, True],
+                [
+                    [r.variant, r.aead, f"{r.payload:,}", f"{r.runs:,}",
+                     fmt_sig(r.tsc_cycles_per_byte), fmt_sig(r.ns_per_byte), fmt_sig(r.mbps)]
+                    for r in model.aead
+                ],
+            )
+        )  # fmt: skip
+    if model.problems:
+        out.append(
+            View(
+                "problems",
+                "Unsupported and failed points",
+                "`unsupported`: the library cannot honour the point (exit 3), never run with "
+                "something else instead; `failed`: any other exit, a signal or a timeout.",
+                ["variant", "point", "status", "repetitions", "exit", "signal", "stage",
+                 "message"],
+                [False, False, False, True, True, True, False, False],
+                [
+                    [r.variant, r.point, r.status, f"{r.bad_repetitions} of {r.repetitions}",
+                     _opt(r.exit_code), _opt(r.signal), r.stage or "-", r.message]
+                    for r in model.problems
+                ],
+                [(f"{r.variant} {r.point}", r.stderr_tail) for r in model.problems
+                 if r.stderr_tail],
+            )
+        )  # fmt: skip
+    if model.notes:
+        out.append(
+            View(
+                "notes",
+                "Notes",
+                "What could make a figure less trustworthy: statistical warnings per series, "
+                "driver warnings, and what could skew measurements on this machine.",
+                ["subject", "kind", "message"],
+                [False, False, False],
+                [[n.subject, n.kind, n.message] for n in model.notes],
+            )
+        )
+    if model.environment:
+        out.append(
+            View(
+                "environment",
+                "Environment",
+                "Recorded with the run, so that every figure traces to its machine and code.",
+                ["key", "value"],
+                [False, False],
+                [[e.key, e.value] for e in model.environment],
+            )
+        )
+    return out
+
+
+def _case(case: str, scenario: str) -> str:
+    return f"{case} (resumed)" if scenario == "resume" else case
+
+
+def _opt(value: int | None) -> str:
+    return "-" if value is None else str(value)
