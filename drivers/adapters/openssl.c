@@ -1,0 +1,1027 @@
+/*
+ * OpenSSL adapter: OpenSSL 3.5 built from source and the machine's OpenSSL 3.0, one file.
+ *
+ * Where the two differ the code tests for the API itself (#ifdef on the macro) rather than
+ * the version number, so that a 3.x in between takes whichever path it has.
+ *
+ * Transport: a custom BIO_METHOD whose read/write callbacks call the tb_transport and map
+ * TB_IO_WOULD_BLOCK to OpenSSL's retry flags, so SSL_do_handshake / SSL_read report
+ * SSL_ERROR_WANT_READ exactly as they would on a non-blocking socket.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <openssl/bio.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/kdf.h>
+#include <openssl/objects.h>
+#include <openssl/opensslv.h>
+#include <openssl/pem.h>
+#include <openssl/rand.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <openssl/x509_vfy.h>
+
+#include "tlsbench/driver.h"
+
+/* ------------------------------------------------------------------------- names */
+
+/* Our group names (tb_config.group) and the spellings OpenSSL may report for them. */
+typedef struct group_name {
+  const char *name;     /* as in tb_config.group: also what OpenSSL's groups list accepts */
+  const char *alias[3]; /* other spellings SSL_group_to_name / EVP_PKEY_get_group_name use */
+  int ffdhe;            /* a finite-field group: usable by TLS 1.2 DHE suites */
+} group_name;
+
+/* clang-format off */
+static const group_name kGroups[] = {
+    {"x25519", {"X25519", NULL, NULL}, 0},
+    {"secp256r1", {"P-256", "prime256v1", NULL}, 0},
+    {"secp384r1", {"P-384", NULL, NULL}, 0},
+    {"ffdhe2048", {NULL, NULL, NULL}, 1},
+    {"ffdhe3072", {NULL, NULL, NULL}, 1},
+    {"X25519MLKEM768", {NULL, NULL, NULL}, 0},
+};
+/* clang-format on */
+
+/* Candidate groups for info(): each is probed against this build's groups list. */
+static const char *const kGroupCandidates[] = {
+    "x25519",    "x448",           "secp256r1",         "secp384r1",
+    "secp521r1", "ffdhe2048",      "ffdhe3072",         "ffdhe4096",
+    "ffdhe6144", "ffdhe8192",      "MLKEM512",          "MLKEM768",
+    "MLKEM1024", "X25519MLKEM768", "SecP256r1MLKEM768", "SecP384r1MLKEM1024",
+};
+
+/* IANA SignatureScheme names with what OpenSSL 3.0 reports for them (signature key type
+ * NID and digest NID); 3.5 reports the IANA name itself. `pss_key`: the certificate key
+ * is an RSASSA-PSS key (rsa_pss_pss_*) rather than rsaEncryption (rsa_pss_rsae_*).
+ * `tls13`: RFC 8446 allows the scheme in a CertificateVerify (no PKCS#1 v1.5, no SHA-1). */
+typedef struct sigalg_name {
+  const char *iana;
+  int pkey_type;
+  int hash;
+  int pss_key;
+  int tls13;
+} sigalg_name;
+
+static const sigalg_name kSigalgs[] = {
+    {"rsa_pkcs1_sha256", EVP_PKEY_RSA, NID_sha256, 0, 0},
+    {"rsa_pkcs1_sha384", EVP_PKEY_RSA, NID_sha384, 0, 0},
+    {"rsa_pkcs1_sha512", EVP_PKEY_RSA, NID_sha512, 0, 0},
+    {"rsa_pss_rsae_sha256", EVP_PKEY_RSA_PSS, NID_sha256, 0, 1},
+    {"rsa_pss_rsae_sha384", EVP_PKEY_RSA_PSS, NID_sha384, 0, 1},
+    {"rsa_pss_rsae_sha512", EVP_PKEY_RSA_PSS, NID_sha512, 0, 1},
+    {"rsa_pss_pss_sha256", EVP_PKEY_RSA_PSS, NID_sha256, 1, 1},
+    {"rsa_pss_pss_sha384", EVP_PKEY_RSA_PSS, NID_sha384, 1, 1},
+    {"rsa_pss_pss_sha512", EVP_PKEY_RSA_PSS, NID_sha512, 1, 1},
+    {"ecdsa_secp256r1_sha256", EVP_PKEY_EC, NID_sha256, 0, 1},
+    {"ecdsa_secp384r1_sha384", EVP_PKEY_EC, NID_sha384, 0, 1},
+    {"ecdsa_secp521r1_sha512", EVP_PKEY_EC, NID_sha512, 0, 1},
+    {"ed25519", EVP_PKEY_ED25519, NID_undef, 0, 1},
+    {"ed448", EVP_PKEY_ED448, NID_undef, 0, 1},
+    {"rsa_pkcs1_sha1", EVP_PKEY_RSA, NID_sha1, 0, 0},
+    {"ecdsa_sha1", EVP_PKEY_EC, NID_sha1, 0, 0},
+};
+
+/* Signature schemes OpenSSL 3.5 adds (ML-DSA): probed for info() only. */
+static const char *const kExtraSigalgCandidates[] = {"mldsa44", "mldsa65", "mldsa87"};
+
+/* All TLS 1.3 suites OpenSSL knows; used to list (info) and to validate a 1.3 request. */
+static const char kAllTls13Suites[] =
+    "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256:"
+    "TLS_AES_128_CCM_SHA256:TLS_AES_128_CCM_8_SHA256";
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ------------------------------------------------------------------------- errors */
+
+/* Formats "what: <every error on OpenSSL's queue>" and empties the queue. The queue is per
+ * thread and both sides share this thread, so it must never carry over to the next call. */
+static tb_status ossl_fail(char *err, tb_status status, const char *what) {
+  char text[TB_ERR_LEN] = "";
+  size_t used = 0;
+  unsigned long e;
+  while ((e = ERR_get_error()) != 0) {
+    char one[160];
+    ERR_error_string_n(e, one, sizeof(one));
+    int n = snprintf(text + used, sizeof(text) - used, "%s%s", used ? "; " : "", one);
+    if (n < 0 || (size_t)n >= sizeof(text) - used) break;
+    used += (size_t)n;
+  }
+  ERR_clear_error();
+  return tb_fail(err, status, "%s: %s", what, used ? text : "(no OpenSSL error queued)");
+}
+
+/* SSL_get_error needs an empty queue before each I/O call (both sides share this thread's
+ * queue). ERR_clear_error costs ~85 ns even on an empty queue, a sixth of a small record
+ * write; peeking first costs ~14 ns. */
+static void clear_stale_errors(void) {
+  if (ERR_peek_error() != 0) ERR_clear_error();
+}
+
+/* ------------------------------------------------------------------------- transport BIO */
+
+static BIO_METHOD *g_bio_method;
+
+static int bio_write(BIO *bio, const char *buf, int len) {
+  tb_transport *t = BIO_get_data(bio);
+  BIO_clear_retry_flags(bio);
+  long n = t->send(t->io, (const unsigned char *)buf, (size_t)len);
+  if (n > 0) return (int)n;
+  if (n == 0 || n == TB_IO_WOULD_BLOCK) BIO_set_retry_write(bio);
+  return -1;
+}
+
+static int bio_read(BIO *bio, char *buf, int len) {
+  tb_transport *t = BIO_get_data(bio);
+  BIO_clear_retry_flags(bio);
+  long n = t->recv(t->io, (unsigned char *)buf, (size_t)len);
+  if (n >= 0) return (int)n; /* 0: the peer closed the stream (EOF) */
+  if (n == TB_IO_WOULD_BLOCK) BIO_set_retry_read(bio);
+  return -1;
+}
+
+static long bio_ctrl(BIO *bio, int cmd, long num, void *ptr) {
+  (void)bio;
+  (void)num;
+  (void)ptr;
+  /* The transport has no buffering of its own: a flush is always complete. Everything
+   * else (pending counts, kTLS queries, ...) is "not supported", as for a plain socket. */
+  return cmd == BIO_CTRL_FLUSH ? 1 : 0;
+}
+
+static int bio_create(BIO *bio) {
+  BIO_set_init(bio, 1);
+  return 1;
+}
+
+static BIO_METHOD *make_bio_method(void) {
+  BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "tb_transport");
+  if (m == NULL || !BIO_meth_set_write(m, bio_write) || !BIO_meth_set_read(m, bio_read) ||
+      !BIO_meth_set_ctrl(m, bio_ctrl) || !BIO_meth_set_create(m, bio_create)) {
+    BIO_meth_free(m);
+    return NULL;
+  }
+  return m;
+}
+
+/* ------------------------------------------------------------------------- objects */
+
+typedef struct ossl_ctx {
+  SSL_CTX *ctx;
+  tb_role role;
+  char server_name[256]; /* client: SNI */
+} ossl_ctx;
+
+typedef struct ossl_conn {
+  SSL *ssl;
+  tb_transport transport; /* the BIO's data points here */
+  /* TLS 1.2 DHE: the group of the DH parameters the handshake used, as the library showed
+   * them to its security callback (OpenSSL has no getter for a TLS 1.2 DHE group). */
+  char dhe_group[TB_NAME_LEN];
+} ossl_conn;
+
+typedef struct ossl_aead {
+  EVP_CIPHER_CTX *enc, *dec;
+} ossl_aead;
+
+/* ------------------------------------------------------------------------- global */
+
+/* Providers, method tables and the DRBGs are set up lazily by OpenSSL 3, on first use.
+ * Everything that happens once per process is done here, so that it is charged to
+ * "global" and not to the first context or handshake of a side: the default provider,
+ * the cipher and digest tables an SSL_CTX fetches (by creating and freeing one), the key
+ * management / exchange / signature / KDF / KEM methods a handshake fetches, the PEM
+ * decoders (one encode/decode round trip of a key), the random generators and this
+ * thread's error queue. */
+static const char *const kWarmKeymgmt[] = {"RSA",        "RSA-PSS",       "EC",    "X25519",
+                                           "X448",       "ED25519",       "ED448", "DH",
+                                           "ML-KEM-768", "X25519MLKEM768"};
+static const char *const kWarmKeyexch[] = {"ECDH", "X25519", "X448", "DH"};
+static const char *const kWarmSignature[] = {"RSA", "ECDSA", "ED25519", "ED448"};
+static const char *const kWarmKdf[] = {"TLS13-KDF", "TLS1-PRF", "HKDF"};
+static const char *const kWarmKem[] = {"ML-KEM", "X25519MLKEM768", "RSA"};
+static const char *const kWarmCipher[] = {"AES-128-GCM", "AES-256-GCM", "ChaCha20-Poly1305"};
+
+static void warm_methods(void) {
+  /* Names this build lacks (ML-KEM on 3.0) just fail to fetch: nothing to warm. */
+  for (size_t i = 0; i < ARRAY_LEN(kWarmKeymgmt); i++)
+    EVP_KEYMGMT_free(EVP_KEYMGMT_fetch(NULL, kWarmKeymgmt[i], NULL));
+  for (size_t i = 0; i < ARRAY_LEN(kWarmKeyexch); i++)
+    EVP_KEYEXCH_free(EVP_KEYEXCH_fetch(NULL, kWarmKeyexch[i], NULL));
+  for (size_t i = 0; i < ARRAY_LEN(kWarmSignature); i++)
+    EVP_SIGNATURE_free(EVP_SIGNATURE_fetch(NULL, kWarmSignature[i], NULL));
+  for (size_t i = 0; i < ARRAY_LEN(kWarmKdf); i++)
+    EVP_KDF_free(EVP_KDF_fetch(NULL, kWarmKdf[i], NULL));
+  for (size_t i = 0; i < ARRAY_LEN(kWarmKem); i++)
+    EVP_KEM_free(EVP_KEM_fetch(NULL, kWarmKem[i], NULL));
+  for (size_t i = 0; i < ARRAY_LEN(kWarmCipher); i++)
+    EVP_CIPHER_free(EVP_CIPHER_fetch(NULL, kWarmCipher[i], NULL));
+  EVP_MAC_free(EVP_MAC_fetch(NULL, "HMAC", NULL));
+}
+
+/* Decoders are cached per key type, for both the PKCS#8 private key (PEM) and the
+ * SubjectPublicKeyInfo inside every certificate: one round trip of each per key type. */
+static void warm_decoders_for(EVP_PKEY *key) {
+  BIO *mem = BIO_new(BIO_s_mem());
+  if (key != NULL && mem != NULL && PEM_write_bio_PrivateKey(mem, key, NULL, NULL, 0, NULL, NULL)) {
+    EVP_PKEY_free(PEM_read_bio_PrivateKey(mem, NULL, NULL, NULL));
+  }
+  unsigned char *der = NULL;
+  int len = key != NULL ? i2d_PUBKEY(key, &der) : -1;
+  if (len > 0) {
+    const unsigned char *p = der;
+    EVP_PKEY_free(d2i_PUBKEY(NULL, &p, len));
+  }
+  OPENSSL_free(der);
+  BIO_free(mem);
+  EVP_PKEY_free(key);
+}
+
+static void warm_decoders(void) {
+  /* Small keys: the caches are per type, not per size, and RSA key generation is slow. */
+  warm_decoders_for(EVP_PKEY_Q_keygen(NULL, NULL, "RSA", (size_t)512));
+  warm_decoders_for(EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256"));
+  warm_decoders_for(EVP_PKEY_Q_keygen(NULL, NULL, "ED25519"));
+}
+
+static tb_status ossl_global_init(char *err) {
+  if (!OPENSSL_init_ssl(OPENSSL_INIT_LOAD_SSL_STRINGS | OPENSSL_INIT_LOAD_CRYPTO_STRINGS, NULL)) {
+    return ossl_fail(err, TB_FAILED, "OPENSSL_init_ssl");
+  }
+  g_bio_method = make_bio_method();
+  if (g_bio_method == NULL) return ossl_fail(err, TB_FAILED, "BIO_meth_new");
+
+  unsigned char rnd[32];
+  if (RAND_bytes(rnd, sizeof(rnd)) != 1 || RAND_priv_bytes(rnd, sizeof(rnd)) != 1)
+    return ossl_fail(err, TB_FAILED, "RAND_bytes");
+  SSL_CTX *warm = SSL_CTX_new(TLS_method());
+  if (warm == NULL) return ossl_fail(err, TB_FAILED, "SSL_CTX_new");
+  SSL_CTX_free(warm);
+  warm_methods();
+  warm_decoders();
+  /* A once-only index the verifier needs, and this thread's error queue (allocated by its
+   * first use). */
+  (void)SSL_get_ex_data_X509_STORE_CTX_idx();
+  ERR_clear_error();
+  return TB_OK;
+}
+
+static void ossl_global_cleanup(void) {
+  BIO_meth_free(g_bio_method);
+  g_bio_method = NULL;
+}
+
+/* ------------------------------------------------------------------------- ctx_new */
+
+static const group_name *find_group(const char *name) {
+  for (size_t i = 0; i < ARRAY_LEN(kGroups); i++) {
+    if (strcasecmp(name, kGroups[i].name) == 0) return &kGroups[i];
+    for (size_t a = 0; a < ARRAY_LEN(kGroups[i].alias) && kGroups[i].alias[a]; a++)
+      if (strcasecmp(name, kGroups[i].alias[a]) == 0) return &kGroups[i];
+  }
+  return NULL;
+}
+
+static const sigalg_name *find_sigalg(const char *iana) {
+  for (size_t i = 0; i < ARRAY_LEN(kSigalgs); i++)
+    if (strcmp(iana, kSigalgs[i].iana) == 0) return &kSigalgs[i];
+  return NULL;
+}
+
+static int version_of(int tls_version) {
+  return tls_version == 13 ? TLS1_3_VERSION : tls_version == 12 ? TLS1_2_VERSION : 0;
+}
+
+/* Looks the suite up by its IANA (standard) name among every cipher this build has. */
+static const SSL_CIPHER *find_tls12_cipher(SSL_CTX *ctx, const char *iana) {
+  /* "ALL:COMPLEMENTOFALL" is every suite, eNULL included; the security level still
+   * decides at handshake time whether one may be used. */
+  if (!SSL_CTX_set_cipher_list(ctx, "ALL:COMPLEMENTOFALL")) return NULL;
+  STACK_OF(SSL_CIPHER) *all = SSL_CTX_get_ciphers(ctx);
+  for (int i = 0; i < sk_SSL_CIPHER_num(all); i++) {
+    const SSL_CIPHER *c = sk_SSL_CIPHER_value(all, i);
+    const char *std = SSL_CIPHER_standard_name(c);
+    if (std != NULL && strcmp(std, iana) == 0) return c;
+  }
+  return NULL;
+}
+
+/* Pins the offer to exactly one suite. set_cipher_list governs TLS 1.2 only and
+ * set_ciphersuites TLS 1.3 only: both are set. Returns the suite's key exchange NID. */
+static tb_status pin_suite(SSL_CTX *ctx, const tb_config *cfg, int *kx_nid, char *err) {
+  if (strchr(cfg->suite, ':') != NULL)
+    return tb_fail(err, TB_UNSUPPORTED, "one suite expected, got '%s'", cfg->suite);
+  if (cfg->tls_version == 13) {
+    /* The TLS 1.2 list stays as it is: with min = max = 1.3 OpenSSL offers no suite
+     * that cannot be used in TLS 1.3 (ssl_cipher_disabled filters by version). 3.5 skips
+     * names it does not know here, so the list is checked afterwards. */
+    if (!SSL_CTX_set_ciphersuites(ctx, cfg->suite))
+      return ossl_fail(err, TB_UNSUPPORTED, "no TLS 1.3 suite by that name");
+    STACK_OF(SSL_CIPHER) *list = SSL_CTX_get_ciphers(ctx);
+    int tls13_suites = 0, found = 0;
+    for (int i = 0; i < sk_SSL_CIPHER_num(list); i++) {
+      const SSL_CIPHER *c = sk_SSL_CIPHER_value(list, i);
+      if (SSL_CIPHER_get_kx_nid(c) != NID_kx_any) continue; /* a TLS 1.2 suite */
+      tls13_suites++;
+      found |= strcmp(SSL_CIPHER_standard_name(c), cfg->suite) == 0;
+    }
+    if (!found || tls13_suites != 1)
+      return tb_fail(err, TB_UNSUPPORTED, "'%s' is not a TLS 1.3 suite of this build", cfg->suite);
+    *kx_nid = NID_kx_any;
+    return TB_OK;
+  }
+  if (!SSL_CTX_set_ciphersuites(ctx, ""))
+    return ossl_fail(err, TB_FAILED, "SSL_CTX_set_ciphersuites(\"\")");
+  const SSL_CIPHER *c = find_tls12_cipher(ctx, cfg->suite);
+  if (c == NULL) {
+    ERR_clear_error();
+    return tb_fail(err, TB_UNSUPPORTED, "this OpenSSL build has no TLS 1.2 suite '%s'", cfg->suite);
+  }
+  if (SSL_CIPHER_get_kx_nid(c) == NID_kx_any)
+    return tb_fail(err, TB_UNSUPPORTED, "'%s' is a TLS 1.3 suite", cfg->suite);
+  /* SSL_CIPHER_get_name is OpenSSL's own name, e.g. ECDHE-RSA-AES128-GCM-SHA256. */
+  if (!SSL_CTX_set_cipher_list(ctx, SSL_CIPHER_get_name(c)) ||
+      sk_SSL_CIPHER_num(SSL_CTX_get_ciphers(ctx)) != 1) {
+    return ossl_fail(err, TB_FAILED, "SSL_CTX_set_cipher_list");
+  }
+  *kx_nid = SSL_CIPHER_get_kx_nid(c);
+  return TB_OK;
+}
+
+/* TLS 1.2 DHE servers do not negotiate RFC 7919 groups in OpenSSL (they pick RFC 3526
+ * primes by key size): the requested ffdhe group is installed as the DH parameters. */
+static tb_status set_dhe_params(SSL_CTX *ctx, const char *group, char *err) {
+  EVP_PKEY_CTX *pctx = EVP_PKEY_CTX_new_from_name(NULL, "DH", NULL);
+  EVP_PKEY *params = NULL;
+  if (pctx == NULL || EVP_PKEY_paramgen_init(pctx) <= 0 ||
+      EVP_PKEY_CTX_set_group_name(pctx, group) <= 0 || EVP_PKEY_paramgen(pctx, &params) <= 0) {
+    EVP_PKEY_CTX_free(pctx);
+    return ossl_fail(err, TB_FAILED, "DH parameters");
+  }
+  EVP_PKEY_CTX_free(pctx);
+  if (!SSL_CTX_set0_tmp_dh_pkey(ctx, params)) {
+    EVP_PKEY_free(params);
+    return ossl_fail(err, TB_FAILED, "SSL_CTX_set0_tmp_dh_pkey");
+  }
+  return TB_OK;
+}
+
+/* Chains to the library's default policy and notes the group of TLS 1.2 DHE parameters
+ * (server: the ones it sends; client: the ones it received) for negotiated(). */
+typedef int (*security_cb)(const SSL *, const SSL_CTX *, int, int, int, void *, void *);
+
+static security_cb g_default_security_cb;
+
+static int note_dhe_group(const SSL *s, const SSL_CTX *ctx, int op, int bits, int nid, void *other,
+                          void *ex) {
+  int ok = g_default_security_cb(s, ctx, op, bits, nid, other, ex);
+  if (ok && s != NULL && op == SSL_SECOP_TMP_DH && other != NULL) {
+    ossl_conn *c = SSL_get_app_data(s);
+    size_t len = 0;
+    if (c != NULL && !EVP_PKEY_get_group_name(other, c->dhe_group, sizeof(c->dhe_group), &len))
+      snprintf(c->dhe_group, sizeof(c->dhe_group), "unnamed DH group (%d bits)",
+               EVP_PKEY_get_bits(other));
+  }
+  return ok;
+}
+
+static tb_status pin_group(SSL_CTX *ctx, const tb_config *cfg, int kx_nid, char *err) {
+  if (kx_nid == NID_kx_rsa) return TB_OK; /* static RSA: no group is used */
+  if (cfg->group == NULL) return tb_fail(err, TB_UNSUPPORTED, "no group given");
+  const group_name *g = find_group(cfg->group);
+  if (g == NULL) return tb_fail(err, TB_UNSUPPORTED, "unknown group '%s'", cfg->group);
+  /* One name and nothing else: 3.5 would otherwise also send an X25519MLKEM768 share. */
+  if (!SSL_CTX_set1_groups_list(ctx, g->name)) {
+    char what[TB_NAME_LEN + 48];
+    snprintf(what, sizeof(what), "this OpenSSL build cannot offer group %s", g->name);
+    return ossl_fail(err, TB_UNSUPPORTED, what);
+  }
+  if (kx_nid != NID_kx_dhe) return TB_OK;
+  if (!g->ffdhe)
+    return tb_fail(err, TB_UNSUPPORTED, "a DHE suite needs an ffdhe group, not %s", g->name);
+  if (g_default_security_cb == NULL) g_default_security_cb = SSL_CTX_get_security_callback(ctx);
+  SSL_CTX_set_security_callback(ctx, note_dhe_group);
+  return cfg->role == TB_SERVER ? set_dhe_params(ctx, g->name, err) : TB_OK;
+}
+
+static tb_status pin_sigalg(SSL_CTX *ctx, const tb_config *cfg, int kx_nid, char *err) {
+  if (kx_nid == NID_kx_rsa) return TB_OK; /* static RSA: the server signs nothing */
+  if (cfg->sigalg == NULL) return tb_fail(err, TB_UNSUPPORTED, "no signature scheme given");
+  const sigalg_name *sa = find_sigalg(cfg->sigalg);
+  if (sa == NULL) return tb_fail(err, TB_UNSUPPORTED, "unknown signature scheme '%s'", cfg->sigalg);
+  if (cfg->tls_version == 13 && !sa->tls13)
+    return tb_fail(err, TB_UNSUPPORTED, "TLS 1.3 does not allow %s", cfg->sigalg);
+  /* OpenSSL's sigalgs list takes the IANA names (3.0 and 3.5); the list also applies to
+   * the client's CertificateVerify and the server's CertificateRequest (mutual). */
+  if (!SSL_CTX_set1_sigalgs_list(ctx, cfg->sigalg))
+    return ossl_fail(err, TB_UNSUPPORTED, "SSL_CTX_set1_sigalgs_list");
+  return TB_OK;
+}
+
+static tb_status load_own_chain(SSL_CTX *ctx, const tb_config *cfg, char *err) {
+  if (cfg->chain_file == NULL) return TB_OK;
+  /* A key or certificate the security level refuses (e.g. RSA-1024: "ee key too small")
+   * fails here; we keep the library's default level and report it as a failure. */
+  if (!SSL_CTX_use_certificate_chain_file(ctx, cfg->chain_file))
+    return ossl_fail(err, TB_FAILED, "certificate chain");
+  if (cfg->key_file == NULL || !SSL_CTX_use_PrivateKey_file(ctx, cfg->key_file, SSL_FILETYPE_PEM))
+    return ossl_fail(err, TB_FAILED, "private key");
+  if (!SSL_CTX_check_private_key(ctx)) return ossl_fail(err, TB_FAILED, "key/certificate");
+  return TB_OK;
+}
+
+/* In TLS 1.2 the supported_groups extension also lists the curves an ECDSA certificate
+ * may use (RFC 8422), and OpenSSL enforces it on both sides: with the offer pinned to one
+ * group, a server whose ECDSA key is on another curve cannot be used ("no shared
+ * cipher"). Said here, where the certificate is known, rather than as a handshake error. */
+static tb_status check_tls12_ecdsa_curve(SSL_CTX *ctx, const tb_config *cfg, int kx_nid,
+                                         char *err) {
+  if (cfg->role != TB_SERVER || cfg->tls_version != 12 || kx_nid != NID_kx_ecdhe) return TB_OK;
+  X509 *leaf = SSL_CTX_get0_certificate(ctx);
+  EVP_PKEY *key = leaf != NULL ? X509_get0_pubkey(leaf) : NULL;
+  char curve[TB_NAME_LEN] = "";
+  size_t len = 0;
+  if (key == NULL || !EVP_PKEY_is_a(key, "EC") ||
+      !EVP_PKEY_get_group_name(key, curve, sizeof(curve), &len))
+    return TB_OK;
+  const group_name *g = find_group(curve);
+  const group_name *want = find_group(cfg->group);
+  if (g == NULL || g != want)
+    return tb_fail(err, TB_UNSUPPORTED,
+                   "TLS 1.2 with an ECDSA certificate on %s needs that curve among the "
+                   "supported groups, and the offer is pinned to %s",
+                   g != NULL ? g->name : curve, cfg->group);
+  return TB_OK;
+}
+
+static tb_status set_verification(SSL_CTX *ctx, const tb_config *cfg, char *err) {
+  int verifies = cfg->role == TB_CLIENT ? cfg->auth != TB_AUTH_NONE : cfg->auth == TB_AUTH_MUTUAL;
+  if (!verifies) {
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+    return TB_OK;
+  }
+  if (cfg->ca_file == NULL || !SSL_CTX_load_verify_locations(ctx, cfg->ca_file, NULL))
+    return ossl_fail(err, TB_FAILED, "trust anchors (ca_file)");
+  int mode = SSL_VERIFY_PEER;
+  if (cfg->role == TB_SERVER) mode |= SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
+  SSL_CTX_set_verify(ctx, mode, NULL);
+  if (cfg->role == TB_CLIENT) {
+    if (cfg->server_name == NULL) return tb_fail(err, TB_UNSUPPORTED, "no server_name");
+    X509_VERIFY_PARAM *param = SSL_CTX_get0_param(ctx);
+    X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+    if (!X509_VERIFY_PARAM_set1_host(param, cfg->server_name, 0))
+      return ossl_fail(err, TB_FAILED, "X509_VERIFY_PARAM_set1_host");
+  }
+  return TB_OK;
+}
+
+static void set_resumption(SSL_CTX *ctx, const tb_config *cfg) {
+  if (cfg->role == TB_SERVER) {
+    /* Needed for resumption when the server verifies clients (else "session id context
+     * uninitialized"); harmless otherwise. */
+    SSL_CTX_set_session_id_context(ctx, (const unsigned char *)"tlsbench", 8);
+  }
+  if (!cfg->resumption) {
+    /* Full handshakes only: no TLS 1.2 ticket extension, no TLS 1.3 NewSessionTicket
+     * (OpenSSL servers send two by default), no session cache. */
+    SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
+    SSL_CTX_set_num_tickets(ctx, 0);
+    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+    return;
+  }
+  if (cfg->role == TB_SERVER) {
+    /* Stateless tickets (TLS 1.2 and 1.3) and the session-ID cache (TLS 1.2). One ticket
+     * is what a resuming client needs; the default of two doubles the ticket work. */
+    SSL_CTX_set_num_tickets(ctx, 1);
+    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
+  } else {
+    /* The client keeps its session through session_get / SSL_get1_session; an internal
+     * client cache would only grow the context with every ticket received. */
+    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+  }
+}
+
+static tb_status set_record_size(SSL_CTX *ctx, const tb_config *cfg, char *err) {
+  size_t rs = cfg->record_size;
+  if (rs == 0) return TB_OK;
+  if (rs < 512 || rs > SSL3_RT_MAX_PLAIN_LENGTH || !SSL_CTX_set_max_send_fragment(ctx, rs)) {
+    ERR_clear_error();
+    return tb_fail(err, TB_UNSUPPORTED, "OpenSSL's max_send_fragment takes 512..16384, not %zu",
+                   rs);
+  }
+  /* max_send_fragment bounds what this side sends. Its receive buffer shrinks only when
+   * the max_fragment_length extension is negotiated (only 512..4096 in powers of two; the
+   * server honours it automatically). SSL_CTX_set_default_read_buffer_len is a lower bound
+   * on the read buffer, so it cannot shrink it and is not used. */
+  uint8_t mfl = rs == 512    ? TLSEXT_max_fragment_length_512
+                : rs == 1024 ? TLSEXT_max_fragment_length_1024
+                : rs == 2048 ? TLSEXT_max_fragment_length_2048
+                : rs == 4096 ? TLSEXT_max_fragment_length_4096
+                             : 0;
+  if (mfl != 0 && cfg->role == TB_CLIENT && !SSL_CTX_set_tlsext_max_fragment_length(ctx, mfl))
+    return ossl_fail(err, TB_FAILED, "SSL_CTX_set_tlsext_max_fragment_length");
+  return TB_OK;
+}
+
+static tb_status configure(ossl_ctx *oc, const tb_config *cfg, char *err) {
+  SSL_CTX *ctx = oc->ctx;
+  int version = version_of(cfg->tls_version);
+  if (version == 0) return tb_fail(err, TB_UNSUPPORTED, "TLS version %d", cfg->tls_version);
+  if (!SSL_CTX_set_min_proto_version(ctx, version) || !SSL_CTX_set_max_proto_version(ctx, version))
+    return ossl_fail(err, TB_UNSUPPORTED, "protocol version");
+  /* The harness retries a write with the rest of the data: report each record as it is
+   * written, and accept the retry from a different buffer address. */
+  SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  /* Send exactly chain_file: without this OpenSSL completes a short chain from the trust
+   * store (the server's ca_file in mutual mode). */
+  SSL_CTX_set_mode(ctx, SSL_MODE_NO_AUTO_CHAIN);
+
+  int kx_nid = NID_undef;
+  tb_status st = pin_suite(ctx, cfg, &kx_nid, err);
+  if (st == TB_OK) st = pin_group(ctx, cfg, kx_nid, err);
+  if (st == TB_OK) st = pin_sigalg(ctx, cfg, kx_nid, err);
+  if (st == TB_OK) st = load_own_chain(ctx, cfg, err);
+  if (st == TB_OK) st = check_tls12_ecdsa_curve(ctx, cfg, kx_nid, err);
+  if (st == TB_OK) st = set_verification(ctx, cfg, err);
+  if (st == TB_OK) st = set_record_size(ctx, cfg, err);
+  if (st != TB_OK) return st;
+  set_resumption(ctx, cfg);
+  if (cfg->role == TB_CLIENT && cfg->server_name != NULL)
+    snprintf(oc->server_name, sizeof(oc->server_name), "%s", cfg->server_name);
+  return TB_OK;
+}
+
+static void ossl_ctx_free(void *p) {
+  ossl_ctx *oc = p;
+  if (oc == NULL) return;
+  SSL_CTX_free(oc->ctx);
+  free(oc);
+}
+
+static tb_status ossl_ctx_new(const tb_config *cfg, void **out, char *err) {
+  ERR_clear_error();
+  if (cfg->suite == NULL) return tb_fail(err, TB_UNSUPPORTED, "no suite given");
+  ossl_ctx *oc = calloc(1, sizeof(*oc));
+  if (oc == NULL) return tb_fail(err, TB_FAILED, "out of memory");
+  oc->role = cfg->role;
+  oc->ctx = SSL_CTX_new(cfg->role == TB_CLIENT ? TLS_client_method() : TLS_server_method());
+  if (oc->ctx == NULL) {
+    free(oc);
+    return ossl_fail(err, TB_FAILED, "SSL_CTX_new");
+  }
+  tb_status st = configure(oc, cfg, err);
+  if (st != TB_OK) {
+    ossl_ctx_free(oc);
+    return st;
+  }
+  *out = oc;
+  return TB_OK;
+}
+
+/* ------------------------------------------------------------------------- connections */
+
+static void ossl_conn_free(void *p) {
+  ossl_conn *c = p;
+  if (c == NULL) return;
+  /* SSL_free of a connection that was not shut down marks its session "bad" (not
+   * resumable, removed from the cache): a session taken with session_get could then not
+   * be resumed. The harness ends connections without close_notify, so declare the
+   * shutdown done, without sending anything, when the handshake had completed. */
+  if (c->ssl != NULL && SSL_is_init_finished(c->ssl))
+    SSL_set_shutdown(c->ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+  SSL_free(c->ssl); /* frees the BIO too */
+  free(c);
+}
+
+static tb_status ossl_conn_new(void *ctx, const tb_transport *transport, void *session, void **out,
+                               char *err) {
+  ossl_ctx *oc = ctx;
+  ERR_clear_error();
+  ossl_conn *c = calloc(1, sizeof(*c));
+  if (c == NULL) return tb_fail(err, TB_FAILED, "out of memory");
+  c->transport = *transport;
+  c->ssl = SSL_new(oc->ctx);
+  BIO *bio = BIO_new(g_bio_method);
+  if (c->ssl == NULL || bio == NULL) {
+    BIO_free(bio);
+    ossl_conn_free(c);
+    return ossl_fail(err, TB_FAILED, "SSL_new");
+  }
+  BIO_set_data(bio, &c->transport);
+  SSL_set_bio(c->ssl, bio, bio); /* one reference, owned by the SSL */
+  SSL_set_app_data(c->ssl, c);
+  if (oc->role == TB_CLIENT) {
+    SSL_set_connect_state(c->ssl);
+    if (oc->server_name[0] != '\0' && !SSL_set_tlsext_host_name(c->ssl, oc->server_name)) {
+      ossl_conn_free(c);
+      return ossl_fail(err, TB_FAILED, "SNI");
+    }
+    if (session != NULL && !SSL_set_session(c->ssl, session)) {
+      ossl_conn_free(c);
+      return ossl_fail(err, TB_FAILED, "SSL_set_session");
+    }
+  } else {
+    SSL_set_accept_state(c->ssl);
+  }
+  *out = c;
+  return TB_OK;
+}
+
+/* Maps the result of an SSL_* I/O call to a status, with the library's error text. */
+static tb_status io_status(ossl_conn *c, int ret, const char *what, char *err) {
+  int e = SSL_get_error(c->ssl, ret);
+  switch (e) {
+    case SSL_ERROR_WANT_READ:
+    case SSL_ERROR_WANT_WRITE:
+      return TB_WANT_IO;
+    case SSL_ERROR_ZERO_RETURN:
+      ERR_clear_error();
+      return TB_CLOSED;
+    default:
+      break;
+  }
+  long vr = SSL_get_verify_result(c->ssl);
+  if (vr != X509_V_OK && (SSL_get_verify_mode(c->ssl) & SSL_VERIFY_PEER)) {
+    char buf[TB_ERR_LEN];
+    snprintf(buf, sizeof(buf), "%s (verify: %s)", what, X509_verify_cert_error_string(vr));
+    return ossl_fail(err, TB_FAILED, buf);
+  }
+  if (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0)
+    return tb_fail(err, TB_FAILED, "%s: transport error or unexpected EOF", what);
+  return ossl_fail(err, TB_FAILED, what);
+}
+
+static tb_status ossl_handshake(void *conn, char *err) {
+  ossl_conn *c = conn;
+  clear_stale_errors();
+  int ret = SSL_do_handshake(c->ssl);
+  return ret == 1 ? TB_OK : io_status(c, ret, "handshake", err);
+}
+
+static tb_status ossl_write(void *conn, const unsigned char *buf, size_t len, size_t *done,
+                            char *err) {
+  ossl_conn *c = conn;
+  *done = 0;
+  if (len == 0) return TB_OK;
+  clear_stale_errors();
+  int ret = SSL_write_ex(c->ssl, buf, len, done);
+  return ret == 1 ? TB_OK : io_status(c, ret, "write", err);
+}
+
+static tb_status ossl_read(void *conn, unsigned char *buf, size_t len, size_t *done, char *err) {
+  ossl_conn *c = conn;
+  *done = 0;
+  clear_stale_errors();
+  int ret = SSL_read_ex(c->ssl, buf, len, done);
+  return ret == 1 ? TB_OK : io_status(c, ret, "read", err);
+}
+
+/* ------------------------------------------------------------------------- negotiated */
+
+static void copy_name(char *dst, const char *src) {
+  snprintf(dst, TB_NAME_LEN, "%s", src != NULL ? src : "");
+}
+
+/* Our name for a group name OpenSSL reports; unknown names pass through unchanged so that
+ * the core reports the mismatch with the library's own spelling. */
+static const char *canonical_group(const char *name) {
+  const group_name *g = name != NULL ? find_group(name) : NULL;
+  return g != NULL ? g->name : name;
+}
+
+static void read_group(ossl_conn *c, const SSL_CIPHER *cipher, char *out) {
+  int kx = SSL_CIPHER_get_kx_nid(cipher);
+  int tls13 = SSL_version(c->ssl) == TLS1_3_VERSION;
+  out[0] = '\0';
+  if (kx == NID_kx_rsa) return; /* static RSA: no group */
+  /* An abbreviated TLS 1.2 handshake runs no key exchange; SSL_get_negotiated_group
+   * would report the original session's group (session->kex_group). */
+  if (!tls13 && SSL_session_reused(c->ssl)) return;
+  if (kx == NID_kx_dhe) {
+    copy_name(out, canonical_group(c->dhe_group));
+    return;
+  }
+  /* TLS 1.3: the group of this handshake's key share (OpenSSL reports s3.group_id when a
+   * key exchange ran; we never enable psk_ke-only resumption, so one always runs). */
+  int nid = SSL_get_negotiated_group(c->ssl);
+  if (nid == NID_undef) return;
+  copy_name(out, canonical_group(SSL_group_to_name(c->ssl, nid)));
+}
+
+#ifndef SSL_get0_peer_signature_name
+/* OpenSSL 3.0 has no getter for the scheme's name: derive it from what it reports, the
+ * signature key type and digest, plus the certificate key type, which separates
+ * rsa_pss_rsae_* (rsaEncryption key) from rsa_pss_pss_* (RSASSA-PSS key). */
+static const char *sigalg_from_nids(int pkey_type, int hash, const X509 *cert) {
+  int pss_key = 0;
+  if (pkey_type == EVP_PKEY_RSA_PSS && cert != NULL) {
+    EVP_PKEY *pub = X509_get0_pubkey(cert);
+    pss_key = pub != NULL && EVP_PKEY_get_id(pub) == EVP_PKEY_RSA_PSS;
+  }
+  for (size_t i = 0; i < ARRAY_LEN(kSigalgs); i++) {
+    const sigalg_name *s = &kSigalgs[i];
+    if (s->pkey_type == pkey_type && s->hash == hash && s->pss_key == pss_key) return s->iana;
+  }
+  return "unknown";
+}
+#endif
+
+/* The scheme of the signature the SERVER made: the client reads its peer's, the server
+ * its own. */
+static void read_sigalg(ossl_conn *c, const SSL_CIPHER *cipher, char *out) {
+  out[0] = '\0';
+  /* Static RSA signs nothing, yet OpenSSL may still have chosen a scheme for the
+   * certificate: the suite's key exchange decides. */
+  if (SSL_CIPHER_get_kx_nid(cipher) == NID_kx_rsa) return;
+  int server = SSL_is_server(c->ssl);
+#ifdef SSL_get0_peer_signature_name
+  const char *name = NULL;
+  if (server ? SSL_get0_signature_name(c->ssl, &name) : SSL_get0_peer_signature_name(c->ssl, &name))
+    copy_name(out, name);
+#else
+  int type = NID_undef, hash = NID_undef;
+  if (server) {
+    if (SSL_get_signature_type_nid(c->ssl, &type) && SSL_get_signature_nid(c->ssl, &hash))
+      copy_name(out, sigalg_from_nids(type, hash, SSL_get_certificate(c->ssl)));
+  } else {
+    if (SSL_get_peer_signature_type_nid(c->ssl, &type) && SSL_get_peer_signature_nid(c->ssl, &hash))
+      copy_name(out, sigalg_from_nids(type, hash, SSL_get0_peer_certificate(c->ssl)));
+  }
+#endif
+}
+
+static tb_status ossl_negotiated(void *conn, tb_negotiated *out, char *err) {
+  ossl_conn *c = conn;
+  memset(out, 0, sizeof(*out));
+  const SSL_CIPHER *cipher = SSL_get_current_cipher(c->ssl);
+  if (cipher == NULL) return tb_fail(err, TB_FAILED, "no cipher negotiated");
+  int v = SSL_version(c->ssl);
+  snprintf(out->version, sizeof(out->version), "%s",
+           v == TLS1_3_VERSION   ? "1.3"
+           : v == TLS1_2_VERSION ? "1.2"
+                                 : SSL_get_version(c->ssl));
+  copy_name(out->suite, SSL_CIPHER_standard_name(cipher));
+  read_group(c, cipher, out->group);
+  read_sigalg(c, cipher, out->sigalg);
+  /* Verified = this side asked to verify, the peer presented a chain, and the library's
+   * verification (chain and, on the client, host name) succeeded. */
+  out->peer_verified = (SSL_get_verify_mode(c->ssl) & SSL_VERIFY_PEER) != 0 &&
+                       SSL_get0_peer_certificate(c->ssl) != NULL &&
+                       SSL_get_verify_result(c->ssl) == X509_V_OK;
+  out->resumed = SSL_session_reused(c->ssl) == 1;
+  return TB_OK;
+}
+
+/* ------------------------------------------------------------------------- sessions */
+
+static tb_status ossl_session_get(void *conn, void **session, char *err) {
+  ossl_conn *c = conn;
+  /* TLS 1.3: the session holding the ticket; it exists once the client has read the
+   * NewSessionTicket (the core reads once after the server wrote). */
+  SSL_SESSION *s = SSL_get1_session(c->ssl);
+  if (s == NULL) return tb_fail(err, TB_FAILED, "no session on this connection");
+  if (!SSL_SESSION_is_resumable(s)) {
+    SSL_SESSION_free(s);
+    return tb_fail(err, TB_FAILED, "the session is not resumable (no ticket received?)");
+  }
+  *session = s;
+  return TB_OK;
+}
+
+static void ossl_session_free(void *session) { SSL_SESSION_free(session); }
+
+/* ------------------------------------------------------------------------- AEAD */
+
+static const char *aead_name(tb_aead_alg alg) {
+  switch (alg) {
+    case TB_AES_128_GCM:
+      return "AES-128-GCM";
+    case TB_AES_256_GCM:
+      return "AES-256-GCM";
+    case TB_CHACHA20_POLY1305:
+      return "ChaCha20-Poly1305";
+  }
+  return NULL;
+}
+
+static void ossl_aead_free(void *p) {
+  ossl_aead *a = p;
+  if (a == NULL) return;
+  EVP_CIPHER_CTX_free(a->enc);
+  EVP_CIPHER_CTX_free(a->dec);
+  free(a);
+}
+
+static tb_status ossl_aead_new(tb_aead_alg alg, const unsigned char *key, size_t key_len,
+                               void **out, char *err) {
+  ERR_clear_error();
+  const char *name = aead_name(alg);
+  if (name == NULL) return tb_fail(err, TB_UNSUPPORTED, "unknown AEAD %d", (int)alg);
+  EVP_CIPHER *cipher = EVP_CIPHER_fetch(NULL, name, NULL);
+  if (cipher == NULL) return ossl_fail(err, TB_UNSUPPORTED, name);
+  if ((size_t)EVP_CIPHER_get_key_length(cipher) != key_len) {
+    EVP_CIPHER_free(cipher);
+    return tb_fail(err, TB_FAILED, "%s takes a %d-byte key, not %zu", name,
+                   EVP_CIPHER_get_key_length(cipher), key_len);
+  }
+  ossl_aead *a = calloc(1, sizeof(*a));
+  if (a == NULL) {
+    EVP_CIPHER_free(cipher);
+    return tb_fail(err, TB_FAILED, "out of memory");
+  }
+  a->enc = EVP_CIPHER_CTX_new();
+  a->dec = EVP_CIPHER_CTX_new();
+  /* Keyed once; each seal/open only sets the nonce. Both ciphers' default IV length is
+   * the 12 bytes of TB_AEAD_NONCE_LEN. */
+  int ok = a->enc != NULL && a->dec != NULL &&
+           EVP_EncryptInit_ex2(a->enc, cipher, key, NULL, NULL) == 1 &&
+           EVP_DecryptInit_ex2(a->dec, cipher, key, NULL, NULL) == 1 &&
+           EVP_CIPHER_CTX_get_iv_length(a->enc) == TB_AEAD_NONCE_LEN;
+  EVP_CIPHER_free(cipher); /* the contexts hold their own references */
+  if (!ok) {
+    ossl_aead_free(a);
+    return ossl_fail(err, TB_FAILED, name);
+  }
+  *out = a;
+  return TB_OK;
+}
+
+static tb_status ossl_aead_seal(void *aead, const unsigned char nonce[TB_AEAD_NONCE_LEN],
+                                const unsigned char *ad, size_t ad_len, const unsigned char *in,
+                                size_t len, unsigned char *out, char *err) {
+  EVP_CIPHER_CTX *ctx = ((ossl_aead *)aead)->enc;
+  int n = 0;
+  if (len > INT_MAX || ad_len > INT_MAX) return tb_fail(err, TB_UNSUPPORTED, "too long");
+  if (EVP_EncryptInit_ex2(ctx, NULL, NULL, nonce, NULL) != 1 ||
+      (ad_len > 0 && EVP_EncryptUpdate(ctx, NULL, &n, ad, (int)ad_len) != 1) ||
+      (len > 0 && EVP_EncryptUpdate(ctx, out, &n, in, (int)len) != 1) ||
+      EVP_EncryptFinal_ex(ctx, out + len, &n) != 1 ||
+      EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, TB_AEAD_TAG_LEN, out + len) != 1) {
+    return ossl_fail(err, TB_FAILED, "seal");
+  }
+  return TB_OK;
+}
+
+/* `len` is the ciphertext length; the tag follows it in `in` (as seal wrote it). */
+static tb_status ossl_aead_open(void *aead, const unsigned char nonce[TB_AEAD_NONCE_LEN],
+                                const unsigned char *ad, size_t ad_len, const unsigned char *in,
+                                size_t len, unsigned char *out, char *err) {
+  EVP_CIPHER_CTX *ctx = ((ossl_aead *)aead)->dec;
+  int n = 0;
+  if (len > INT_MAX || ad_len > INT_MAX) return tb_fail(err, TB_UNSUPPORTED, "too long");
+  if (EVP_DecryptInit_ex2(ctx, NULL, NULL, nonce, NULL) != 1 ||
+      (ad_len > 0 && EVP_DecryptUpdate(ctx, NULL, &n, ad, (int)ad_len) != 1) ||
+      (len > 0 && EVP_DecryptUpdate(ctx, out, &n, in, (int)len) != 1) ||
+      EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, TB_AEAD_TAG_LEN, (void *)(in + len)) != 1)
+    return ossl_fail(err, TB_FAILED, "open");
+  if (EVP_DecryptFinal_ex(ctx, out + len, &n) != 1) {
+    ERR_clear_error();
+    return tb_fail(err, TB_FAILED, "open: the tag does not verify");
+  }
+  return TB_OK;
+}
+
+/* ------------------------------------------------------------------------- info */
+
+#define MAX_LIST 256
+
+static char g_build_text[8][1024];
+static const char *g_build_options[9];
+static const char *g_versions[3];
+static const char *g_suites[MAX_LIST];
+static const char *g_groups[ARRAY_LEN(kGroupCandidates) + 1];
+static const char *g_sigalgs[ARRAY_LEN(kSigalgs) + ARRAY_LEN(kExtraSigalgCandidates) + 1];
+
+/* OpenSSL_version() strings start with their own label ("compiler: ", "CPUINFO: "...). */
+static const char *after_label(const char *s) {
+  const char *colon = strstr(s, ": ");
+  return colon != NULL ? colon + 2 : s;
+}
+
+static void fill_build_options(SSL_CTX *ctx) {
+  static const struct {
+    const char *name;
+    int which;
+  } kReports[] = {
+      {"OPENSSL_FULL_VERSION", OPENSSL_FULL_VERSION_STRING},
+      {"OPENSSL_CFLAGS", OPENSSL_CFLAGS},
+      {"OPENSSL_PLATFORM", OPENSSL_PLATFORM},
+      {"OPENSSL_BUILT_ON", OPENSSL_BUILT_ON},
+      {"OPENSSL_MODULES_DIR", OPENSSL_MODULES_DIR},
+#ifdef OPENSSL_CPU_INFO
+      {"OPENSSL_CPU_INFO", OPENSSL_CPU_INFO},
+#endif
+  };
+  size_t n = 0;
+  for (size_t i = 0; i < ARRAY_LEN(kReports); i++, n++) {
+    snprintf(g_build_text[n], sizeof(g_build_text[n]), "%s=%s", kReports[i].name,
+             after_label(OpenSSL_version(kReports[i].which)));
+    g_build_options[n] = g_build_text[n];
+  }
+  snprintf(g_build_text[n], sizeof(g_build_text[n]), "default_security_level=%d",
+           SSL_CTX_get_security_level(ctx));
+  g_build_options[n] = g_build_text[n];
+  g_build_options[++n] = NULL;
+}
+
+/* Suites a TLS 1.2..1.3 client of this build would offer (security level applied), with
+ * certificate authentication (no PSK, SRP or anonymous suites). */
+static void fill_suites(SSL_CTX *ctx) {
+  size_t n = 0;
+  SSL *ssl = NULL;
+  if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) &&
+      SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION) && SSL_CTX_set_cipher_list(ctx, "ALL") &&
+      SSL_CTX_set_ciphersuites(ctx, kAllTls13Suites))
+    ssl = SSL_new(ctx);
+  STACK_OF(SSL_CIPHER) *list = ssl != NULL ? SSL_get1_supported_ciphers(ssl) : NULL;
+  for (int i = 0; i < sk_SSL_CIPHER_num(list) && n + 1 < MAX_LIST; i++) {
+    const SSL_CIPHER *c = sk_SSL_CIPHER_value(list, i);
+    int auth = SSL_CIPHER_get_auth_nid(c);
+    int kx = SSL_CIPHER_get_kx_nid(c);
+    if ((auth == NID_auth_rsa || auth == NID_auth_ecdsa || auth == NID_auth_any) &&
+        (kx == NID_kx_rsa || kx == NID_kx_ecdhe || kx == NID_kx_dhe || kx == NID_kx_any))
+      g_suites[n++] = SSL_CIPHER_standard_name(c);
+  }
+  g_suites[n] = NULL;
+  sk_SSL_CIPHER_free(list);
+  SSL_free(ssl);
+}
+
+static void fill_groups_and_sigalgs(SSL_CTX *ctx) {
+  size_t n = 0;
+  for (size_t i = 0; i < ARRAY_LEN(kGroupCandidates); i++)
+    if (SSL_CTX_set1_groups_list(ctx, kGroupCandidates[i])) g_groups[n++] = kGroupCandidates[i];
+  g_groups[n] = NULL;
+  n = 0;
+  for (size_t i = 0; i < ARRAY_LEN(kSigalgs); i++) {
+    /* The list accepts SHA-1 schemes, but no security level above 0 lets them sign. */
+    if (kSigalgs[i].hash == NID_sha1) continue;
+    if (SSL_CTX_set1_sigalgs_list(ctx, kSigalgs[i].iana)) g_sigalgs[n++] = kSigalgs[i].iana;
+  }
+  for (size_t i = 0; i < ARRAY_LEN(kExtraSigalgCandidates); i++)
+    if (SSL_CTX_set1_sigalgs_list(ctx, kExtraSigalgCandidates[i]))
+      g_sigalgs[n++] = kExtraSigalgCandidates[i];
+  g_sigalgs[n] = NULL;
+}
+
+static tb_status ossl_info(tb_info *out, char *err) {
+  ERR_clear_error();
+  /* Two contexts: probing groups and sigalgs leaves the last probed one configured, which
+   * would hide suites from the list the other one computes. */
+  SSL_CTX *ctx = SSL_CTX_new(TLS_method());
+  SSL_CTX *probe = SSL_CTX_new(TLS_method());
+  if (ctx == NULL || probe == NULL) {
+    SSL_CTX_free(ctx);
+    SSL_CTX_free(probe);
+    return ossl_fail(err, TB_FAILED, "SSL_CTX_new");
+  }
+  snprintf(out->version, sizeof(out->version), "%s", OpenSSL_version(OPENSSL_VERSION));
+  fill_build_options(ctx);
+  size_t n = 0;
+  g_versions[n++] = "1.2";
+#ifndef OPENSSL_NO_TLS1_3
+  g_versions[n++] = "1.3";
+#endif
+  g_versions[n] = NULL;
+  fill_groups_and_sigalgs(probe);
+  fill_suites(ctx);
+  SSL_CTX_free(probe);
+  SSL_CTX_free(ctx);
+  ERR_clear_error(); /* probing refused names leaves errors behind */
+  out->build_options = g_build_options;
+  out->versions = g_versions;
+  out->suites = g_suites;
+  out->groups = g_groups;
+  out->sigalgs = g_sigalgs;
+  return TB_OK;
+}
+
+/* ------------------------------------------------------------------------- the adapter */
+
+const tb_adapter tb_adapter_impl = {
+    .name = "openssl",
+    .global_init = ossl_global_init,
+    .global_cleanup = ossl_global_cleanup,
+    .info = ossl_info,
+    .ctx_new = ossl_ctx_new,
+    .ctx_free = ossl_ctx_free,
+    .conn_new = ossl_conn_new,
+    .conn_free = ossl_conn_free,
+    .handshake = ossl_handshake,
+    .write = ossl_write,
+    .read = ossl_read,
+    .negotiated = ossl_negotiated,
+    .session_get = ossl_session_get,
+    .session_free = ossl_session_free,
+    .aead_new = ossl_aead_new,
+    .aead_seal = ossl_aead_seal,
+    .aead_open = ossl_aead_open,
+    .aead_free = ossl_aead_free,
+};
