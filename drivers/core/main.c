@@ -65,6 +65,7 @@ static void usage(FILE *out) {
           "  --suite NAME             IANA cipher suite (default per version and cert)\n"
           "  --group NAME             x25519 secp256r1 secp384r1 ffdhe2048 ffdhe3072 "
           "X25519MLKEM768\n"
+          "                           (default x25519; TLS 1.2 with ECDSA: the cert's curve)\n"
           "  --sigalg NAME            IANA signature scheme (default per cert and version)\n"
           "  --cert KIND              rsa1024..rsa8192 ecdsa-p256 ecdsa-p384 ed25519\n"
           "  --chain 1|2|3            leaf; + intermediate; + root sent too (default 1)\n"
@@ -95,6 +96,14 @@ static const char *default_sigalg(const char *cert, int tls) {
   if (strcmp(cert, "ecdsa-p384") == 0) return "ecdsa_secp384r1_sha384";
   if (strcmp(cert, "ed25519") == 0) return "ed25519";
   return NULL;
+}
+
+/* In TLS 1.2 the supported groups also name the curves an ECDSA certificate may use, so a
+ * pinned offer must hold the certificate's curve; TLS 1.3 separates the two. */
+static const char *default_group(const char *cert, int tls) {
+  if (tls == 12 && strcmp(cert, "ecdsa-p256") == 0) return "secp256r1";
+  if (tls == 12 && strcmp(cert, "ecdsa-p384") == 0) return "secp384r1";
+  return "x25519";
 }
 
 static const char *default_suite(const char *cert, int tls) {
@@ -139,7 +148,6 @@ static int parse_options(int argc, char **argv, tb_options *o) {
                                         {0, 0, 0, 0}};
   memset(o, 0, sizeof(*o));
   o->tls = 13;
-  o->group = "x25519";
   o->cert = "rsa2048";
   o->chain = 1;
   o->auth = TB_AUTH_SERVER;
@@ -256,6 +264,7 @@ static int parse_options(int argc, char **argv, tb_options *o) {
   } else if (strcmp(o->scenario, "bulk") == 0) {
     o->payload = o->record_size ? o->record_size : 16384; /* the largest records */
   }
+  if (o->group == NULL) o->group = default_group(o->cert, o->tls);
   if (o->sigalg == NULL) o->sigalg = default_sigalg(o->cert, o->tls);
   if (o->suite == NULL) o->suite = default_suite(o->cert, o->tls);
   if (o->sigalg == NULL) {
