@@ -1,0 +1,1420 @@
+/*
+ * The mbedTLS adapter: one file for the 3.6 LTS line and the 2.28 line (#if on
+ * MBEDTLS_VERSION_MAJOR; 2.28 is TLS 1.2 only here).
+ *
+ * Reading back what was negotiated. mbedTLS reports version and suite through its API, but
+ * not the key-exchange group, the server's signature scheme or whether the handshake
+ * resumed: the fields that hold them live in the handshake structure (ssl_misc.h, not
+ * installed), are freed when the handshake ends, and the chosen signature scheme is never
+ * stored at all. So the adapter reads them from the handshake messages the library itself
+ * produced or accepted:
+ *  - the client looks at each handshake message mbedTLS has just processed, in the
+ *    context's record buffer (ssl->in_msg / in_hslen: private fields of the public
+ *    mbedtls_ssl_context), after every mbedtls_ssl_handshake_step(): ServerHello (TLS 1.3
+ *    key_share and pre_shared_key), ServerKeyExchange (TLS 1.2 curve or DH prime, and the
+ *    signature scheme), ServerHelloDone (a TLS 1.2 full handshake), CertificateVerify
+ *    (TLS 1.3, already decrypted by mbedTLS);
+ *  - the server looks at the records it hands to the transport. TLS 1.2 handshake messages
+ *    and the TLS 1.3 ServerHello are plaintext there. The TLS 1.3 CertificateVerify is
+ *    encrypted: the adapter keeps the first bytes of each protected record and, in
+ *    negotiated(), decrypts them with the server handshake traffic secret that mbedTLS
+ *    exports through mbedtls_ssl_set_export_keys_cb() (a length check on the decrypted
+ *    handshake header proves the key was right). That work happens outside the timed calls.
+ * Both sides thus report what the server really sent, never the configuration.
+ */
+#include <mbedtls/version.h> /* first: it pulls in the build's configuration, 2.x and 3.x */
+
+#include <mbedtls/aes.h>
+#include <mbedtls/chacha20.h>
+#include <mbedtls/chachapoly.h>
+#include <mbedtls/ctr_drbg.h>
+#include <mbedtls/dhm.h>
+#include <mbedtls/ecp.h>
+#include <mbedtls/entropy.h>
+#include <mbedtls/error.h>
+#include <mbedtls/gcm.h>
+#include <mbedtls/md.h>
+#include <mbedtls/net_sockets.h> /* only for MBEDTLS_ERR_NET_* */
+#include <mbedtls/pk.h>
+#include <mbedtls/platform_util.h>
+#include <mbedtls/ssl.h>
+#include <mbedtls/ssl_ticket.h>
+#include <mbedtls/x509_crt.h>
+#if MBEDTLS_VERSION_MAJOR >= 3 && defined(MBEDTLS_PSA_CRYPTO_C)
+#include <psa/crypto.h>
+#endif
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tlsbench/driver.h"
+
+#if MBEDTLS_VERSION_MAJOR >= 3
+#define MT_V3 1
+/* Private fields of public structs: the accessor macro of mbedTLS 3 (2.x has plain fields). */
+#define MT_PRIV(field) MBEDTLS_PRIVATE(field)
+#else
+#define MT_V3 0
+#define MT_PRIV(field) field
+#endif
+
+#if MT_V3 && defined(MBEDTLS_SSL_PROTO_TLS1_3)
+#define MT_TLS13 1
+#else
+#define MT_TLS13 0 /* 2.28's TLS 1.3 is an incomplete prototype: not offered */
+#endif
+
+/* Handshake message types and extensions the read-back looks at. */
+enum {
+  HS_SERVER_HELLO = 2,
+  HS_SERVER_KEY_EXCHANGE = 12,
+  HS_SERVER_HELLO_DONE = 14,
+  HS_CERTIFICATE_VERIFY = 15,
+  EXT_PRE_SHARED_KEY = 0x0029,
+  EXT_SUPPORTED_VERSIONS = 0x002b,
+  EXT_KEY_SHARE = 0x0033,
+  REC_CHANGE_CIPHER_SPEC = 20,
+  REC_HANDSHAKE = 22,
+  REC_APPLICATION_DATA = 23,
+};
+
+/* ------------------------------------------------------------------------- names */
+
+typedef struct mt_group {
+  const char *name; /* tlsbench / IANA NamedGroup name */
+  uint16_t id;
+  int ffdhe_bits; /* 0 for elliptic curves */
+} mt_group;
+
+static const mt_group groups[] = {
+    {"x25519", 0x001d, 0},
+    {"secp256r1", 0x0017, 0},
+    {"secp384r1", 0x0018, 0},
+    {"secp521r1", 0x0019, 0},
+    {"x448", 0x001e, 0},
+    {"brainpoolP256r1", 0x001a, 0},
+    {"brainpoolP384r1", 0x001b, 0},
+    {"brainpoolP512r1", 0x001c, 0},
+    {"ffdhe2048", 0x0100, 2048},
+    {"ffdhe3072", 0x0101, 3072},
+    {"ffdhe4096", 0x0102, 4096},
+    {"X25519MLKEM768", 0x11ec, 0},
+};
+
+typedef struct mt_sigalg {
+  const char *name; /* IANA SignatureScheme */
+  uint16_t id;      /* in TLS 1.2: hash byte, then signature byte */
+} mt_sigalg;
+
+static const mt_sigalg sigalgs[] = {
+    {"rsa_pkcs1_sha256", 0x0401},
+    {"rsa_pkcs1_sha384", 0x0501},
+    {"rsa_pkcs1_sha512", 0x0601},
+    {"ecdsa_secp256r1_sha256", 0x0403},
+    {"ecdsa_secp384r1_sha384", 0x0503},
+    {"ecdsa_secp521r1_sha512", 0x0603},
+    {"rsa_pss_rsae_sha256", 0x0804},
+    {"rsa_pss_rsae_sha384", 0x0805},
+    {"rsa_pss_rsae_sha512", 0x0806},
+    {"ed25519", 0x0807},
+    {"ed448", 0x0808},
+    {"rsa_pss_pss_sha256", 0x0809},
+    {"rsa_pss_pss_sha384", 0x080a},
+    {"rsa_pss_pss_sha512", 0x080b},
+    {"rsa_pkcs1_sha1", 0x0201},
+    {"ecdsa_sha1", 0x0203},
+};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static const mt_group *group_by_name(const char *name) {
+  for (size_t i = 0; name && i < COUNT(groups); i++)
+    if (strcmp(groups[i].name, name) == 0) return &groups[i];
+  return NULL;
+}
+
+static const mt_sigalg *sigalg_by_name(const char *name) {
+  for (size_t i = 0; name && i < COUNT(sigalgs); i++)
+    if (strcmp(sigalgs[i].name, name) == 0) return &sigalgs[i];
+  return NULL;
+}
+
+/* Unknown code points are shown as hex, so that a mismatch message says what came. */
+static void group_name(uint16_t id, char out[TB_NAME_LEN]) {
+  for (size_t i = 0; i < COUNT(groups); i++) {
+    if (groups[i].id == id) {
+      snprintf(out, TB_NAME_LEN, "%s", groups[i].name);
+      return;
+    }
+  }
+  snprintf(out, TB_NAME_LEN, "0x%04x", id);
+}
+
+static void sigalg_name(uint16_t id, char out[TB_NAME_LEN]) {
+  for (size_t i = 0; i < COUNT(sigalgs); i++) {
+    if (sigalgs[i].id == id) {
+      snprintf(out, TB_NAME_LEN, "%s", sigalgs[i].name);
+      return;
+    }
+  }
+  snprintf(out, TB_NAME_LEN, "0x%04x", id);
+}
+
+/* mbedTLS names suites with dashes ("TLS-ECDHE-RSA-WITH-AES-128-GCM-SHA256") and TLS 1.3
+ * ones with a "TLS1-3-" prefix ("TLS1-3-AES-128-GCM-SHA256"); otherwise the words are the
+ * IANA ones. */
+static void suite_iana(const char *mbed, char out[TB_NAME_LEN]) {
+  const char *rest = mbed;
+  size_t n = 0;
+  if (strncmp(mbed, "TLS1-3-", 7) == 0) rest = mbed + 7, n = (size_t)snprintf(out, 5, "TLS_");
+  for (; *rest && n + 1 < TB_NAME_LEN; rest++) out[n++] = *rest == '-' ? '_' : *rest;
+  out[n] = '\0';
+}
+
+static void suite_name(int id, char out[TB_NAME_LEN]) {
+  const char *mbed = mbedtls_ssl_get_ciphersuite_name(id);
+  if (mbed == NULL || strcmp(mbed, "unknown") == 0) {
+    snprintf(out, TB_NAME_LEN, "0x%04x", (unsigned)id);
+    return;
+  }
+  suite_iana(mbed, out);
+}
+
+/* The library's suite id for an IANA name; 0 when this build does not have it. */
+static int suite_id(const char *iana) {
+  char name[TB_NAME_LEN];
+  for (const int *id = mbedtls_ssl_list_ciphersuites(); iana && *id != 0; id++) {
+    suite_name(*id, name);
+    if (strcmp(name, iana) == 0) return *id;
+  }
+  return 0;
+}
+
+/* Key exchange of a suite, from its IANA name. */
+typedef enum mt_kx {
+  KX_TLS13,
+  KX_RSA, /* static RSA: no group, no signature */
+  KX_DHE_RSA,
+  KX_ECDHE_RSA,
+  KX_ECDHE_ECDSA,
+  KX_OTHER, /* PSK, static ECDH, EC J-PAKE: nothing tlsbench configures */
+} mt_kx;
+
+static mt_kx suite_kx(const char *iana) {
+  if (strstr(iana, "_WITH_") == NULL) return KX_TLS13;
+  if (strncmp(iana, "TLS_RSA_WITH_", 13) == 0) return KX_RSA;
+  if (strncmp(iana, "TLS_DHE_RSA_WITH_", 17) == 0) return KX_DHE_RSA;
+  if (strncmp(iana, "TLS_ECDHE_RSA_WITH_", 19) == 0) return KX_ECDHE_RSA;
+  if (strncmp(iana, "TLS_ECDHE_ECDSA_WITH_", 21) == 0) return KX_ECDHE_ECDSA;
+  return KX_OTHER;
+}
+
+/* ------------------------------------------------------------------------- errors */
+
+static tb_status mt_fail(char *err, const char *what, int ret) {
+  char text[160];
+  mbedtls_strerror(ret, text, sizeof(text));
+  return tb_fail(err, TB_FAILED, "%s: %s (-0x%04x)", what, text, (unsigned)-ret);
+}
+
+/* ------------------------------------------------------------------------- state */
+
+#define MT_MAX_PROTECTED 8  /* TLS 1.3 server flight: EE, CR, Certificate, CV, Finished, NST */
+#define MT_PROTECTED_HEAD 6 /* handshake header + SignatureScheme of a CertificateVerify */
+#if defined(MBEDTLS_SSL_CID_TLS1_3_PADDING_GRANULARITY)
+#define MT_TLS13_PADDING MBEDTLS_SSL_CID_TLS1_3_PADDING_GRANULARITY
+#else
+#define MT_TLS13_PADDING 16 /* mbedTLS's default */
+#endif
+
+/* What the server sent in its handshake messages, as seen by this side. */
+typedef struct mt_seen {
+  int server_hello; /* a ServerHello (not a HelloRetryRequest) was seen */
+  int tls13;        /* it selected TLS 1.3 */
+  int psk;          /* TLS 1.3: it accepted a pre-shared key (resumption) */
+  int hello_done;   /* TLS 1.2: ServerHelloDone, i.e. a full handshake */
+  int suite;
+  uint16_t group; /* key share / named curve / matched FFDHE prime; 0: none */
+  int dh_bits;    /* TLS 1.2 DHE with a prime that is no RFC 7919 group */
+  int have_sigalg;
+  uint16_t sigalg;
+} mt_seen;
+
+/* Server only: its own outgoing records, during the handshake. */
+typedef struct mt_wire {
+  size_t parsed_ahead; /* bytes at the start of mbedTLS's pending output already parsed */
+  int ccs_sent;        /* later handshake records are encrypted */
+  unsigned n_protected;
+  struct {
+    size_t len;
+    unsigned char head[MT_PROTECTED_HEAD];
+  } protected_records[MT_MAX_PROTECTED];
+  unsigned char secret[MBEDTLS_MD_MAX_SIZE]; /* TLS 1.3 server handshake traffic secret */
+  size_t secret_len;
+} mt_wire;
+
+typedef struct mt_ctx {
+  tb_role role;
+  int tls;
+  int verify; /* this side verifies the peer's chain */
+  int resumption;
+  int own_cert; /* own_chain / own_key loaded */
+  size_t record_size;
+  char server_name[256];
+  int suites[2];
+#if MT_V3
+  uint16_t groups[3];
+  uint16_t sig_algs[2];
+#else
+  mbedtls_ecp_group_id curves[3];
+  int sig_hashes[2];
+#endif
+  mbedtls_entropy_context entropy;
+  mbedtls_ctr_drbg_context drbg;
+  mbedtls_x509_crt ca, own_chain;
+  mbedtls_pk_context own_key;
+#if defined(MBEDTLS_SSL_TICKET_C)
+  mbedtls_ssl_ticket_context ticket;
+#endif
+  mbedtls_ssl_config conf;
+} mt_ctx;
+
+typedef struct mt_conn {
+  mt_ctx *ctx;
+  tb_transport io;
+  int observing; /* server: the handshake is still running, parse outgoing records */
+  mt_seen seen;
+  mt_wire wire;
+  mbedtls_ssl_context ssl;
+} mt_conn;
+
+/* ------------------------------------------------------------------------- read-back */
+
+static uint16_t get16(const unsigned char *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+static size_t get24(const unsigned char *p) {
+  return (size_t)p[0] << 16 | (size_t)p[1] << 8 | p[2];
+}
+
+/* RFC 8446 4.1.3: a HelloRetryRequest is a ServerHello with this random. */
+static const unsigned char hrr_random[32] = {
+    0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11, 0xbe, 0x1d, 0x8c, 0x02, 0x1e, 0x65, 0xb8, 0x91,
+    0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb, 0x8c, 0x5e, 0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8, 0x33, 0x9c};
+
+static void parse_server_hello(mt_seen *s, const unsigned char *b, size_t len) {
+  if (len < 35 || memcmp(b + 2, hrr_random, 32) == 0) return;
+  size_t p = 35 + b[34]; /* version, random, session id */
+  if (p + 3 > len) return;
+  s->server_hello = 1;
+  s->suite = get16(b + p);
+  p += 3; /* suite, compression */
+  if (p + 2 > len) return;
+  size_t end = p + 2 + get16(b + p);
+  if (end > len) return;
+  for (p += 2; p + 4 <= end;) {
+    uint16_t type = get16(b + p);
+    size_t ext_len = get16(b + p + 2);
+    const unsigned char *data = b + p + 4;
+    if (p + 4 + ext_len > end) return;
+    if (type == EXT_SUPPORTED_VERSIONS && ext_len == 2) s->tls13 = get16(data) == 0x0304;
+    if (type == EXT_KEY_SHARE && ext_len >= 2) s->group = get16(data);
+    if (type == EXT_PRE_SHARED_KEY) s->psk = 1;
+    p += 4 + ext_len;
+  }
+}
+
+static const unsigned char ffdhe2048_p[] = MBEDTLS_DHM_RFC7919_FFDHE2048_P_BIN;
+static const unsigned char ffdhe3072_p[] = MBEDTLS_DHM_RFC7919_FFDHE3072_P_BIN;
+static const unsigned char ffdhe4096_p[] = MBEDTLS_DHM_RFC7919_FFDHE4096_P_BIN;
+
+/* TLS 1.2 DHE sends the prime, not a group name: match it against RFC 7919. */
+static void match_dh_prime(mt_seen *s, const unsigned char *p, size_t len) {
+  static const struct {
+    const unsigned char *p;
+    size_t len;
+    uint16_t id;
+  } known[] = {{ffdhe2048_p, sizeof(ffdhe2048_p), 0x0100},
+               {ffdhe3072_p, sizeof(ffdhe3072_p), 0x0101},
+               {ffdhe4096_p, sizeof(ffdhe4096_p), 0x0102}};
+  s->group = 0;
+  s->dh_bits = (int)len * 8;
+  for (size_t i = 0; i < COUNT(known); i++) {
+    if (known[i].len == len && memcmp(known[i].p, p, len) == 0) s->group = known[i].id;
+  }
+}
+
+/* A length-prefixed field at b[*p]: skipped; 0 when it runs past the end. */
+static int skip_vector(const unsigned char *b, size_t len, size_t *p, size_t prefix,
+                       const unsigned char **data, size_t *data_len) {
+  if (*p + prefix > len) return 0;
+  size_t n = prefix == 1 ? b[*p] : get16(b + *p);
+  if (*p + prefix + n > len) return 0;
+  *data = b + *p + prefix;
+  *data_len = n;
+  *p += prefix + n;
+  return 1;
+}
+
+static void parse_server_key_exchange(mt_seen *s, const unsigned char *b, size_t len) {
+  char iana[TB_NAME_LEN];
+  suite_name(s->suite, iana);
+  mt_kx kx = suite_kx(iana);
+  const unsigned char *data;
+  size_t n, p = 0;
+  if (kx == KX_ECDHE_RSA || kx == KX_ECDHE_ECDSA) {
+    if (len < 4 || b[0] != 3 /* named_curve */) return;
+    s->group = get16(b + 1);
+    p = 3;
+    if (!skip_vector(b, len, &p, 1, &data, &n)) return; /* the public point */
+  } else if (kx == KX_DHE_RSA) {
+    if (!skip_vector(b, len, &p, 2, &data, &n)) return; /* p */
+    match_dh_prime(s, data, n);
+    if (!skip_vector(b, len, &p, 2, &data, &n) || !skip_vector(b, len, &p, 2, &data, &n)) {
+      return; /* g, Ys */
+    }
+  } else {
+    return;
+  }
+  if (p + 2 > len) return;
+  s->sigalg = get16(b + p);
+  s->have_sigalg = 1;
+}
+
+/* One whole handshake message of the server's (type, body). */
+static void observe_message(mt_seen *s, unsigned type, const unsigned char *body, size_t len) {
+  switch (type) {
+    case HS_SERVER_HELLO:
+      parse_server_hello(s, body, len);
+      break;
+    case HS_SERVER_KEY_EXCHANGE:
+      if (s->server_hello && !s->tls13) parse_server_key_exchange(s, body, len);
+      break;
+    case HS_SERVER_HELLO_DONE:
+      s->hello_done = 1;
+      break;
+    case HS_CERTIFICATE_VERIFY:
+      if (s->tls13 && len >= 2) {
+        s->sigalg = get16(body);
+        s->have_sigalg = 1;
+      }
+      break;
+    default:
+      break;
+  }
+}
+
+/* Client: the handshake message mbedTLS has just accepted is still in its record buffer
+ * (it is consumed only when the next one is read). */
+static void observe_received(mt_conn *c) {
+  const mbedtls_ssl_context *ssl = &c->ssl;
+  size_t hs_len = ssl->MT_PRIV(in_hslen);
+  const unsigned char *m = ssl->MT_PRIV(in_msg);
+  if (ssl->MT_PRIV(in_msgtype) != MBEDTLS_SSL_MSG_HANDSHAKE || m == NULL || hs_len < 4 ||
+      hs_len > ssl->MT_PRIV(in_msglen) || get24(m + 1) + 4 != hs_len) {
+    return;
+  }
+  observe_message(&c->seen, m[0], m + 4, hs_len - 4);
+}
+
+static void observe_record(mt_conn *c, unsigned type, const unsigned char *b, size_t len) {
+  mt_wire *w = &c->wire;
+  if (type == REC_CHANGE_CIPHER_SPEC) {
+    w->ccs_sent = 1;
+  } else if (type == REC_HANDSHAKE && !w->ccs_sent) {
+    for (size_t p = 0; p + 4 <= len;) {
+      size_t n = get24(b + p + 1);
+      if (p + 4 + n > len) break;
+      observe_message(&c->seen, b[p], b + p + 4, n);
+      p += 4 + n;
+    }
+  } else if (type == REC_APPLICATION_DATA && c->seen.tls13 && len >= MT_PROTECTED_HEAD &&
+             w->n_protected < MT_MAX_PROTECTED) {
+    w->protected_records[w->n_protected].len = len;
+    memcpy(w->protected_records[w->n_protected].head, b, MT_PROTECTED_HEAD);
+    w->n_protected++;
+  }
+}
+
+/* Server: mbedTLS hands its whole pending output (complete records) to the send callback,
+ * and after a partial send the rest of it; records are parsed once, before sending. */
+static void observe_sent(mt_conn *c, const unsigned char *buf, size_t len) {
+  size_t p = c->wire.parsed_ahead;
+  while (p + 5 <= len) {
+    size_t n = get16(buf + p + 3);
+    if (p + 5 + n > len) break;
+    observe_record(c, buf[p], buf + p + 5, n);
+    p += 5 + n;
+  }
+  c->wire.parsed_ahead = p;
+}
+
+#if MT_TLS13
+static void export_keys(void *p, mbedtls_ssl_key_export_type type, const unsigned char *secret,
+                        size_t secret_len, const unsigned char client_random[32],
+                        const unsigned char server_random[32], mbedtls_tls_prf_types prf) {
+  (void)client_random, (void)server_random, (void)prf;
+  mt_wire *w = p;
+  if (type != MBEDTLS_SSL_KEY_EXPORT_TLS1_3_SERVER_HANDSHAKE_TRAFFIC_SECRET ||
+      secret_len > sizeof(w->secret)) {
+    return;
+  }
+  memcpy(w->secret, secret, secret_len);
+  w->secret_len = secret_len;
+}
+
+/* RFC 8446 7.1 HKDF-Expand-Label with an empty context; out_len <= hash length, so one
+ * HMAC block is enough. */
+static int expand_label(const unsigned char *secret, size_t secret_len, const char *label,
+                        unsigned char *out, size_t out_len) {
+  const mbedtls_md_info_t *md =
+      mbedtls_md_info_from_type(secret_len == 48 ? MBEDTLS_MD_SHA384 : MBEDTLS_MD_SHA256);
+  unsigned char info[32], block[MBEDTLS_MD_MAX_SIZE];
+  size_t label_len = strlen(label), n = 0;
+  if (md == NULL || label_len > 16 || out_len > mbedtls_md_get_size(md)) return -1;
+  info[n++] = (unsigned char)(out_len >> 8);
+  info[n++] = (unsigned char)out_len;
+  info[n++] = (unsigned char)(6 + label_len);
+  memcpy(info + n, "tls13 ", 6);
+  memcpy(info + n + 6, label, label_len);
+  n += 6 + label_len;
+  info[n++] = 0;    /* context */
+  info[n++] = 0x01; /* HKDF-Expand counter */
+  if (mbedtls_md_hmac(md, secret, secret_len, info, n, block) != 0) return -1;
+  memcpy(out, block, out_len);
+  mbedtls_platform_zeroize(block, sizeof(block));
+  return 0;
+}
+
+/* The first keystream bytes of a TLS 1.3 record: AES-GCM and AES-CCM are CTR mode over
+ * AES (first data counter block 2 resp. 1), ChaCha20-Poly1305 starts at block 1. */
+static int keystream(int suite, const unsigned char *key, const unsigned char nonce[12],
+                     unsigned char out[MT_PROTECTED_HEAD]) {
+  unsigned char block[16] = {0}, zero[MT_PROTECTED_HEAD] = {0};
+  if (suite == MBEDTLS_TLS1_3_CHACHA20_POLY1305_SHA256) {
+    return mbedtls_chacha20_crypt(key, nonce, 1, MT_PROTECTED_HEAD, zero, out);
+  }
+  int gcm =
+      suite == MBEDTLS_TLS1_3_AES_128_GCM_SHA256 || suite == MBEDTLS_TLS1_3_AES_256_GCM_SHA384;
+  if (gcm) {
+    memcpy(block, nonce, 12);
+    block[15] = 2;
+  } else { /* CCM, L = 3: flags 2, nonce, counter 1 */
+    block[0] = 2;
+    memcpy(block + 1, nonce, 12);
+    block[15] = 1;
+  }
+  mbedtls_aes_context aes;
+  mbedtls_aes_init(&aes);
+  unsigned bits = suite == MBEDTLS_TLS1_3_AES_256_GCM_SHA384 ? 256 : 128;
+  int ret = mbedtls_aes_setkey_enc(&aes, key, bits);
+  if (ret == 0) ret = mbedtls_aes_crypt_ecb(&aes, MBEDTLS_AES_ENCRYPT, block, block);
+  mbedtls_aes_free(&aes);
+  memcpy(out, block, MT_PROTECTED_HEAD);
+  return ret;
+}
+
+/* Server, TLS 1.3: which signature scheme its (encrypted) CertificateVerify carries. */
+static void read_protected_certificate_verify(mt_conn *c) {
+  mt_wire *w = &c->wire;
+  int suite = mbedtls_ssl_get_ciphersuite_id_from_ssl(&c->ssl);
+  size_t key_len = suite == MBEDTLS_TLS1_3_AES_128_GCM_SHA256 ||
+                           suite == MBEDTLS_TLS1_3_AES_128_CCM_SHA256 ||
+                           suite == MBEDTLS_TLS1_3_AES_128_CCM_8_SHA256
+                       ? 16
+                       : 32;
+  size_t tag_len = suite == MBEDTLS_TLS1_3_AES_128_CCM_8_SHA256 ? 8 : 16;
+  unsigned char key[32], iv[12];
+  if (c->seen.have_sigalg || w->secret_len == 0 ||
+      expand_label(w->secret, w->secret_len, "key", key, key_len) != 0 ||
+      expand_label(w->secret, w->secret_len, "iv", iv, sizeof(iv)) != 0) {
+    return;
+  }
+  for (unsigned seq = 0; seq < w->n_protected; seq++) {
+    unsigned char nonce[12], plain[MT_PROTECTED_HEAD];
+    memcpy(nonce, iv, sizeof(nonce));
+    nonce[11] ^= (unsigned char)seq; /* the sequence number, XORed in big-endian */
+    if (keystream(suite, key, nonce, plain) != 0) break;
+    if (w->protected_records[seq].len < tag_len + 5) continue;
+    for (int i = 0; i < MT_PROTECTED_HEAD; i++) plain[i] ^= w->protected_records[seq].head[i];
+    /* Record = message || content type || zero padding up to a multiple of the build's
+     * granularity || tag: a wrong key would not give a length that fits. */
+    size_t inner = w->protected_records[seq].len - tag_len, need = get24(plain + 1) + 4 + 1;
+    int right_key = inner >= need && inner < need + MT_TLS13_PADDING;
+    if (right_key && plain[0] == HS_CERTIFICATE_VERIFY) {
+      c->seen.sigalg = get16(plain + 4);
+      c->seen.have_sigalg = 1;
+      break;
+    }
+  }
+  mbedtls_platform_zeroize(key, sizeof(key));
+}
+#endif /* MT_TLS13 */
+
+/* ------------------------------------------------------------------------- transport */
+
+static int bio_send(void *p, const unsigned char *buf, size_t len) {
+  mt_conn *c = p;
+  if (c->observing) observe_sent(c, buf, len);
+  long n = c->io.send(c->io.io, buf, len);
+  if (n == TB_IO_WOULD_BLOCK || n == 0) return MBEDTLS_ERR_SSL_WANT_WRITE;
+  if (n < 0) return MBEDTLS_ERR_NET_SEND_FAILED;
+  if (c->observing) {
+    c->wire.parsed_ahead = c->wire.parsed_ahead > (size_t)n ? c->wire.parsed_ahead - (size_t)n : 0;
+  }
+  return (int)n;
+}
+
+static int bio_recv(void *p, unsigned char *buf, size_t len) {
+  mt_conn *c = p;
+  long n = c->io.recv(c->io.io, buf, len);
+  if (n == TB_IO_WOULD_BLOCK) return MBEDTLS_ERR_SSL_WANT_READ;
+  if (n < 0) return MBEDTLS_ERR_NET_RECV_FAILED;
+  return (int)n; /* 0: the peer closed the transport */
+}
+
+/* ------------------------------------------------------------------------- global, info */
+
+static tb_status global_init(char *err) {
+#if MT_V3 && defined(MBEDTLS_PSA_CRYPTO_C)
+  /* TLS 1.3 in 3.x runs its key exchange and key schedule through PSA. */
+  psa_status_t st = psa_crypto_init();
+  if (st != PSA_SUCCESS) return tb_fail(err, TB_FAILED, "psa_crypto_init failed (%d)", (int)st);
+#else
+  (void)err;
+#endif
+  return TB_OK;
+}
+
+static void global_cleanup(void) {
+#if MT_V3 && defined(MBEDTLS_PSA_CRYPTO_C)
+  mbedtls_psa_crypto_free();
+#endif
+}
+
+/* The build's facts, collected once into static storage for info(). */
+#define MT_MAX_SUITES 256
+static char suite_store[MT_MAX_SUITES][TB_NAME_LEN];
+static const char *suite_list[MT_MAX_SUITES + 1];
+static const char *group_list[COUNT(groups) + 1];
+static const char *sigalg_list[COUNT(sigalgs) + 1];
+static char option_store[32][96];
+static const char *option_list[33];
+
+static const char *const features[] = {
+    "MBEDTLS_HAVE_ASM",
+    "MBEDTLS_AESNI_C",
+    "MBEDTLS_AESCE_C",
+    "MBEDTLS_PADLOCK_C",
+    "MBEDTLS_SSL_PROTO_TLS1_2",
+    "MBEDTLS_SSL_PROTO_TLS1_3",
+    "MBEDTLS_SSL_TLS1_3_COMPATIBILITY_MODE",
+    "MBEDTLS_SSL_SESSION_TICKETS",
+    "MBEDTLS_SSL_MAX_FRAGMENT_LENGTH",
+    "MBEDTLS_SSL_RECORD_SIZE_LIMIT",
+    "MBEDTLS_SSL_VARIABLE_BUFFER_LENGTH",
+    "MBEDTLS_SSL_KEEP_PEER_CERTIFICATE",
+    "MBEDTLS_SSL_ENCRYPT_THEN_MAC",
+    "MBEDTLS_SSL_EXTENDED_MASTER_SECRET",
+    "MBEDTLS_ECP_NIST_OPTIM",
+    "MBEDTLS_ECDSA_DETERMINISTIC",
+    "MBEDTLS_RSA_NO_CRT",
+    "MBEDTLS_PSA_CRYPTO_C",
+    "MBEDTLS_USE_PSA_CRYPTO",
+    "MBEDTLS_THREADING_C",
+    "MBEDTLS_PLATFORM_MEMORY",
+};
+
+static void collect_options(void) {
+  size_t n = 0;
+  snprintf(option_store[n++], sizeof(option_store[0]), "MBEDTLS_SSL_IN_CONTENT_LEN=%d",
+           (int)MBEDTLS_SSL_IN_CONTENT_LEN);
+  snprintf(option_store[n++], sizeof(option_store[0]), "MBEDTLS_SSL_OUT_CONTENT_LEN=%d",
+           (int)MBEDTLS_SSL_OUT_CONTENT_LEN);
+  snprintf(option_store[n++], sizeof(option_store[0]), "MBEDTLS_VERSION_NUMBER=0x%08x",
+           (unsigned)mbedtls_version_get_number());
+  for (size_t i = 0; i < COUNT(features) && n < COUNT(option_store); i++) {
+    /* mbedtls_version_check_feature: 0 = compiled in, -1 = not, -2 = no feature list. */
+    int has = mbedtls_version_check_feature(features[i]);
+    if (has == -2) break;
+    snprintf(option_store[n++], sizeof(option_store[0]), "%s=%d", features[i], has == 0);
+  }
+  for (size_t i = 0; i < n; i++) option_list[i] = option_store[i];
+  option_list[n] = NULL;
+}
+
+#if defined(MBEDTLS_DHM_C) && defined(MBEDTLS_KEY_EXCHANGE_DHE_RSA_ENABLED)
+#define MT_HAVE_DHE 1
+#else
+#define MT_HAVE_DHE 0
+#endif
+
+/* TLS 1.3 FFDHE runs through PSA: the build must want FFDH and that RFC 7919 group. */
+static int ffdhe_tls13(int bits) {
+  (void)bits;
+#if MT_TLS13 && defined(PSA_WANT_ALG_FFDH)
+#if defined(PSA_WANT_DH_RFC7919_2048)
+  if (bits == 2048) return 1;
+#endif
+#if defined(PSA_WANT_DH_RFC7919_3072)
+  if (bits == 3072) return 1;
+#endif
+#if defined(PSA_WANT_DH_RFC7919_4096)
+  if (bits == 4096) return 1;
+#endif
+#endif
+  return 0;
+}
+
+static int group_available(const mt_group *g, int tls) {
+  if (strcmp(g->name, "X25519MLKEM768") == 0) return 0; /* mbedTLS has no ML-KEM */
+  if (g->ffdhe_bits) return tls == 12 ? MT_HAVE_DHE : ffdhe_tls13(g->ffdhe_bits);
+  if (tls == 13 && !MT_TLS13) return 0;
+  /* RFC 8446 gives the brainpool curves new code points (0x1f..0x21) that mbedTLS lacks. */
+  if (tls == 13 && g->id >= 0x001a && g->id <= 0x001c) return 0;
+#if defined(MBEDTLS_ECP_C)
+  return mbedtls_ecp_curve_info_from_tls_id(g->id) != NULL;
+#else
+  return 0;
+#endif
+}
+
+/* Why this build cannot sign / verify `s` in TLS 1.`tls`; NULL when it can. */
+static const char *sigalg_refusal(const mt_sigalg *s, int tls) {
+  unsigned hash = s->id >> 8, sig = s->id & 0xff;
+  if (s->id == 0x0807 || s->id == 0x0808) return "mbedTLS has no EdDSA in TLS";
+  if (s->id >= 0x0809 && s->id <= 0x080b) {
+    return "mbedTLS does not support RSA-PSS (rsassa-pss key) certificates in TLS";
+  }
+  if (s->id >= 0x0804 && s->id <= 0x0806) {
+    if (tls == 12) return "mbedTLS signs and verifies TLS 1.2 handshakes with PKCS#1 v1.5 only";
+#if !defined(MBEDTLS_PKCS1_V21)
+    return "this build has no RSA-PSS (MBEDTLS_PKCS1_V21)";
+#endif
+    return NULL;
+  }
+  if (hash < 4 || hash > 6 || (sig != 1 && sig != 3)) {
+    return "not offered by tlsbench (SHA-1 and older schemes)";
+  }
+  if (tls == 13 && sig == 1) {
+    return "TLS 1.3 does not allow rsa_pkcs1_* in CertificateVerify (RFC 8446 4.2.3)";
+  }
+  return NULL;
+}
+
+static int sigalg_available(const mt_sigalg *s, int tls) {
+  if (tls == 13 && !MT_TLS13) return 0;
+  return sigalg_refusal(s, tls) == NULL;
+}
+
+static void collect_lists(void) {
+  size_t n = 0;
+  for (const int *id = mbedtls_ssl_list_ciphersuites(); *id != 0 && n < MT_MAX_SUITES; id++) {
+    suite_name(*id, suite_store[n]);
+    mt_kx kx = suite_kx(suite_store[n]);
+    if (kx == KX_OTHER || (kx == KX_TLS13 && !MT_TLS13)) continue;
+    suite_list[n] = suite_store[n];
+    n++;
+  }
+  suite_list[n] = NULL;
+  n = 0;
+  for (size_t i = 0; i < COUNT(groups); i++) {
+    if (group_available(&groups[i], 12) || group_available(&groups[i], 13)) {
+      group_list[n++] = groups[i].name;
+    }
+  }
+  group_list[n] = NULL;
+  n = 0;
+  for (size_t i = 0; i < COUNT(sigalgs); i++) {
+    if (sigalg_available(&sigalgs[i], 12) || sigalg_available(&sigalgs[i], 13)) {
+      sigalg_list[n++] = sigalgs[i].name;
+    }
+  }
+  sigalg_list[n] = NULL;
+}
+
+static const char *const version_list[] = {
+#if defined(MBEDTLS_SSL_PROTO_TLS1_2)
+    "1.2",
+#endif
+#if MT_TLS13
+    "1.3",
+#endif
+    NULL,
+};
+
+static tb_status info(tb_info *out, char *err) {
+  (void)err;
+  mbedtls_version_get_string_full(out->version); /* at most 18 bytes by its contract */
+  collect_options();
+  collect_lists();
+  out->build_options = option_list;
+  out->versions = version_list;
+  out->suites = suite_list;
+  out->groups = group_list;
+  out->sigalgs = sigalg_list;
+  return TB_OK;
+}
+
+/* ------------------------------------------------------------------------- the offer */
+
+/* What ctx_new decided, before it is applied to the mbedtls_ssl_config. */
+typedef struct mt_offer {
+  mt_kx kx;
+  int ffdhe_bits;  /* TLS 1.2 DHE: the RFC 7919 group the server uses */
+  int mfl_code;    /* max_fragment_length, 0: none */
+  int pin_groups;  /* ctx->groups / curves hold the offer */
+  int pin_sigalgs; /* ctx->sig_algs / sig_hashes hold the offer */
+} mt_offer;
+
+static tb_status check_version(const tb_config *cfg, char *err) {
+  if (cfg->tls_version == 12) {
+#if defined(MBEDTLS_SSL_PROTO_TLS1_2)
+    return TB_OK;
+#else
+    return tb_fail(err, TB_UNSUPPORTED, "this build has no TLS 1.2 (MBEDTLS_SSL_PROTO_TLS1_2)");
+#endif
+  }
+  if (cfg->tls_version == 13) {
+#if MT_TLS13
+    return TB_OK;
+#elif MT_V3
+    return tb_fail(err, TB_UNSUPPORTED, "this build has no TLS 1.3 (MBEDTLS_SSL_PROTO_TLS1_3)");
+#else
+    return tb_fail(err, TB_UNSUPPORTED,
+                   "mbedTLS 2.28 has no usable TLS 1.3 (only an incomplete prototype)");
+#endif
+  }
+  return tb_fail(err, TB_UNSUPPORTED, "TLS version %d", cfg->tls_version);
+}
+
+static tb_status choose_suite(const tb_config *cfg, mt_ctx *ctx, mt_offer *o, char *err) {
+  int id = suite_id(cfg->suite);
+  if (id == 0) {
+    return tb_fail(err, TB_UNSUPPORTED, "suite %s is not in this build",
+                   cfg->suite ? cfg->suite : "(none)");
+  }
+  o->kx = suite_kx(cfg->suite);
+  if (o->kx == KX_OTHER) {
+    return tb_fail(err, TB_UNSUPPORTED,
+                   "%s needs a pre-shared key or a static ECDH certificate, which tlsbench "
+                   "does not configure",
+                   cfg->suite);
+  }
+  if ((o->kx == KX_TLS13) != (cfg->tls_version == 13)) {
+    return tb_fail(err, TB_UNSUPPORTED, "%s is not a TLS 1.%d suite", cfg->suite,
+                   cfg->tls_version % 10);
+  }
+  ctx->suites[0] = id;
+  ctx->suites[1] = 0;
+  return TB_OK;
+}
+
+/* TLS 1.2 (RFC 8422 5.1): supported_groups also lists the curves the client accepts in
+ * ECDSA certificates, and mbedTLS enforces that on both sides. So with ECDSA the curve of
+ * the certificate (named by the signature scheme) is listed after the requested group;
+ * the server picks the key-exchange group in its own order, i.e. the requested one, and
+ * the read-back proves it. */
+static uint16_t ecdsa_cert_curve(const tb_config *cfg, const mt_offer *o) {
+  const mt_sigalg *s = sigalg_by_name(cfg->sigalg);
+  if (o->kx != KX_ECDHE_ECDSA || s == NULL) return 0;
+  switch (s->id) {
+    case 0x0403:
+      return 0x0017;
+    case 0x0503:
+      return 0x0018;
+    case 0x0603:
+      return 0x0019;
+    default:
+      return 0;
+  }
+}
+
+static tb_status pin_groups(const tb_config *cfg, mt_ctx *ctx, const mt_group *g, mt_offer *o,
+                            char *err) {
+  uint16_t ids[2] = {g->id, ecdsa_cert_curve(cfg, o)};
+  if (ids[1] == ids[0]) ids[1] = 0;
+  size_t n = ids[1] ? 2 : 1;
+#if MT_V3
+  for (size_t i = 0; i < n; i++) ctx->groups[i] = ids[i];
+  ctx->groups[n] = 0;
+#else
+  for (size_t i = 0; i < n; i++) {
+    const mbedtls_ecp_curve_info *curve = mbedtls_ecp_curve_info_from_tls_id(ids[i]);
+    if (curve == NULL)
+      return tb_fail(err, TB_UNSUPPORTED, "curve 0x%04x not in this build", ids[i]);
+    ctx->curves[i] = curve->grp_id;
+  }
+  ctx->curves[n] = MBEDTLS_ECP_DP_NONE;
+#endif
+  (void)err;
+  o->pin_groups = 1;
+  return TB_OK;
+}
+
+static tb_status choose_group(const tb_config *cfg, mt_ctx *ctx, mt_offer *o, char *err) {
+  if (o->kx == KX_RSA) return TB_OK; /* static RSA: no key exchange group */
+  const mt_group *g = group_by_name(cfg->group);
+  if (g == NULL) {
+    return tb_fail(err, TB_UNSUPPORTED, "unknown group %s", cfg->group ? cfg->group : "(none)");
+  }
+  if (!group_available(g, cfg->tls_version)) {
+    return tb_fail(err, TB_UNSUPPORTED, "group %s is not available for TLS 1.%d in this build%s",
+                   g->name, cfg->tls_version % 10,
+                   g->id == 0x11ec ? " (mbedTLS has no ML-KEM)" : "");
+  }
+  if (o->kx == KX_DHE_RSA || o->kx == KX_ECDHE_RSA || o->kx == KX_ECDHE_ECDSA) {
+    if ((o->kx == KX_DHE_RSA) != (g->ffdhe_bits != 0)) {
+      return tb_fail(err, TB_UNSUPPORTED, "suite %s cannot use group %s", cfg->suite, g->name);
+    }
+  }
+  if (o->kx == KX_DHE_RSA) {
+    /* TLS 1.2 DHE names no group: the server sends the RFC 7919 prime (mbedTLS would send
+     * RFC 3526 MODP 2048 by default) and the client demands at least that size. */
+    o->ffdhe_bits = g->ffdhe_bits;
+    return TB_OK;
+  }
+#if !MT_V3
+  if (g->ffdhe_bits) return tb_fail(err, TB_UNSUPPORTED, "FFDHE groups need TLS 1.3");
+#endif
+  return pin_groups(cfg, ctx, g, o, err);
+}
+
+static tb_status choose_sigalg(const tb_config *cfg, mt_ctx *ctx, mt_offer *o, char *err) {
+  if (o->kx == KX_RSA) return TB_OK; /* static RSA signs nothing */
+  const mt_sigalg *s = sigalg_by_name(cfg->sigalg);
+  if (s == NULL) {
+    return tb_fail(err, TB_UNSUPPORTED, "unknown signature scheme %s",
+                   cfg->sigalg ? cfg->sigalg : "(none)");
+  }
+  const char *why = sigalg_refusal(s, cfg->tls_version);
+  if (why != NULL) return tb_fail(err, TB_UNSUPPORTED, "%s: %s", s->name, why);
+  unsigned sig = s->id & 0xff;
+  if ((o->kx == KX_ECDHE_ECDSA && sig != 3) ||
+      ((o->kx == KX_ECDHE_RSA || o->kx == KX_DHE_RSA) && sig != 1)) {
+    return tb_fail(err, TB_UNSUPPORTED, "suite %s cannot be signed with %s", cfg->suite, s->name);
+  }
+#if MT_V3
+  ctx->sig_algs[0] = s->id;
+  ctx->sig_algs[1] = MBEDTLS_TLS1_3_SIG_NONE;
+#else
+  /* 2.28 restricts the hash only; the signature algorithm follows from the certificate. */
+  static const int md_of_hash[] = {MBEDTLS_MD_SHA256, MBEDTLS_MD_SHA384, MBEDTLS_MD_SHA512};
+  ctx->sig_hashes[0] = md_of_hash[(s->id >> 8) - 4];
+  ctx->sig_hashes[1] = MBEDTLS_MD_NONE;
+#endif
+  o->pin_sigalgs = 1;
+  return TB_OK;
+}
+
+static tb_status choose_record_size(const tb_config *cfg, mt_offer *o, char *err) {
+  size_t size = cfg->record_size;
+  if (size == 0) return TB_OK;
+  /* The protocol maximum is what a build with full-size buffers does anyway. */
+  if (size == 16384 && MBEDTLS_SSL_OUT_CONTENT_LEN >= 16384 &&
+      MBEDTLS_SSL_IN_CONTENT_LEN >= 16384) {
+    return TB_OK;
+  }
+  if (cfg->tls_version == 13) {
+    return tb_fail(err, TB_UNSUPPORTED,
+                   "mbedTLS negotiates max_fragment_length in TLS 1.2 only (in TLS 1.3 its "
+                   "record_size_limit is fixed to MBEDTLS_SSL_IN_CONTENT_LEN)");
+  }
+#if defined(MBEDTLS_SSL_MAX_FRAGMENT_LENGTH)
+  switch (size) {
+    case 512:
+      o->mfl_code = MBEDTLS_SSL_MAX_FRAG_LEN_512;
+      return TB_OK;
+    case 1024:
+      o->mfl_code = MBEDTLS_SSL_MAX_FRAG_LEN_1024;
+      return TB_OK;
+    case 2048:
+      o->mfl_code = MBEDTLS_SSL_MAX_FRAG_LEN_2048;
+      return TB_OK;
+    case 4096:
+      o->mfl_code = MBEDTLS_SSL_MAX_FRAG_LEN_4096;
+      return TB_OK;
+    default:
+      return tb_fail(err, TB_UNSUPPORTED,
+                     "record size %zu: max_fragment_length takes 512, 1024, 2048 or 4096", size);
+  }
+#else
+  (void)o;
+  return tb_fail(err, TB_UNSUPPORTED, "this build has no MBEDTLS_SSL_MAX_FRAGMENT_LENGTH");
+#endif
+}
+
+/* ------------------------------------------------------------------------- contexts */
+
+static tb_status load_credentials(const tb_config *cfg, mt_ctx *ctx, char *err) {
+  int ret;
+  if (ctx->verify) {
+    if (cfg->ca_file == NULL) return tb_fail(err, TB_FAILED, "no CA file to verify against");
+    ret = mbedtls_x509_crt_parse_file(&ctx->ca, cfg->ca_file);
+    if (ret != 0) return mt_fail(err, cfg->ca_file, ret);
+  }
+  if (cfg->chain_file == NULL) {
+    if (cfg->role == TB_SERVER) return tb_fail(err, TB_FAILED, "a server needs a chain file");
+    return TB_OK;
+  }
+  ret = mbedtls_x509_crt_parse_file(&ctx->own_chain, cfg->chain_file); /* all certs: sent */
+  if (ret != 0) return mt_fail(err, cfg->chain_file, ret);
+  if (cfg->key_file == NULL) return tb_fail(err, TB_FAILED, "a chain file without a key file");
+#if MT_V3
+  ret = mbedtls_pk_parse_keyfile(&ctx->own_key, cfg->key_file, NULL, mbedtls_ctr_drbg_random,
+                                 &ctx->drbg);
+#else
+  ret = mbedtls_pk_parse_keyfile(&ctx->own_key, cfg->key_file, NULL);
+#endif
+  if (ret != 0) return mt_fail(err, cfg->key_file, ret);
+  ctx->own_cert = 1;
+  return TB_OK;
+}
+
+static tb_status configure_tickets(mt_ctx *ctx, char *err) {
+  mbedtls_ssl_config *conf = &ctx->conf;
+  if (ctx->role == TB_CLIENT) {
+#if defined(MBEDTLS_SSL_SESSION_TICKETS)
+    mbedtls_ssl_conf_session_tickets(conf, ctx->resumption ? MBEDTLS_SSL_SESSION_TICKETS_ENABLED
+                                                           : MBEDTLS_SSL_SESSION_TICKETS_DISABLED);
+#if MT_TLS13
+    /* Without this a 3.6 client silently drops TLS 1.3 tickets. */
+    mbedtls_ssl_conf_tls13_enable_signal_new_session_tickets(
+        conf, ctx->resumption ? MBEDTLS_SSL_TLS1_3_SIGNAL_NEW_SESSION_TICKETS_ENABLED
+                              : MBEDTLS_SSL_TLS1_3_SIGNAL_NEW_SESSION_TICKETS_DISABLED);
+#endif
+    return TB_OK;
+#else
+    return ctx->resumption ? tb_fail(err, TB_UNSUPPORTED, "no MBEDTLS_SSL_SESSION_TICKETS") : TB_OK;
+#endif
+  }
+#if MT_TLS13 && defined(MBEDTLS_SSL_SESSION_TICKETS)
+  /* A 3.6 server sends one TLS 1.3 ticket per handshake by default once a ticket callback
+   * is set; no callback and a count of 0 make sure a full handshake is only that. */
+  if (!ctx->resumption) mbedtls_ssl_conf_new_session_tickets(conf, 0);
+#endif
+  if (!ctx->resumption) return TB_OK; /* no ticket callbacks and no session cache */
+#if defined(MBEDTLS_SSL_TICKET_C)
+  int ret = mbedtls_ssl_ticket_setup(&ctx->ticket, mbedtls_ctr_drbg_random, &ctx->drbg,
+                                     MBEDTLS_CIPHER_AES_256_GCM, 86400);
+  if (ret != 0) return mt_fail(err, "mbedtls_ssl_ticket_setup", ret);
+  mbedtls_ssl_conf_session_tickets_cb(conf, mbedtls_ssl_ticket_write, mbedtls_ssl_ticket_parse,
+                                      &ctx->ticket);
+  return TB_OK;
+#else
+  return tb_fail(err, TB_UNSUPPORTED, "this build has no MBEDTLS_SSL_TICKET_C");
+#endif
+}
+
+static void configure_version(mt_ctx *ctx) {
+#if MT_V3
+  mbedtls_ssl_protocol_version v =
+      ctx->tls == 13 ? MBEDTLS_SSL_VERSION_TLS1_3 : MBEDTLS_SSL_VERSION_TLS1_2;
+  mbedtls_ssl_conf_min_tls_version(&ctx->conf, v);
+  mbedtls_ssl_conf_max_tls_version(&ctx->conf, v);
+#else
+  mbedtls_ssl_conf_min_version(&ctx->conf, MBEDTLS_SSL_MAJOR_VERSION_3,
+                               MBEDTLS_SSL_MINOR_VERSION_3);
+  mbedtls_ssl_conf_max_version(&ctx->conf, MBEDTLS_SSL_MAJOR_VERSION_3,
+                               MBEDTLS_SSL_MINOR_VERSION_3);
+#endif
+}
+
+static tb_status configure_dhe(mt_ctx *ctx, int bits, char *err) {
+#if MT_HAVE_DHE
+  static const unsigned char g[] = MBEDTLS_DHM_RFC7919_FFDHE2048_G_BIN;
+  if (bits == 0) return TB_OK;
+  if (ctx->role == TB_CLIENT) {
+    mbedtls_ssl_conf_dhm_min_bitlen(&ctx->conf, (unsigned)bits);
+    return TB_OK;
+  }
+  const unsigned char *p = bits == 2048 ? ffdhe2048_p : bits == 3072 ? ffdhe3072_p : ffdhe4096_p;
+  size_t len = (size_t)bits / 8;
+  int ret = mbedtls_ssl_conf_dh_param_bin(&ctx->conf, p, len, g, sizeof(g));
+  return ret == 0 ? TB_OK : mt_fail(err, "mbedtls_ssl_conf_dh_param_bin", ret);
+#else
+  (void)ctx;
+  return bits ? tb_fail(err, TB_UNSUPPORTED, "this build has no DHE") : TB_OK;
+#endif
+}
+
+static tb_status configure(mt_ctx *ctx, const mt_offer *o, char *err) {
+  mbedtls_ssl_config *conf = &ctx->conf;
+  int endpoint = ctx->role == TB_CLIENT ? MBEDTLS_SSL_IS_CLIENT : MBEDTLS_SSL_IS_SERVER;
+  int ret = mbedtls_ssl_config_defaults(conf, endpoint, MBEDTLS_SSL_TRANSPORT_STREAM,
+                                        MBEDTLS_SSL_PRESET_DEFAULT);
+  if (ret != 0) return mt_fail(err, "mbedtls_ssl_config_defaults", ret);
+  mbedtls_ssl_conf_rng(conf, mbedtls_ctr_drbg_random, &ctx->drbg);
+  configure_version(ctx);
+  mbedtls_ssl_conf_ciphersuites(conf, ctx->suites);
+#if MT_V3
+  if (o->pin_groups) mbedtls_ssl_conf_groups(conf, ctx->groups);
+  if (o->pin_sigalgs) mbedtls_ssl_conf_sig_algs(conf, ctx->sig_algs);
+#else
+  if (o->pin_groups) mbedtls_ssl_conf_curves(conf, ctx->curves);
+  if (o->pin_sigalgs) mbedtls_ssl_conf_sig_hashes(conf, ctx->sig_hashes);
+#endif
+  tb_status st = configure_dhe(ctx, o->ffdhe_bits, err);
+  if (st != TB_OK) return st;
+  mbedtls_ssl_conf_authmode(conf,
+                            ctx->verify ? MBEDTLS_SSL_VERIFY_REQUIRED : MBEDTLS_SSL_VERIFY_NONE);
+  if (ctx->verify) mbedtls_ssl_conf_ca_chain(conf, &ctx->ca, NULL);
+  if (ctx->own_cert) {
+    ret = mbedtls_ssl_conf_own_cert(conf, &ctx->own_chain, &ctx->own_key);
+    if (ret != 0) return mt_fail(err, "mbedtls_ssl_conf_own_cert", ret);
+  }
+#if defined(MBEDTLS_SSL_MAX_FRAGMENT_LENGTH)
+  if (o->mfl_code) {
+    ret = mbedtls_ssl_conf_max_frag_len(conf, (unsigned char)o->mfl_code);
+    if (ret != 0) return mt_fail(err, "mbedtls_ssl_conf_max_frag_len", ret);
+  }
+#endif
+  return configure_tickets(ctx, err);
+}
+
+static void ctx_free(void *p) {
+  mt_ctx *ctx = p;
+  if (ctx == NULL) return;
+  mbedtls_ssl_config_free(&ctx->conf);
+#if defined(MBEDTLS_SSL_TICKET_C)
+  mbedtls_ssl_ticket_free(&ctx->ticket);
+#endif
+  mbedtls_x509_crt_free(&ctx->ca);
+  mbedtls_x509_crt_free(&ctx->own_chain);
+  mbedtls_pk_free(&ctx->own_key);
+  mbedtls_ctr_drbg_free(&ctx->drbg);
+  mbedtls_entropy_free(&ctx->entropy);
+  free(ctx);
+}
+
+static mt_ctx *ctx_alloc(const tb_config *cfg) {
+  mt_ctx *ctx = calloc(1, sizeof(*ctx));
+  if (ctx == NULL) return NULL;
+  ctx->role = cfg->role;
+  ctx->tls = cfg->tls_version;
+  ctx->resumption = cfg->resumption;
+  ctx->record_size = cfg->record_size;
+  ctx->verify = cfg->role == TB_CLIENT ? cfg->auth != TB_AUTH_NONE : cfg->auth == TB_AUTH_MUTUAL;
+  snprintf(ctx->server_name, sizeof(ctx->server_name), "%s",
+           cfg->server_name ? cfg->server_name : "");
+  mbedtls_ssl_config_init(&ctx->conf);
+#if defined(MBEDTLS_SSL_TICKET_C)
+  mbedtls_ssl_ticket_init(&ctx->ticket);
+#endif
+  mbedtls_x509_crt_init(&ctx->ca);
+  mbedtls_x509_crt_init(&ctx->own_chain);
+  mbedtls_pk_init(&ctx->own_key);
+  mbedtls_ctr_drbg_init(&ctx->drbg);
+  mbedtls_entropy_init(&ctx->entropy);
+  return ctx;
+}
+
+static tb_status ctx_new(const tb_config *cfg, void **out, char *err) {
+  mt_offer offer = {0};
+  *out = NULL;
+  mt_ctx *ctx = ctx_alloc(cfg);
+  if (ctx == NULL) return tb_fail(err, TB_FAILED, "out of memory");
+  tb_status st = check_version(cfg, err);
+  if (st == TB_OK) st = choose_suite(cfg, ctx, &offer, err);
+  if (st == TB_OK) st = choose_group(cfg, ctx, &offer, err);
+  if (st == TB_OK) st = choose_sigalg(cfg, ctx, &offer, err);
+  if (st == TB_OK) st = choose_record_size(cfg, &offer, err);
+  if (st == TB_OK) {
+    static const unsigned char personal[] = "tlsbench mbedtls adapter";
+    int ret = mbedtls_ctr_drbg_seed(&ctx->drbg, mbedtls_entropy_func, &ctx->entropy, personal,
+                                    sizeof(personal) - 1);
+    if (ret != 0) st = mt_fail(err, "mbedtls_ctr_drbg_seed", ret);
+  }
+  if (st == TB_OK) st = load_credentials(cfg, ctx, err);
+  if (st == TB_OK) st = configure(ctx, &offer, err);
+  if (st != TB_OK) {
+    ctx_free(ctx);
+    return st;
+  }
+  *out = ctx;
+  return TB_OK;
+}
+
+/* ------------------------------------------------------------------------- connections */
+
+static void conn_free(void *p) {
+  mt_conn *c = p;
+  if (c == NULL) return;
+  mbedtls_ssl_free(&c->ssl);
+  mbedtls_platform_zeroize(&c->wire, sizeof(c->wire));
+  free(c);
+}
+
+static tb_status conn_new(void *ctx_p, const tb_transport *transport, void *session, void **out,
+                          char *err) {
+  mt_ctx *ctx = ctx_p;
+  *out = NULL;
+  mt_conn *c = calloc(1, sizeof(*c));
+  if (c == NULL) return tb_fail(err, TB_FAILED, "out of memory");
+  c->ctx = ctx;
+  c->io = *transport;
+  c->observing = ctx->role == TB_SERVER;
+  mbedtls_ssl_init(&c->ssl);
+  int ret = mbedtls_ssl_setup(&c->ssl, &ctx->conf);
+  if (ret == 0 && ctx->role == TB_CLIENT && ctx->server_name[0] != '\0') {
+    ret = mbedtls_ssl_set_hostname(&c->ssl, ctx->server_name); /* SNI and the verified name */
+  }
+  if (ret == 0 && session != NULL) ret = mbedtls_ssl_set_session(&c->ssl, session);
+  if (ret != 0) {
+    conn_free(c);
+    return mt_fail(err, "connection set-up", ret);
+  }
+#if MT_TLS13
+  if (ctx->role == TB_SERVER && ctx->tls == 13) {
+    mbedtls_ssl_set_export_keys_cb(&c->ssl, export_keys, &c->wire);
+  }
+#endif
+  mbedtls_ssl_set_bio(&c->ssl, c, bio_send, bio_recv, NULL);
+  *out = c;
+  return TB_OK;
+}
+
+/* The same test as mbedtls_ssl_handshake()'s loop. Not mbedtls_ssl_is_handshake_over(),
+ * which is true in the TLS 1.3 NewSessionTicket states too: a server stopped there would
+ * send its ticket inside the first write, and a client would not finish reading one. */
+static int handshake_over(mt_conn *c) {
+  return c->ssl.MT_PRIV(state) == MBEDTLS_SSL_HANDSHAKE_OVER;
+}
+
+static tb_status handshake_failure(mt_conn *c, int ret, char *err) {
+  char text[128];
+  mbedtls_strerror(ret, text, sizeof(text));
+#if !defined(MBEDTLS_X509_REMOVE_INFO)
+  uint32_t flags = mbedtls_ssl_get_verify_result(&c->ssl);
+  if (c->ctx->verify && flags != 0 && flags != UINT32_MAX) {
+    char why[160];
+    mbedtls_x509_crt_verify_info(why, sizeof(why), "", flags);
+    for (char *nl = strchr(why, '\n'); nl != NULL; nl = strchr(nl, '\n')) *nl = ' ';
+    /* A chain that is fine but for the library's default policy (RSA under 2048 bits,
+     * SHA-1, a curve outside the profile) is a limit of this library, not a failed run. */
+    uint32_t policy =
+        MBEDTLS_X509_BADCERT_BAD_KEY | MBEDTLS_X509_BADCERT_BAD_MD | MBEDTLS_X509_BADCERT_BAD_PK;
+    tb_status st = (flags & ~policy) == 0 ? TB_UNSUPPORTED : TB_FAILED;
+    return tb_fail(err, st, "handshake: %s (-0x%04x); peer certificate: %s%s", text, (unsigned)-ret,
+                   why, st == TB_UNSUPPORTED ? " (mbedTLS's default X.509 profile)" : "");
+  }
+#endif
+  return tb_fail(err, TB_FAILED, "handshake: %s (-0x%04x)", text, (unsigned)-ret);
+}
+
+/* Step by step rather than mbedtls_ssl_handshake(), which is the same loop: between steps
+ * the client looks at the message just processed (see the top of this file). */
+static tb_status handshake(void *conn, char *err) {
+  mt_conn *c = conn;
+  while (!handshake_over(c)) {
+    int ret = mbedtls_ssl_handshake_step(&c->ssl);
+    if (ret == MBEDTLS_ERR_SSL_WANT_READ || ret == MBEDTLS_ERR_SSL_WANT_WRITE) return TB_WANT_IO;
+    if (ret != 0) return handshake_failure(c, ret, err);
+    if (c->ctx->role == TB_CLIENT) observe_received(c);
+  }
+  c->observing = 0;
+  return TB_OK;
+}
+
+static tb_status write_data(void *conn, const unsigned char *buf, size_t len, size_t *done,
+                            char *err) {
+  mt_conn *c = conn;
+  *done = 0;
+  int ret = mbedtls_ssl_write(&c->ssl, buf, len); /* at most one record's worth */
+  if (ret >= 0) {
+    *done = (size_t)ret;
+    return TB_OK;
+  }
+  if (ret == MBEDTLS_ERR_SSL_WANT_READ || ret == MBEDTLS_ERR_SSL_WANT_WRITE) return TB_WANT_IO;
+  return mt_fail(err, "mbedtls_ssl_write", ret);
+}
+
+/* A TLS 1.3 NewSessionTicket takes extra calls: mbedtls_ssl_read() first returns WANT_READ
+ * with the context back in a handshake state, the next call parses the ticket and returns
+ * RECEIVED_NEW_SESSION_TICKET (the ticket is then in the context for session_get()), and
+ * only the call after that returns the application data behind it. */
+#define MT_MAX_READ_CALLS 8
+
+static tb_status read_data(void *conn, unsigned char *buf, size_t len, size_t *done, char *err) {
+  mt_conn *c = conn;
+  *done = 0;
+  for (int call = 0; call < MT_MAX_READ_CALLS; call++) {
+    int ret = mbedtls_ssl_read(&c->ssl, buf, len);
+    if (ret > 0) {
+      *done = (size_t)ret;
+      return TB_OK;
+    }
+    if (ret == 0 || ret == MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY) return TB_CLOSED;
+    if (ret == MBEDTLS_ERR_SSL_WANT_READ || ret == MBEDTLS_ERR_SSL_WANT_WRITE) {
+      if (handshake_over(c)) return TB_WANT_IO;
+      continue; /* a post-handshake message is pending in the context */
+    }
+#if defined(MBEDTLS_ERR_SSL_RECEIVED_NEW_SESSION_TICKET)
+    if (ret == MBEDTLS_ERR_SSL_RECEIVED_NEW_SESSION_TICKET) continue;
+#endif
+    return mt_fail(err, "mbedtls_ssl_read", ret);
+  }
+  return TB_WANT_IO;
+}
+
+/* ------------------------------------------------------------------------- read-back */
+
+static tb_status negotiated(void *conn, tb_negotiated *out, char *err) {
+  mt_conn *c = conn;
+  memset(out, 0, sizeof(*out));
+  if (!handshake_over(c)) return tb_fail(err, TB_FAILED, "the handshake is not complete");
+#if MT_V3
+  mbedtls_ssl_protocol_version v = mbedtls_ssl_get_version_number(&c->ssl);
+  const char *version = v == MBEDTLS_SSL_VERSION_TLS1_2   ? "1.2"
+                        : v == MBEDTLS_SSL_VERSION_TLS1_3 ? "1.3"
+                                                          : mbedtls_ssl_get_version(&c->ssl);
+  suite_name(mbedtls_ssl_get_ciphersuite_id_from_ssl(&c->ssl), out->suite);
+#else
+  const char *version = mbedtls_ssl_get_version(&c->ssl);
+  if (strcmp(version, "TLSv1.2") == 0) version = "1.2";
+  suite_name(mbedtls_ssl_get_ciphersuite_id(mbedtls_ssl_get_ciphersuite(&c->ssl)), out->suite);
+#endif
+  snprintf(out->version, sizeof(out->version), "%s", version);
+#if MT_TLS13
+  if (c->ctx->role == TB_SERVER && c->seen.tls13) read_protected_certificate_verify(c);
+#endif
+  const mt_seen *s = &c->seen;
+  if (s->group != 0) {
+    group_name(s->group, out->group);
+  } else if (s->dh_bits != 0) {
+    snprintf(out->group, sizeof(out->group), "dhe%d-not-rfc7919", s->dh_bits);
+  }
+  if (s->have_sigalg) sigalg_name(s->sigalg, out->sigalg);
+  out->resumed = s->tls13 ? s->psk : s->server_hello && !s->hello_done;
+  /* verify_result is 0 only after a chain really verified (verify-none sets SKIP_VERIFY). */
+  out->peer_verified = c->ctx->verify && mbedtls_ssl_get_verify_result(&c->ssl) == 0;
+  if (!s->server_hello) return tb_fail(err, TB_FAILED, "no ServerHello was observed");
+  /* max_fragment_length is an offer the peer may ignore: check it took effect. */
+  int max_out = mbedtls_ssl_get_max_out_record_payload(&c->ssl);
+  if (c->ctx->record_size != 0 && (max_out < 0 || (size_t)max_out > c->ctx->record_size)) {
+    return tb_fail(err, TB_FAILED, "records of up to %d bytes, asked for %zu", max_out,
+                   c->ctx->record_size);
+  }
+  return TB_OK;
+}
+
+static tb_status session_get(void *conn, void **out, char *err) {
+  mt_conn *c = conn;
+  *out = NULL;
+  if (c->ctx->role != TB_CLIENT) return tb_fail(err, TB_FAILED, "sessions are taken on clients");
+  mbedtls_ssl_session *session = calloc(1, sizeof(*session));
+  if (session == NULL) return tb_fail(err, TB_FAILED, "out of memory");
+  mbedtls_ssl_session_init(session);
+  int ret = mbedtls_ssl_get_session(&c->ssl, session); /* a copy, ticket included */
+  if (ret != 0) {
+    mbedtls_ssl_session_free(session);
+    free(session);
+    return mt_fail(err, "mbedtls_ssl_get_session", ret);
+  }
+  *out = session;
+  return TB_OK;
+}
+
+static void session_free(void *p) {
+  if (p == NULL) return;
+  mbedtls_ssl_session_free(p);
+  free(p);
+}
+
+/* ------------------------------------------------------------------------- AEAD */
+
+typedef struct mt_aead {
+  tb_aead_alg alg;
+  union {
+    mbedtls_gcm_context gcm;
+    mbedtls_chachapoly_context chachapoly;
+  } u;
+} mt_aead;
+
+static void aead_free(void *p) {
+  mt_aead *a = p;
+  if (a == NULL) return;
+  if (a->alg == TB_CHACHA20_POLY1305) {
+    mbedtls_chachapoly_free(&a->u.chachapoly);
+  } else {
+    mbedtls_gcm_free(&a->u.gcm);
+  }
+  free(a);
+}
+
+static tb_status aead_new(tb_aead_alg alg, const unsigned char *key, size_t key_len, void **out,
+                          char *err) {
+  *out = NULL;
+  size_t want = alg == TB_AES_128_GCM ? 16 : 32;
+  if (alg != TB_AES_128_GCM && alg != TB_AES_256_GCM && alg != TB_CHACHA20_POLY1305) {
+    return tb_fail(err, TB_UNSUPPORTED, "AEAD %d", (int)alg);
+  }
+  if (key_len != want) return tb_fail(err, TB_FAILED, "key of %zu bytes, need %zu", key_len, want);
+  mt_aead *a = calloc(1, sizeof(*a));
+  if (a == NULL) return tb_fail(err, TB_FAILED, "out of memory");
+  a->alg = alg;
+  int ret;
+  if (alg == TB_CHACHA20_POLY1305) {
+    mbedtls_chachapoly_init(&a->u.chachapoly);
+    ret = mbedtls_chachapoly_setkey(&a->u.chachapoly, key);
+  } else {
+    mbedtls_gcm_init(&a->u.gcm);
+    ret = mbedtls_gcm_setkey(&a->u.gcm, MBEDTLS_CIPHER_ID_AES, key, (unsigned)key_len * 8);
+  }
+  if (ret != 0) {
+    aead_free(a);
+    return mt_fail(err, "AEAD key set-up", ret);
+  }
+  *out = a;
+  return TB_OK;
+}
+
+static tb_status aead_seal(void *p, const unsigned char nonce[TB_AEAD_NONCE_LEN],
+                           const unsigned char *ad, size_t ad_len, const unsigned char *in,
+                           size_t len, unsigned char *out, char *err) {
+  mt_aead *a = p;
+  int ret;
+  if (a->alg == TB_CHACHA20_POLY1305) {
+    ret = mbedtls_chachapoly_encrypt_and_tag(&a->u.chachapoly, len, nonce, ad, ad_len, in, out,
+                                             out + len);
+  } else {
+    ret = mbedtls_gcm_crypt_and_tag(&a->u.gcm, MBEDTLS_GCM_ENCRYPT, len, nonce, TB_AEAD_NONCE_LEN,
+                                    ad, ad_len, in, out, TB_AEAD_TAG_LEN, out + len);
+  }
+  return ret == 0 ? TB_OK : mt_fail(err, "AEAD seal", ret);
+}
+
+static tb_status aead_open(void *p, const unsigned char nonce[TB_AEAD_NONCE_LEN],
+                           const unsigned char *ad, size_t ad_len, const unsigned char *in,
+                           size_t len, unsigned char *out, char *err) {
+  mt_aead *a = p;
+  int ret;
+  if (a->alg == TB_CHACHA20_POLY1305) {
+    ret = mbedtls_chachapoly_auth_decrypt(&a->u.chachapoly, len, nonce, ad, ad_len, in + len, in,
+                                          out);
+  } else {
+    ret = mbedtls_gcm_auth_decrypt(&a->u.gcm, len, nonce, TB_AEAD_NONCE_LEN, ad, ad_len, in + len,
+                                   TB_AEAD_TAG_LEN, in, out);
+  }
+  return ret == 0 ? TB_OK : mt_fail(err, "AEAD open", ret);
+}
+
+const tb_adapter tb_adapter_impl = {
+    .name = "mbedtls",
+    .global_init = global_init,
+    .global_cleanup = global_cleanup,
+    .info = info,
+    .ctx_new = ctx_new,
+    .ctx_free = ctx_free,
+    .conn_new = conn_new,
+    .conn_free = conn_free,
+    .handshake = handshake,
+    .write = write_data,
+    .read = read_data,
+    .negotiated = negotiated,
+    .session_get = session_get,
+    .session_free = session_free,
+    .aead_new = aead_new,
+    .aead_seal = aead_seal,
+    .aead_open = aead_open,
+    .aead_free = aead_free,
+};
