@@ -9,12 +9,19 @@ PY := $(VENV)/bin/python
 DEBIAN_PACKAGES := gcc g++ gcc-multilib make cmake ninja-build autoconf automake libtool \
 	perl pkgconf python3-venv valgrind bzip2 xz-utils ca-certificates debian-archive-keyring \
 	nettle-dev libgmp-dev libtasn1-6-dev libunistring-dev libssl-dev libgnutls28-dev \
-	clang-format openssl gnutls-bin
+	clang-format openssl gnutls-bin chromium
 
 .PHONY: run test check deps venv build clean-venv
 
+# The main job: the `quick` experiment into results/tlsbench.db, its tables in the terminal,
+# and results/report.md + results/report.html (plots in results/plots/). A point that failed
+# makes the exit status non-zero, after the report is written.
 run: deps venv
-	./tlsbench build
+	@status=0; ./tlsbench run quick || status=$$?; \
+	./tlsbench report latest --format md && \
+	./tlsbench report latest --format md --out results/report.md && \
+	./tlsbench report latest --format html --out results/report.html && \
+	echo "report: results/report.html, results/report.md" && exit $$status
 
 test: deps venv
 	$(VENV)/bin/pytest -v tests

@@ -134,7 +134,7 @@ def test_missing_question_is_refused(tmp_path: Path) -> None:
 
 
 def test_unknown_experiment_lists_close_names() -> None:
-    with pytest.raises(UserError, match="unknown experiment 'quik'. Did you mean quick"):
+    with pytest.raises(UserError, match=r"unknown experiment 'quik'\. Did you mean quick"):
         experiments.load("quik")
 
 

@@ -161,6 +161,29 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from tlsbench.report import EXPORTERS, export, load_run
+    from tlsbench.report.plots import write_plots
+    from tlsbench.store import Store
+
+    fmt = {"md": "markdown"}.get(args.format, args.format)
+    if fmt not in EXPORTERS:
+        raise UserError(f"unknown --format {args.format}; choose md, csv, json or html")
+    db = Path(args.db)
+    if not db.exists():
+        raise UserError(f"no results store at {db}; run an experiment first (tlsbench run)")
+    model = load_run(Store(db), args.run)
+    out = Path(args.out) if args.out else None
+    text = export(model, fmt, out)
+    if out is None:
+        print(text)
+        return 0
+    plots = write_plots(model, out.parent / "plots")
+    print(f"wrote {out}" + (f" and {len(plots)} plot files in {out.parent / 'plots'}"
+                            if plots else ""), file=sys.stderr)  # fmt: skip
+    return 0
+
+
 def cmd_runs(args: argparse.Namespace) -> int:
     from tlsbench.store import Store
 
@@ -177,6 +200,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": cmd_run,
     "runs": cmd_runs,
     "compare": cmd_compare,
+    "report": cmd_report,
     "drive": cmd_drive,
     "certs": cmd_certs,
     "build": cmd_build,
@@ -233,6 +257,12 @@ def parser() -> argparse.ArgumentParser:
     cmp.add_argument("a", metavar="A", help="run number or 'latest'")
     cmp.add_argument("b", metavar="B", help="run number or 'latest'")
     cmp.add_argument("--db", default=DEFAULT_DB)
+
+    report = sub.add_parser("report", help="tables and plots of a run")
+    report.add_argument("run", nargs="?", default="latest", help="run number or 'latest'")
+    report.add_argument("--format", default="md", help="md, csv, json or html (default md)")
+    report.add_argument("--out", help="write to FILE (and PNG/SVG plots beside it in plots/)")
+    report.add_argument("--db", default=DEFAULT_DB)
 
     runs = sub.add_parser("runs", help="list the runs in the store")
     runs.add_argument("--db", default=DEFAULT_DB)

@@ -18,7 +18,6 @@ format and lay out. Figures follow the README's Methodology section:
 from __future__ import annotations
 
 import json
-import math
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
@@ -248,8 +247,8 @@ def _int_or_none(value: Any) -> int | None:
 def _format_option(key: str, value: Any) -> str:
     if key == "tls":
         return f"TLS {value}"
-    if key == "record_size":
-        return f"records {value or 'default'}"
+    if key == "record_size":  # 0 is the library's default size: nothing worth a label
+        return f"records {value}" if value else ""
     if key == "payload":
         return f"{value} B"
     if key == "bytes":
@@ -283,7 +282,7 @@ def case_labels(
     labels = {}
     for point_id, p in params.items():
         parts = [_format_option(k, p[k]) for k in shown if p.get(k) not in (None, "")]
-        labels[point_id] = " ".join(parts) or "default"
+        labels[point_id] = " ".join(part for part in parts if part) or "default"
     return labels
 
 
@@ -291,6 +290,8 @@ def _flatten_environment(env: dict[str, Any], prefix: str = "") -> list[Environm
     rows: list[EnvironmentRow] = []
     for key, value in env.items():
         name = f"{prefix}{key}"
+        if name == "warnings":
+            continue  # shown (and exported) as notes, with the other warnings
         if isinstance(value, dict) and value and all(isinstance(v, bool) for v in value.values()):
             # Flag sets (CPU crypto flags, library features) read best as one line.
             present = [k for k, v in value.items() if v]
@@ -617,12 +618,15 @@ class _Loader:
         return notes
 
     def model(self) -> RunModel:
+        # Tables in report order, so that their statistical notes come in that order too.
+        memory = self.memory()
+        handshakes = self.handshakes()
         latency, latency_samples = self.latency()
         model = RunModel(
             run=self.run,
             environment=_flatten_environment(self.environment),
-            memory=self.memory(),
-            handshakes=self.handshakes(),
+            memory=memory,
+            handshakes=handshakes,
             latency=latency,
             throughput=self.throughput(),
             aead=self.aead(),
@@ -637,8 +641,3 @@ class _Loader:
 def load_run(store: Store, run_id: int | str = "latest") -> RunModel:
     """Reads run `run_id` (a number or "latest") of `store` into a RunModel."""
     return _Loader(store, run_id).model()
-
-
-def finite(value: float | None) -> float | None:
-    """None for NaN and infinities, which JSON cannot carry."""
-    return value if value is None or math.isfinite(value) else None

@@ -61,8 +61,31 @@ def fmt_size(value: int | None) -> str:
     return "default" if not value else f"{value:,}"
 
 
+def _without_default_case(view: View) -> View:
+    """Drops the `case` column when no point sets an option of its own: it would read
+    "default" on every row."""
+    if "case" not in view.headers:
+        return view
+    i = view.headers.index("case")
+    if any(row[i] != "default" for row in view.rows):
+        return view
+    return View(
+        view.name,
+        view.title,
+        view.intro,
+        view.headers[:i] + view.headers[i + 1 :],
+        view.numeric[:i] + view.numeric[i + 1 :],
+        [row[:i] + row[i + 1 :] for row in view.rows],
+        view.details,
+    )
+
+
 def views(model: RunModel) -> list[View]:
     """The report's tables in order; tables without rows are left out."""
+    return [_without_default_case(v) for v in _views(model)]
+
+
+def _views(model: RunModel) -> list[View]:
     out: list[View] = []
     run = model.run
     out.append(

@@ -1,0 +1,57 @@
+"""`tlsbench report`: a run of the results store as markdown, CSV, JSON, HTML and plots.
+
+    from tlsbench.report import load_run, export, write_report
+    model = load_run(Store(path), "latest")        # or a run id
+    text = export(model, "markdown")                # "markdown" | "csv" | "json" | "html"
+    export(model, "html", Path("report.html"))      # also writes the file
+    write_report(model, Path("out"))                # report.{md,csv,json,html} + plots/
+
+`model` (tlsbench.report.model) computes every figure once; `views` formats them for
+reading; one module per format implements `base.Exporter`; `plots` draws with matplotlib.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tlsbench.errors import UserError
+from tlsbench.report.base import Exporter
+from tlsbench.report.csv import CsvExporter
+from tlsbench.report.html import HtmlExporter
+from tlsbench.report.json import JsonExporter
+from tlsbench.report.markdown import MarkdownExporter
+from tlsbench.report.model import RunModel, load_run
+
+EXPORTERS: dict[str, Exporter] = {
+    e.name: e for e in (MarkdownExporter(), CsvExporter(), JsonExporter(), HtmlExporter())
+}
+FORMATS = tuple(EXPORTERS)
+
+__all__ = ["EXPORTERS", "FORMATS", "Exporter", "RunModel", "export", "load_run", "write_report"]
+
+
+def export(model: RunModel, fmt: str, out_path: Path | None = None) -> str:
+    """The report in format `fmt`; also written to `out_path` when one is given."""
+    exporter = EXPORTERS.get(fmt)
+    if exporter is None:
+        raise UserError(f"unknown report format {fmt!r}; choose one of: {', '.join(FORMATS)}")
+    text = exporter.render(model)
+    if out_path is not None:
+        try:
+            out_path.parent.mkdir(parents=True, exist_ok=True)
+            out_path.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UserError(f"cannot write the report to {out_path}: {exc}", 1) from exc
+    return text
+
+
+def write_report(model: RunModel, out_dir: Path, formats: tuple[str, ...] = FORMATS) -> list[Path]:
+    """report.<suffix> per format and plots/NAME.{png,svg} in out_dir; the files written."""
+    from tlsbench.report.plots import write_plots  # matplotlib only when plots are wanted
+
+    written = []
+    for fmt in formats:
+        path = out_dir / f"report{EXPORTERS[fmt].suffix}"
+        export(model, fmt, path)
+        written.append(path)
+    return written + write_plots(model, out_dir / "plots")

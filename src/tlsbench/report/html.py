@@ -1,0 +1,126 @@
+"""HTML: one self-contained page with every table, every plot and the environment.
+
+Nothing is fetched: CSS and a small script are inline, plots are inline SVG, and a
+Content-Security-Policy forbids any other source, so the page reads the same offline, in a
+mail attachment or years later. After load, the script checks that every plot rendered with
+a non-zero size and appends " [plots ok: N]" to the title (what the headless browser test
+reads back).
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from tlsbench.report.model import RunModel
+from tlsbench.report.plots import Plot, inline_svg, plots, svg_text
+from tlsbench.report.views import View, views
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
+
+STYLE = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1200px;
+       padding: 0 1em; color: #1b1b1b; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ccc; }
+blockquote { margin: 0.5em 0; padding-left: 1em; border-left: 3px solid #aac; color: #333; }
+div.table { overflow-x: auto; }  /* a wide table scrolls on its own, not the page */
+table { border-collapse: collapse; margin: 0.6em 0; font-variant-numeric: tabular-nums; }
+th, td { border: 1px solid #d0d0d0; padding: 0.2em 0.6em; vertical-align: top; }
+th { background: #f2f2f2; text-align: left; }
+td.num, th.num { text-align: right; white-space: nowrap; }
+td:first-child { white-space: nowrap; }  /* variant specs break badly at their hyphens */
+tbody tr:nth-child(even) { background: #fafafa; }
+figure.plot { margin: 1em 0; }
+figure.plot svg { max-width: 100%; height: auto; }
+figure.plot.broken { outline: 3px solid #c00; }
+figcaption { color: #555; font-size: 0.9em; }
+pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; font-size: 0.85em; }
+"""
+
+# Counts the plots that really rendered: an <svg> whose drawing has an extent, or an <img>
+# that decoded; the count ends the title so that a headless browser can report it.
+SCRIPT = """
+window.addEventListener("load", function () {
+  var ok = 0;
+  document.querySelectorAll("figure.plot").forEach(function (figure) {
+    var el = figure.querySelector("svg, img");
+    var rendered = false;
+    if (el && el.tagName.toLowerCase() === "img") {
+      rendered = el.complete && el.naturalWidth > 0 && el.getBoundingClientRect().width > 0;
+    } else if (el) {
+      var box = el.getBoundingClientRect();
+      var drawing = el.getBBox();
+      rendered = box.width > 0 && box.height > 0 && drawing.width > 0 && drawing.height > 0;
+    }
+    if (rendered) { ok += 1; } else { figure.classList.add("broken"); }
+  });
+  document.title = document.title + " [plots ok: " + ok + "]";
+});
+"""
+
+
+def _table(view: View) -> str:
+    def cls(i: int) -> str:
+        return ' class="num"' if view.numeric[i] else ""
+
+    head = "".join(f"<th{cls(i)}>{escape(h)}</th>" for i, h in enumerate(view.headers))
+    body = "\n".join(
+        "<tr>" + "".join(f"<td{cls(i)}>{escape(c)}</td>" for i, c in enumerate(row)) + "</tr>"
+        for row in view.rows
+    )
+    return (
+        f'<div class="table"><table id="table-{escape(view.name)}" '
+        f'data-table="{escape(view.name)}">\n'
+        f"<thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table></div>"
+    )
+
+
+def _figure(plot: Plot, index: int) -> str:
+    svg = inline_svg(svg_text(plot.figure), f"plot{index}-")
+    return (
+        f'<figure class="plot" data-plot="{escape(plot.name)}">\n{svg}\n'
+        f"<figcaption>{escape(plot.title)}</figcaption>\n</figure>"
+    )
+
+
+class HtmlExporter:
+    name = "html"
+    suffix = ".html"
+
+    def render(self, model: RunModel) -> str:
+        run = model.run
+        title = f"tlsbench report: run {run.id}, {run.experiment}"
+        by_section: dict[str, list[Plot]] = {}
+        for plot in plots(model):
+            by_section.setdefault(plot.section, []).append(plot)
+        body = [f"<h1>{escape(title)}</h1>"]
+        if run.question:
+            body.append(f"<blockquote>{escape(run.question)}</blockquote>")
+        index = 0
+        for view in views(model):
+            if view.name != "run":
+                body.append(f'<h2 id="{escape(view.name)}">{escape(view.title)}</h2>')
+            if view.intro:
+                # The intros use markdown `code` spans; plain text reads fine here.
+                body.append(f"<p>{escape(view.intro.replace('`', ''))}</p>")
+            body.append(_table(view))
+            for heading, text in view.details:
+                body.append(f"<p>stderr of {escape(heading)}:</p>\n<pre>{escape(text)}</pre>")
+            for plot in by_section.pop(view.name, []):
+                index += 1
+                body.append(_figure(plot, index))
+        leftover = [plot for section in by_section.values() for plot in section]
+        if leftover:  # a plot whose table is not shown still belongs in the page
+            body.append('<h2 id="plots">Plots</h2>')
+            for plot in leftover:
+                index += 1
+                body.append(_figure(plot, index))
+        return (
+            "<!DOCTYPE html>\n"
+            '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+            f"<title>{escape(title)}</title>\n<style>{STYLE}</style>\n"
+            f"<script>{SCRIPT}</script>\n</head>\n<body>\n"
+            + "\n".join(body)
+            + "\n</body>\n</html>\n"
+        )

@@ -1,0 +1,40 @@
+"""Markdown report: the tables engineers paste into issues and design notes."""
+
+from __future__ import annotations
+
+from tlsbench.report.model import RunModel
+from tlsbench.report.views import View, views
+
+
+def _cell(text: str) -> str:
+    # A pipe would end the cell and a newline the row.
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def table(view: View) -> str:
+    lines = [
+        "| " + " | ".join(_cell(h) for h in view.headers) + " |",
+        "| " + " | ".join("---:" if n else "---" for n in view.numeric) + " |",
+    ]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in view.rows]
+    return "\n".join(lines)
+
+
+class MarkdownExporter:
+    name = "markdown"
+    suffix = ".md"
+
+    def render(self, model: RunModel) -> str:
+        run = model.run
+        parts = [f"# tlsbench report: run {run.id}, experiment `{run.experiment}`"]
+        if run.question:
+            parts.append(f"> {run.question}")
+        for view in views(model):
+            if view.name != "run":
+                parts.append(f"## {view.title}")
+            if view.intro:
+                parts.append(view.intro)
+            parts.append(table(view))
+            for heading, text in view.details:
+                parts.append(f"stderr of {_cell(heading)}:\n\n```text\n{text}\n```")
+        return "\n\n".join(parts) + "\n"

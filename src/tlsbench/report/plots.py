@@ -1,0 +1,305 @@
+"""Plots of a run (matplotlib, Agg): each written as PNG and SVG, each skipped without data.
+
+Figures are built with `matplotlib.figure.Figure`, never pyplot, so nothing global (open
+figure lists, the interactive backend) is involved; SVG output is made reproducible (fixed
+id salt, no date) so that two reports of one run are byte-identical.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import textwrap
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # never a display: reports are written on build machines and in CI
+
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from tlsbench.report.model import BASELINE_VARIANT, RunModel
+
+WIDE_RANGE = 20.0  # a log axis once the largest value is this many times the smallest
+
+
+@dataclass(frozen=True)
+class Plot:
+    name: str  # file stem
+    title: str
+    section: str  # the model table it illustrates
+    figure: Figure
+
+
+def _colours(model: RunModel) -> dict[str, Any]:
+    """One colour per variant, the same in every plot."""
+    cmap = matplotlib.colormaps["tab10"]
+    return {v: cmap(i % 10) for i, v in enumerate(model.variants)}
+
+
+def _figure(width: float = 9.0, height: float = 4.8) -> Figure:
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def _short(label: str) -> str:
+    """Suite names as experiment point names write them (TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256
+    -> ECDHE_RSA_AES_128_GCM_SHA256): the same information, room for the plot."""
+    return re.sub(r"\bTLS_", "", label).replace("_WITH_", "_")
+
+
+def _wrap(label: str, width: int = 22) -> str:
+    """Wraps at spaces and, inside long option values, after underscores."""
+    lines = textwrap.wrap(
+        _short(label).replace("_", "_ "), width, break_long_words=False, break_on_hyphens=False
+    )
+    return "\n".join(line.replace("_ ", "_") for line in lines)
+
+
+def _wide(values: Sequence[float]) -> bool:
+    positive = [v for v in values if v > 0]
+    return bool(positive) and max(positive) / min(positive) > WIDE_RANGE
+
+
+# A bar series: label, value per category, 95 % CI per category (may be empty), bar style.
+Series = tuple[str, dict[str, float], dict[str, tuple[float, float]], dict[str, Any]]
+
+
+def _grouped_bars(ax: Axes, categories: list[str], series: list[Series]) -> None:
+    """Bars per category, one per series (label, value per category, CI, bar style)."""
+    width = 0.8 / max(len(series), 1)
+    for i, (label, values, cis, style) in enumerate(series):
+        xs = [c for c in range(len(categories)) if categories[c] in values]
+        ys = [values[categories[c]] for c in xs]
+        errs = None
+        if cis:
+            lows = [max(values[categories[c]] - cis[categories[c]][0], 0.0) for c in xs]
+            highs = [max(cis[categories[c]][1] - values[categories[c]], 0.0) for c in xs]
+            errs = [lows, highs]
+        offset = (i - (len(series) - 1) / 2) * width
+        ax.bar([x + offset for x in xs], ys, width, yerr=errs, label=label, capsize=2, **style)
+    # Labels are option lists ("TLS 1.3 TLS_AES_128_GCM_SHA256 ..."): one option a line.
+    ax.set_xticks(range(len(categories)), [_wrap(c) for c in categories], fontsize="small")
+    ax.grid(axis="y", alpha=0.3)
+
+
+def heap_vs_record_size(model: RunModel) -> Plot | None:
+    rows = [r for r in model.memory if r.record_size]
+    if not rows:
+        return None
+    colours = {line: matplotlib.colormaps["tab10"](i % 10) for i, line in
+               enumerate(dict.fromkeys(r.line for r in rows))}  # fmt: skip
+    cases = {r.case for r in rows}
+    entries = len({(r.line, r.side, r.case) for r in rows})
+    fig = _figure(10.0, 4.2 + 0.2 * entries)  # room for the legend below the axes
+    axes = fig.subplots(1, 2, sharex=True)
+    for ax, figure, label in (
+        (axes[0], "peak_minus_start", "peak - start"),
+        (axes[1], "retained_minus_start", "retained - start"),
+    ):
+        lines: dict[tuple[str, str, str], list[tuple[int, float]]] = {}
+        for r in rows:
+            assert r.record_size is not None
+            lines.setdefault((r.line, r.side, r.case), []).append(
+                (r.record_size, getattr(r, figure))
+            )
+        for (line, side, case), points in lines.items():
+            points.sort()
+            name = f"{line} {side}" + (f" ({_short(case)})" if len(cases) > 1 else "")
+            ax.plot(
+                [x for x, _ in points],
+                [y / 1024 for _, y in points],
+                marker="o" if side == "client" else "s",
+                linestyle="-" if side == "client" else "--",
+                color=colours[line],
+                label=name,
+            )
+        sizes = sorted({r.record_size for r in rows if r.record_size})
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sizes, [f"{s:,}" for s in sizes])
+        ax.minorticks_off()
+        ax.set_xlabel("record buffer size (bytes)")
+        ax.set_ylabel(f"{label} (KiB)")
+        ax.set_title(label)
+        ax.grid(alpha=0.3)
+    # Labels name the library line, side and case: too long to sit inside an axis.
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center",
+               fontsize="small")  # fmt: skip
+    fig.suptitle("Handshake heap vs record size")
+    return Plot("heap_vs_record_size", "Handshake heap vs record size", "memory", fig)
+
+
+def handshake_time(model: RunModel) -> Plot | None:
+    # The null variant does no TLS: microseconds beside milliseconds, a bar nobody can see.
+    # It stays in the table; the plot compares libraries on a linear axis.
+    rows = [r for r in model.handshakes if r.variant != BASELINE_VARIANT]
+    if not rows:
+        return None
+    colours = _colours(model)
+    categories = list(
+        dict.fromkeys(r.case + (" (resumed)" if r.scenario == "resume" else "") for r in rows)
+    )
+    series: list[Series] = []
+    for variant in dict.fromkeys(r.variant for r in rows):
+        values, cis = {}, {}
+        for r in rows:
+            if r.variant == variant:
+                key = r.case + (" (resumed)" if r.scenario == "resume" else "")
+                values[key] = r.ms
+                cis[key] = (r.ms_ci_low, r.ms_ci_high)
+        series.append((variant, values, cis, {"color": colours[variant]}))
+    fig = _figure()
+    ax = fig.subplots()
+    _grouped_bars(ax, categories, series)
+    ax.set_ylabel("ms per handshake (client + server CPU)")
+    ax.legend(fontsize="small")
+    ax.set_title("Handshake time per suite (median, 95 % CI)")
+    return Plot("handshake_time", "Handshake time per suite", "handshake_time", fig)
+
+
+def record_latency_cdf(model: RunModel) -> Plot | None:
+    sets = [s for s in model.latency_samples if s.write_ns or s.read_ns]
+    if not sets:
+        return None
+    colours = _colours(model)
+    payloads = {s.payload for s in sets}
+    fig = _figure(10.0, 4.8)
+    axes = fig.subplots(1, 2, sharey=True)
+    for ax, op in ((axes[0], "write"), (axes[1], "read")):
+        everything: list[float] = []
+        for s in sets:
+            values = sorted(s.write_ns if op == "write" else s.read_ns)
+            if not values:
+                continue
+            everything += values
+            n = len(values)
+            label = s.variant + (f" {s.payload} B" if len(payloads) > 1 else "")
+            ax.step(values, [(i + 1) / n for i in range(n)], where="post",
+                    color=colours[s.variant], label=label)  # fmt: skip
+        if _wide(everything):
+            ax.set_xscale("log")
+        ax.set_xlabel(f"{op} ns per record")
+        ax.set_title(op)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("fraction of records")
+    axes[0].legend(fontsize="small")
+    fig.suptitle("Record latency CDF")
+    return Plot("record_latency_cdf", "Record latency CDF", "record_latency", fig)
+
+
+def aead_cycles(model: RunModel) -> Plot | None:
+    if not model.aead:
+        return None
+    colours = _colours(model)
+    algorithms = list(dict.fromkeys(r.aead for r in model.aead))
+    fig = _figure(4.0 * len(algorithms) + 1.0, 4.5)
+    axes = fig.subplots(1, len(algorithms), sharey=True, squeeze=False)[0]
+    for ax, algorithm in zip(axes, algorithms, strict=True):
+        rows = [r for r in model.aead if r.aead == algorithm]
+        categories = [f"{p:,}" for p in sorted({r.payload for r in rows})]
+        series: list[Series] = []
+        for variant in dict.fromkeys(r.variant for r in rows):
+            values = {f"{r.payload:,}": r.tsc_cycles_per_byte for r in rows if r.variant == variant}
+            series.append((variant, values, {}, {"color": colours[variant]}))
+        _grouped_bars(ax, categories, series)
+        ax.set_title(algorithm)
+        ax.set_xlabel("payload (bytes)")
+    if _wide([r.tsc_cycles_per_byte for r in model.aead]):
+        axes[0].set_yscale("log")
+    axes[0].set_ylabel("TSC cycles per byte")
+    axes[0].legend(fontsize="small")
+    fig.suptitle("AEAD cost (12-byte AD)")
+    return Plot("aead_cycles_per_byte", "AEAD cycles per byte", "aead", fig)
+
+
+def throughput(model: RunModel) -> Plot | None:
+    if not model.throughput:
+        return None
+    cases = {r.case for r in model.throughput}
+    label = {id(r): r.variant + (f" {r.case}" if len(cases) > 1 else "") for r in model.throughput}
+    categories = list(dict.fromkeys(label[id(r)] for r in model.throughput))
+    series: list[Series] = []
+    for side, colour in (("sender", "tab:blue"), ("receiver", "tab:orange")):
+        values = {label[id(r)]: getattr(r, f"{side}_mbps") for r in model.throughput}
+        cis = {
+            label[id(r)]: (getattr(r, f"{side}_ci_low"), getattr(r, f"{side}_ci_high"))
+            for r in model.throughput
+        }
+        series.append((side, values, cis, {"color": colour}))
+    fig = _figure()
+    ax = fig.subplots()
+    _grouped_bars(ax, categories, series)
+    baseline = next((r for r in model.throughput if r.baseline), None)
+    if baseline is not None:
+        # The harness alone: what no library can beat on this machine.
+        ax.axhline(baseline.sender_mbps, color="grey", linestyle=":",
+                   label="null baseline (sender)")  # fmt: skip
+    everything = [r.sender_mbps for r in model.throughput] + [
+        r.receiver_mbps for r in model.throughput
+    ]
+    if _wide(everything):
+        ax.set_yscale("log")
+    ax.set_ylabel("MB/s (10^6 bytes per second)")
+    ax.legend(fontsize="small")
+    ax.set_title("Bulk throughput (median, 95 % CI)")
+    return Plot("bulk_throughput", "Bulk throughput", "bulk_throughput", fig)
+
+
+PLOTS: tuple[Callable[[RunModel], Plot | None], ...] = (
+    heap_vs_record_size,
+    handshake_time,
+    record_latency_cdf,
+    aead_cycles,
+    throughput,
+)
+
+
+def plots(model: RunModel) -> list[Plot]:
+    """Every plot the run has data for, in report order."""
+    return [p for p in (make(model) for make in PLOTS) if p is not None]
+
+
+def svg_text(figure: Figure) -> str:
+    buffer = io.StringIO()
+    # A fixed id salt keeps the file stable from run to run; fonttype none keeps text text.
+    with matplotlib.rc_context({"svg.hashsalt": "tlsbench", "svg.fonttype": "none"}):
+        figure.savefig(buffer, format="svg", metadata={"Date": None})
+    return buffer.getvalue()
+
+
+def png_bytes(figure: Figure, dpi: int = 110) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=dpi, metadata={"Software": None})
+    return buffer.getvalue()
+
+
+def write_plots(model: RunModel, out_dir: Path) -> list[Path]:
+    """Writes NAME.png and NAME.svg per plot into out_dir; returns the files written."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for plot in plots(model):
+        png = out_dir / f"{plot.name}.png"
+        png.write_bytes(png_bytes(plot.figure))
+        svg = out_dir / f"{plot.name}.svg"
+        svg.write_text(svg_text(plot.figure))
+        written += [png, svg]
+    return written
+
+
+def inline_svg(svg: str, prefix: str) -> str:
+    """An SVG file made fit to sit inside HTML: no XML prologue, DOCTYPE or RDF metadata
+    (which names external URLs), and ids prefixed so that two plots never share one."""
+    svg = svg[svg.index("<svg") :]
+    svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, flags=re.DOTALL)
+    ids = set(re.findall(r'\bid="([^"]+)"', svg))
+    if ids:
+        pattern = re.compile(
+            r'(\bid="|url\(#|href="#)('
+            + "|".join(map(re.escape, sorted(ids, key=len, reverse=True)))
+            + r")\b"
+        )
+        svg = pattern.sub(lambda m: f"{m.group(1)}{prefix}{m.group(2)}", svg)
+    return svg
