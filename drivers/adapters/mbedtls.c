@@ -810,10 +810,10 @@ static tb_status choose_suite(const tb_config *cfg, mt_ctx *ctx, mt_offer *o, ch
 }
 
 /* TLS 1.2 (RFC 8422 5.1): supported_groups also lists the curves the client accepts in
- * ECDSA certificates, and mbedTLS enforces that on both sides. So with ECDSA the curve of
- * the certificate (named by the signature scheme) is listed after the requested group;
- * the server picks the key-exchange group in its own order, i.e. the requested one, and
- * the read-back proves it. */
+ * ECDSA certificates, and mbedTLS enforces that on both sides. Offering the certificate's
+ * curve beside the requested group would break the pinned offer, so such a request is
+ * refused (as the other adapters do); the driver's default group for TLS 1.2 with ECDSA is
+ * the certificate's curve. */
 static uint16_t ecdsa_cert_curve(const tb_config *cfg, const mt_offer *o) {
   const mt_sigalg *s = sigalg_by_name(cfg->sigalg);
   if (o->kx != KX_ECDHE_ECDSA || s == NULL) return 0;
@@ -831,22 +831,22 @@ static uint16_t ecdsa_cert_curve(const tb_config *cfg, const mt_offer *o) {
 
 static tb_status pin_groups(const tb_config *cfg, mt_ctx *ctx, const mt_group *g, mt_offer *o,
                             char *err) {
-  uint16_t ids[2] = {g->id, ecdsa_cert_curve(cfg, o)};
-  if (ids[1] == ids[0]) ids[1] = 0;
-  size_t n = ids[1] ? 2 : 1;
-#if MT_V3
-  for (size_t i = 0; i < n; i++) ctx->groups[i] = ids[i];
-  ctx->groups[n] = 0;
-#else
-  for (size_t i = 0; i < n; i++) {
-    const mbedtls_ecp_curve_info *curve = mbedtls_ecp_curve_info_from_tls_id(ids[i]);
-    if (curve == NULL)
-      return tb_fail(err, TB_UNSUPPORTED, "curve 0x%04x not in this build", ids[i]);
-    ctx->curves[i] = curve->grp_id;
+  uint16_t cert_curve = ecdsa_cert_curve(cfg, o);
+  if (cert_curve != 0 && cert_curve != g->id) {
+    return tb_fail(err, TB_UNSUPPORTED,
+                   "TLS 1.2 with an ECDSA certificate needs its curve among the supported "
+                   "groups, and the offer is pinned to %s",
+                   cfg->group);
   }
-  ctx->curves[n] = MBEDTLS_ECP_DP_NONE;
+#if MT_V3
+  ctx->groups[0] = g->id;
+  ctx->groups[1] = 0;
+#else
+  const mbedtls_ecp_curve_info *curve = mbedtls_ecp_curve_info_from_tls_id(g->id);
+  if (curve == NULL) return tb_fail(err, TB_UNSUPPORTED, "curve 0x%04x not in this build", g->id);
+  ctx->curves[0] = curve->grp_id;
+  ctx->curves[1] = MBEDTLS_ECP_DP_NONE;
 #endif
-  (void)err;
   o->pin_groups = 1;
   return TB_OK;
 }
