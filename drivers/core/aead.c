@@ -170,11 +170,17 @@ int tb_scenario_aead(tb_run *r, tb_json *j) {
   }
   tb_json_array(j, "aead");
   int code = TB_EXIT_OK;
+  /* --payload measures that one size; otherwise the four standard sizes. */
+  const size_t *sizes = payload_sizes;
+  size_t n_sizes = sizeof(payload_sizes) / sizeof(size_t);
+  if (r->opt->payload) {
+    sizes = &r->opt->payload;
+    n_sizes = 1;
+  }
   for (size_t v = 0; code == TB_EXIT_OK && v < sizeof(vectors) / sizeof(vectors[0]); v++) {
     if (r->opt->aead && strcmp(r->opt->aead, vectors[v].name) != 0) continue;
-    for (size_t p = 0; code == TB_EXIT_OK && p < sizeof(payload_sizes) / sizeof(size_t); p++) {
-      if (r->opt->payload && r->opt->payload != payload_sizes[p]) continue;
-      code = measure(r, j, &vectors[v], payload_sizes[p]);
+    for (size_t p = 0; code == TB_EXIT_OK && p < n_sizes; p++) {
+      code = measure(r, j, &vectors[v], sizes[p]);
     }
   }
   tb_json_array_end(j);

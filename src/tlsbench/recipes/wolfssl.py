@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import shutil
 from pathlib import Path
 
 from tlsbench.recipes.base import BuildContext, LinkInfo, tool_version
@@ -59,6 +60,11 @@ class WolfsslRecipe:
         ctx.log.step("compile")
         ctx.run(["make", f"-j{ctx.jobs}"], cwd=ctx.tree)
         ctx.run(["make", "install"], cwd=ctx.tree)
+        # wolfSSL's public API cannot pin the signature scheme nor read back the negotiated
+        # group and signature without OPENSSL_EXTRA; the adapter reads them from the
+        # library's own structures, declared in its private header.
+        shutil.copyfile(ctx.source / "wolfssl" / "internal.h",
+                        ctx.prefix / "include" / "wolfssl" / "internal.h")  # fmt: skip
         archive = str(ctx.prefix / "lib" / "libwolfssl.a")
         return LinkInfo(
             include_dirs=[str(ctx.prefix / "include")],
