@@ -122,7 +122,7 @@ static int measure(tb_run *r, tb_json *j, const known_answer *v, size_t len) {
     tb_collect(TB_SIDE_CLIENT);
     tb_collect_measuring(0);
     if (st != TB_OK) code = tb_fail_stage(r, TB_EXIT_HANDSHAKE, "aead seal");
-    if (i >= r->opt->warmup) cycles[i - r->opt->warmup] = (double)(t1 - t0);
+    if (i >= r->opt->warmup) cycles[i - r->opt->warmup] = (double)tb_tsc_net(t1 - t0);
   }
   TB_ON(TB_SIDE_CLIENT, (r->ad->aead_free(aead), TB_OK));
   if (code == TB_EXIT_OK) {

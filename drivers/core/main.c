@@ -455,6 +455,7 @@ int main(int argc, char **argv) {
   run.ad = ad;
   run.opt = &opt;
   run.tsc_hz = tb_tsc_hz();
+  (void)tb_tsc_overhead(); /* calibrated before anything is measured */
   tb_collect_init();
   if (strcmp(ad->name, "null") == 0) tb_warn(&run, "null adapter: no TLS, the harness baseline");
 
@@ -500,6 +501,7 @@ int main(int argc, char **argv) {
   tb_teardown(&run);
 
   tb_json_double(&j, "tsc_hz", run.tsc_hz);
+  tb_json_u64(&j, "tsc_overhead_cycles", tb_tsc_overhead());
   tb_json_str(&j, "collect", tb_collect_mode());
   if (code == TB_EXIT_OK) {
     write_negotiated(&j, &run);

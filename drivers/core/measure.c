@@ -73,6 +73,20 @@ double tb_tsc_hz(void) {
   return hz;
 }
 
+uint64_t tb_tsc_overhead(void) {
+  static uint64_t overhead = UINT64_MAX;
+  if (overhead == UINT64_MAX) {
+    uint64_t least = UINT64_MAX;
+    for (int i = 0; i < 10000; i++) {
+      uint64_t t0 = tb_tsc();
+      uint64_t t1 = tb_tsc();
+      if (t1 - t0 < least) least = t1 - t0;
+    }
+    overhead = least;
+  }
+  return overhead;
+}
+
 static int by_value(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);

@@ -203,7 +203,7 @@ int tb_transfer(tb_run *r, tb_conn_pair *conns, int to_server, const unsigned ch
   }
   uint64_t t1 = tb_tsc();
   tb_heap_get(from, &after);
-  if (send_ticks) *send_ticks += t1 - t0;
+  if (send_ticks) *send_ticks += tb_tsc_net(t1 - t0);
   if (send_allocs) *send_allocs += after.allocs - before.allocs;
 
   tb_heap_get(to, &before);
@@ -223,7 +223,7 @@ int tb_transfer(tb_run *r, tb_conn_pair *conns, int to_server, const unsigned ch
   }
   t1 = tb_tsc();
   tb_heap_get(to, &after);
-  if (recv_ticks) *recv_ticks += t1 - t0;
+  if (recv_ticks) *recv_ticks += tb_tsc_net(t1 - t0);
   if (recv_allocs) *recv_allocs += after.allocs - before.allocs;
 
   if (memcmp(scratch, data, len) != 0) {

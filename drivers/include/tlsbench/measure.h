@@ -49,6 +49,14 @@ const char *tb_collect_mode(void); /* NULL when not collecting */
 uint64_t tb_mono_ns(void);       /* CLOCK_MONOTONIC */
 uint64_t tb_thread_cpu_ns(void); /* CLOCK_THREAD_CPUTIME_ID: CPU time of this thread */
 double tb_tsc_hz(void);          /* time-stamp counter rate, calibrated once */
+/* Cycles an empty timed region costs (two tb_tsc() reads back to back, the minimum of
+ * many): subtracted from every TSC interval so that a figure is the code's own time. */
+uint64_t tb_tsc_overhead(void);
+/* An interval net of the timer's own cost (never below zero). */
+static inline uint64_t tb_tsc_net(uint64_t ticks) {
+  uint64_t overhead = tb_tsc_overhead();
+  return ticks > overhead ? ticks - overhead : 0;
+}
 
 /* Serialising read of the time-stamp counter (lfence keeps earlier work inside). */
 static inline uint64_t tb_tsc(void) {
