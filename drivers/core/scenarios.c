@@ -131,23 +131,44 @@ int tb_scenario_resume(tb_run *r) {
   return code;
 }
 
-int tb_scenario_records(tb_run *r) {
-  int code = tb_setup_contexts(r, 0);
-  if (code != TB_EXIT_OK) return code;
+/* What the data scenarios share: one verified connection and two harness buffers. */
+typedef struct data_session {
   tb_conn_pair conns;
-  code = first_connection(r, &conns, 0);
+  unsigned char *data, *scratch;
+} data_session;
+
+static int data_session_open(tb_run *r, size_t len, data_session *s) {
+  memset(s, 0, sizeof(*s));
+  int code = tb_setup_contexts(r, 0);
+  if (code == TB_EXIT_OK) code = first_connection(r, &s->conns, 0);
+  s->data = harness_alloc(len);
+  s->scratch = harness_alloc(len);
+  if (code == TB_EXIT_OK && (s->data == NULL || s->scratch == NULL)) {
+    code = tb_fail_stage(r, TB_EXIT_ERROR, "buffers");
+  }
+  return code;
+}
+
+static void data_session_close(tb_run *r, data_session *s) {
+  harness_free(s->data);
+  harness_free(s->scratch);
+  tb_disconnect(r, &s->conns);
+}
+
+int tb_scenario_records(tb_run *r) {
   size_t len = r->opt->payload;
-  unsigned char *data = harness_alloc(len), *scratch = harness_alloc(len);
-  if (data == NULL || scratch == NULL) code = tb_fail_stage(r, TB_EXIT_ERROR, "buffers");
+  data_session s;
+  int code = data_session_open(r, len, &s);
   tb_series *write_ns = tb_series_get(r, "write_ns", "ns");
   tb_series *read_ns = tb_series_get(r, "read_ns", "ns");
   tb_series *write_allocs = tb_series_get(r, "write_allocs", "allocations");
   tb_series *read_allocs = tb_series_get(r, "read_allocs", "allocations");
   for (long i = 0; i < r->opt->warmup + r->opt->iterations && code == TB_EXIT_OK; i++) {
-    fill_pattern(data, len, (uint64_t)i);
+    fill_pattern(s.data, len, (uint64_t)i);
     uint64_t send = 0, recv = 0, send_allocs = 0, recv_allocs = 0;
     tb_collect_measuring(i >= r->opt->warmup);
-    code = tb_transfer(r, &conns, 1, data, len, scratch, &send, &recv, &send_allocs, &recv_allocs);
+    code = tb_transfer(r, &s.conns, 1, s.data, len, s.scratch, &send, &recv, &send_allocs,
+                       &recv_allocs);
     tb_collect_measuring(0);
     if (code != TB_EXIT_OK || i < r->opt->warmup) continue;
     if (tb_series_add(write_ns, ticks_to_ns(r, send)) ||
@@ -157,20 +178,14 @@ int tb_scenario_records(tb_run *r) {
       code = tb_fail_stage(r, TB_EXIT_ERROR, "samples");
     }
   }
-  harness_free(data);
-  harness_free(scratch);
-  tb_disconnect(r, &conns);
+  data_session_close(r, &s);
   return code;
 }
 
 int tb_scenario_bulk(tb_run *r) {
-  int code = tb_setup_contexts(r, 0);
-  if (code != TB_EXIT_OK) return code;
-  tb_conn_pair conns;
-  code = first_connection(r, &conns, 0);
   size_t chunk = r->opt->payload;
-  unsigned char *data = harness_alloc(chunk), *scratch = harness_alloc(chunk);
-  if (data == NULL || scratch == NULL) code = tb_fail_stage(r, TB_EXIT_ERROR, "buffers");
+  data_session s;
+  int code = data_session_open(r, chunk, &s);
   tb_series *sender = tb_series_get(r, "sender_MBps", "MB/s");
   tb_series *receiver = tb_series_get(r, "receiver_MBps", "MB/s");
   uint64_t record = 0;
@@ -179,8 +194,8 @@ int tb_scenario_bulk(tb_run *r) {
     tb_collect_measuring(i >= r->opt->warmup);
     for (uint64_t done = 0; done < r->opt->bytes && code == TB_EXIT_OK; done += chunk) {
       size_t len = r->opt->bytes - done < chunk ? (size_t)(r->opt->bytes - done) : chunk;
-      fill_pattern(data, len, record++);
-      code = tb_transfer(r, &conns, 1, data, len, scratch, &send, &recv, NULL, NULL);
+      fill_pattern(s.data, len, record++);
+      code = tb_transfer(r, &s.conns, 1, s.data, len, s.scratch, &send, &recv, NULL, NULL);
     }
     tb_collect_measuring(0);
     if (code != TB_EXIT_OK || i < r->opt->warmup) continue;
@@ -190,8 +205,6 @@ int tb_scenario_bulk(tb_run *r) {
       code = tb_fail_stage(r, TB_EXIT_ERROR, "samples");
     }
   }
-  harness_free(data);
-  harness_free(scratch);
-  tb_disconnect(r, &conns);
+  data_session_close(r, &s);
   return code;
 }
