@@ -150,3 +150,38 @@ variant = ["mbedtls-3.6.6"]
     for series in ("client_instructions", "server_instructions"):
         counts = store.samples(point.id, series)
         assert len(counts) == 2 and counts[0] == counts[1] > 1000, (series, counts)
+
+
+def test_a_hung_driver_is_killed_recorded_and_the_run_goes_on(tmp_path: Path, build_of) -> None:
+    build_of("null")
+    experiment = tmp_path / "hang.toml"
+    experiment.write_text("""
+question = "Is a driver that does not finish in time recorded as a failure?"
+repetitions = 1
+timeout = 1
+
+[defaults]
+scenario = "records"
+warmup = 0
+
+[[include]]
+variant = "null"
+iterations = 1000000000
+
+[[include]]
+variant = "null"
+payload = 64
+iterations = 100
+""")
+    db = tmp_path / "r.db"
+    proc = tlsbench("run", str(experiment), "--db", str(db))
+    assert proc.returncode == 1  # a point failed
+    assert "FAILED records @ null rep 1: signal 9" in proc.stderr
+    store = Store(db)
+    run = store.run("latest")
+    assert run["status"] == "failed"
+    by_name = {p.name: store.results(p.id)[0] for p in store.points(run["id"])}
+    hung = by_name["records"]
+    assert hung["status"] == "failed" and hung["signal"] == 9
+    assert "timeout" in hung["stderr_tail"]
+    assert by_name["records_64B"]["status"] == "ok"  # the run went on
