@@ -11,7 +11,7 @@ DEBIAN_PACKAGES := gcc g++ gcc-multilib make cmake ninja-build autoconf automake
 	nettle-dev libgmp-dev libtasn1-6-dev libunistring-dev libssl-dev libgnutls28-dev \
 	clang-format openssl gnutls-bin chromium
 
-.PHONY: run test check deps venv build clean-venv
+.PHONY: run test check format deps venv build bench
 
 # The main job: the `quick` experiment into results/tlsbench.db, its tables in the terminal,
 # and results/report.md + results/report.html (plots in results/plots/). A point that failed
@@ -57,3 +57,9 @@ venv:
 
 build: deps venv
 	./tlsbench build
+
+# The benchmarks whose figures are in the README (not tests: this machine is shared).
+bench: deps venv
+	$(VENV)/bin/python bench/build_times.py
+	$(VENV)/bin/python bench/harness_overhead.py
+	$(VENV)/bin/python bench/aead_vs_openssl_speed.py
