@@ -46,7 +46,7 @@ static slot *table;
 static int table_failed;
 static tb_heap_counters counters[TB_SIDES];
 static tb_heap_counters process;
-static tb_side current = TB_SIDE_HARNESS;
+tb_side tb_heap_current_side = TB_SIDE_HARNESS;
 static volatile int lock_word;
 
 static void lock(void) {
@@ -93,8 +93,8 @@ static void record(void *p, size_t size) {
   lock();
   uint32_t i = hash((uintptr_t)p);
   while (table[i].ptr != 0) i = (i + 1) & (TABLE_SLOTS - 1);
-  table[i] = (slot){(uintptr_t)p, size, (uint32_t)usable, (uint32_t)current};
-  charge(&counters[current], size, usable);
+  table[i] = (slot){(uintptr_t)p, size, (uint32_t)usable, (uint32_t)tb_heap_current_side};
+  charge(&counters[tb_heap_current_side], size, usable);
   charge(&process, size, usable);
   unlock();
 }
@@ -188,14 +188,6 @@ void *pvalloc(size_t size) {
   record(p, size);
   return p;
 }
-
-tb_side tb_heap_set_side(tb_side side) {
-  tb_side previous = current;
-  current = side;
-  return previous;
-}
-
-tb_side tb_heap_side(void) { return current; }
 
 void tb_heap_get(tb_side side, tb_heap_counters *out) {
   lock();

@@ -15,6 +15,7 @@
 #endif
 
 static int collect_client, collect_server, measuring;
+int tb_collect_enabled;
 static const char *collect_mode;
 
 void tb_collect_init(void) {
@@ -22,14 +23,17 @@ void tb_collect_init(void) {
   if (mode == NULL) return;
   collect_client = strcmp(mode, "client") == 0 || strcmp(mode, "all") == 0;
   collect_server = strcmp(mode, "server") == 0 || strcmp(mode, "all") == 0;
-  if (collect_client || collect_server) collect_mode = mode;
+  if (collect_client || collect_server) {
+    collect_mode = mode;
+    tb_collect_enabled = 1;
+  }
 }
 
 void tb_collect_measuring(int on) { measuring = on; }
 
 const char *tb_collect_mode(void) { return collect_mode; }
 
-void tb_collect(tb_side side) {
+void tb_collect_toggle(tb_side side) {
 #ifdef HAVE_CALLGRIND
   if (measuring &&
       ((side == TB_SIDE_CLIENT && collect_client) || (side == TB_SIDE_SERVER && collect_server))) {

@@ -28,9 +28,17 @@ typedef struct tb_heap_counters {
   uint64_t frees;
 } tb_heap_counters;
 
+/* The side charged now. Set around every library call, so inline: the harness's cost is
+ * part of every figure. */
+extern tb_side tb_heap_current_side;
+
 /* Sets the side charged from now on; returns the previous one (to restore it). */
-tb_side tb_heap_set_side(tb_side side);
-tb_side tb_heap_side(void);
+static inline tb_side tb_heap_set_side(tb_side side) {
+  tb_side previous = tb_heap_current_side;
+  tb_heap_current_side = side;
+  return previous;
+}
+static inline tb_side tb_heap_side(void) { return tb_heap_current_side; }
 /* Counters of one side, or of the whole process (all sides) with TB_SIDES. */
 void tb_heap_get(tb_side side, tb_heap_counters *out);
 /* Makes peak = live (for one side, or all with TB_SIDES). */
@@ -42,7 +50,11 @@ void tb_heap_reset_peak(tb_side side);
  * tb_collect() is called on entry to and exit from each measured library call. */
 void tb_collect_init(void);
 void tb_collect_measuring(int on);
-void tb_collect(tb_side side);
+void tb_collect_toggle(tb_side side);
+extern int tb_collect_enabled; /* TLSBENCH_COLLECT is set */
+static inline void tb_collect(tb_side side) {
+  if (tb_collect_enabled) tb_collect_toggle(side);
+}
 const char *tb_collect_mode(void); /* NULL when not collecting */
 
 /* Clocks. */
