@@ -137,6 +137,7 @@ static int measure(tb_run *r, tb_json *j, const known_answer *v, size_t len) {
     tb_json_double(j, "tsc_cycles_per_byte", s.median / (double)len);
     tb_json_double(j, "ns_per_byte", s.median * 1e9 / r->tsc_hz / (double)len);
     tb_json_double(j, "MBps", (double)len / (s.median / r->tsc_hz) / 1e6);
+    tb_json_double(j, "mean_tsc_cycles", s.mean);
     tb_json_double(j, "min_tsc_cycles", s.min);
     tb_json_double(j, "p99_tsc_cycles", s.p99);
     tb_json_object_end(j);
