@@ -271,6 +271,19 @@ static int parse_options(int argc, char **argv, tb_options *o) {
     fprintf(stderr, "tlsbench-driver: unknown --cert %s\n", o->cert);
     return -1;
   }
+  /* A TLS 1.2 suite names its key exchange: the group must be of that kind. */
+  int ffdhe_group = strncmp(o->group, "ffdhe", 5) == 0;
+  if (o->tls == 12 && strncmp(o->suite, "TLS_ECDHE_", 10) == 0 && ffdhe_group) {
+    fprintf(stderr, "tlsbench-driver: %s uses an elliptic-curve group, not %s\n", o->suite,
+            o->group);
+    return -1;
+  }
+  if (o->tls == 12 && strncmp(o->suite, "TLS_DHE_", 8) == 0 && !ffdhe_group) {
+    fprintf(stderr,
+            "tlsbench-driver: %s uses a finite-field group (ffdhe2048, ffdhe3072), not %s\n",
+            o->suite, o->group);
+    return -1;
+  }
   if (o->wrong_ca && o->auth == TB_AUTH_NONE) {
     fprintf(stderr,
             "tlsbench-driver: --wrong-ca needs --auth server or mutual: with none, "
