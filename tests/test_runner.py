@@ -185,3 +185,7 @@ iterations = 100
     assert hung["status"] == "failed" and hung["signal"] == 9
     assert "timeout" in hung["stderr_tail"]
     assert by_name["records_64B"]["status"] == "ok"  # the run went on
+    report = tlsbench("report", "latest", "--db", str(db))
+    assert report.returncode == 0, report.stderr
+    assert "## Instructions (deterministic mode)" in report.stdout
+    assert "| mbedtls-3.6.6 | records | client |" in report.stdout

@@ -154,6 +154,19 @@ class AeadRow:
 
 
 @dataclass(frozen=True)
+class InstructionRow:
+    """Instruction mode: instructions of one side's measured calls per operation."""
+
+    variant: str
+    library: str
+    point: str
+    side: str  # client (handshake side / record write) or server (record read)
+    instructions: float  # median over repetitions
+    repetitions: int
+    identical: bool  # every repetition gave the same count
+
+
+@dataclass(frozen=True)
 class ProblemRow:
     variant: str
     library: str
@@ -207,6 +220,7 @@ class RunModel:
     latency: list[LatencyRow] = field(default_factory=list)
     throughput: list[ThroughputRow] = field(default_factory=list)
     aead: list[AeadRow] = field(default_factory=list)
+    instructions: list[InstructionRow] = field(default_factory=list)
     problems: list[ProblemRow] = field(default_factory=list)
     notes: list[NoteRow] = field(default_factory=list)
     latency_samples: list[LatencySamples] = field(default_factory=list)
@@ -221,6 +235,7 @@ class RunModel:
             Table("record_latency", "Record latency (ns)", LatencyRow, self.latency),
             Table("bulk_throughput", "Bulk throughput (MB/s)", ThroughputRow, self.throughput),
             Table("aead", "AEAD cost", AeadRow, self.aead),
+            Table("instructions", "Instructions", InstructionRow, self.instructions),
             Table("problems", "Unsupported and failed points", ProblemRow, self.problems),
             Table("notes", "Notes", NoteRow, self.notes),
             Table("environment", "Environment", EnvironmentRow, self.environment),
@@ -530,6 +545,22 @@ class _Loader:
         # The baseline first: every other row reads against it.
         return sorted(rows, key=lambda row: not row.baseline)
 
+    def instructions(self) -> list[InstructionRow]:
+        rows = []
+        for p in self.points:
+            for series in self.store.series_names(p.id):
+                if not series.endswith("_instructions"):
+                    continue
+                counts = self.store.samples(p.id, series)
+                if counts:
+                    rows.append(InstructionRow(
+                        variant=p.variant, library=p.library, point=p.name,
+                        side=series.removesuffix("_instructions"),
+                        instructions=statistics.median(counts), repetitions=len(counts),
+                        identical=len(set(counts)) == 1,
+                    ))  # fmt: skip
+        return rows
+
     def aead(self) -> list[AeadRow]:
         rows = []
         for p in self.points:
@@ -630,6 +661,7 @@ class _Loader:
             latency=latency,
             throughput=self.throughput(),
             aead=self.aead(),
+            instructions=self.instructions(),
             problems=self.problems(),
             latency_samples=latency_samples,
             variants=list(dict.fromkeys(p.variant for p in self.points)),

@@ -204,6 +204,23 @@ def _views(model: RunModel) -> list[View]:
                 ],
             )
         )  # fmt: skip
+    if model.instructions:
+        out.append(
+            View(
+                "instructions",
+                "Instructions (deterministic mode)",
+                "Instructions counted by callgrind inside one side's measured library calls, "
+                "per operation (handshake, record or bulk pass); `client` is the record "
+                "writer, `server` the reader. Median over repetitions, which should agree.",
+                ["variant", "point", "side", "instructions", "repetitions", "identical"],
+                [False, False, False, True, True, False],
+                [
+                    [r.variant, r.point, r.side, fmt_count(r.instructions), str(r.repetitions),
+                     "yes" if r.identical else "no"]
+                    for r in model.instructions
+                ],
+            )
+        )  # fmt: skip
     if model.problems:
         out.append(
             View(
