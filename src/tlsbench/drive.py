@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 
 from tlsbench import certs
 from tlsbench.build import Build, Builder
@@ -37,7 +36,3 @@ def drive(spec: str, scenario: str, args: list[str], catalog: Catalog | None = N
     catalog = catalog or Catalog()
     build = Builder().build(catalog.resolve(spec))
     return subprocess.run(driver_command(build, scenario, args), check=False).returncode
-
-
-def cert_root(kind: str) -> Path:
-    return certs.cert_dir(kind).parent

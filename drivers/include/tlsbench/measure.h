@@ -38,7 +38,6 @@ static inline tb_side tb_heap_set_side(tb_side side) {
   tb_heap_current_side = side;
   return previous;
 }
-static inline tb_side tb_heap_side(void) { return tb_heap_current_side; }
 /* Counters of one side, or of the whole process (all sides) with TB_SIDES. */
 void tb_heap_get(tb_side side, tb_heap_counters *out);
 /* Makes peak = live (for one side, or all with TB_SIDES). */
