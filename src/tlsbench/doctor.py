@@ -65,14 +65,20 @@ def _m32_works() -> bool:
         return proc.returncode == 0
 
 
+def cpu_flags() -> list[str]:
+    """The CPU feature flags the kernel reports (empty where /proc/cpuinfo has none)."""
+    cpuinfo = _read("/proc/cpuinfo") or ""
+    line = next((ln for ln in cpuinfo.splitlines() if ln.startswith("flags")), "")
+    return line.split(":", 1)[1].split() if line else []
+
+
 def cpu_facts() -> dict[str, Any]:
     cpuinfo = _read("/proc/cpuinfo") or ""
     model = next(
         (ln.split(":", 1)[1].strip() for ln in cpuinfo.splitlines() if ln.startswith("model name")),
         platform.processor() or "unknown",
     )
-    flags_line = next((ln for ln in cpuinfo.splitlines() if ln.startswith("flags")), "")
-    flags = set(flags_line.split(":", 1)[1].split()) if flags_line else set()
+    flags = set(cpu_flags())
     virt = None
     if shutil.which("systemd-detect-virt"):
         out = subprocess.run(["systemd-detect-virt"], capture_output=True, text=True, check=False)

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tlsbench import paths
+from tlsbench import certs, paths
 from tlsbench.errors import UserError
 from tlsbench.variants import Catalog
 
@@ -74,8 +74,7 @@ CHOICES = {
     "tls": ("1.2", "1.3"),
     "auth": ("none", "server", "mutual"),
     "accel": ("on", "off"),
-    "cert": ("rsa1024", "rsa2048", "rsa3072", "rsa4096", "rsa8192", "ecdsa-p256",
-             "ecdsa-p384", "ed25519"),
+    "cert": certs.KINDS,
     "group": ("x25519", "secp256r1", "secp384r1", "ffdhe2048", "ffdhe3072", "X25519MLKEM768"),
     "aead": ("AES-128-GCM", "AES-256-GCM", "ChaCha20-Poly1305"),
 }  # fmt: skip

@@ -11,7 +11,6 @@ running, and `--resume RUN` runs only what is missing.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import platform
@@ -27,7 +26,7 @@ from typing import Any
 
 from tlsbench import certs, paths
 from tlsbench.build import Build, Builder
-from tlsbench.doctor import cpu_facts, measurement_warnings
+from tlsbench.doctor import cpu_facts, cpu_flags, measurement_warnings
 from tlsbench.drive import TLS_SCENARIOS, driver_command
 from tlsbench.errors import UserError
 from tlsbench.experiments import Experiment, RunPoint
@@ -69,16 +68,9 @@ class Tally:
 def environment(builder: Builder) -> dict[str, Any]:
     """The machine and software facts stored with every run."""
     cpu = cpu_facts()
-    flags = ""
-    with contextlib.suppress(OSError, StopIteration):
-        flags = next(
-            ln.split(":", 1)[1].strip()
-            for ln in Path("/proc/cpuinfo").read_text().splitlines()
-            if ln.startswith("flags")
-        )
     return {
         "cpu": cpu,
-        "cpu_flags": flags,
+        "cpu_flags": " ".join(cpu_flags()),
         "kernel": platform.release(),
         "compiler": builder.compiler(),
         "python": platform.python_version(),
