@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+import gzip
+import io
+import os
 import shutil
+import tarfile
 from pathlib import Path
 
 import pytest
 
 from tlsbench import paths
 from tlsbench.errors import UserError
-from tlsbench.sources import Pin, Sources, _rewrite_pin, load_pins, sha256_of, upstream_of
+from tlsbench.sources import (
+    Pin,
+    Sources,
+    _rewrite_pin,
+    extract_complete,
+    load_pins,
+    sha256_of,
+    upstream_of,
+)
 
 
 def test_every_pinned_archive_matches_its_sha256() -> None:
@@ -76,3 +88,59 @@ def test_upstream_version_of_a_debian_version() -> None:
     assert upstream_of("1:3.5.7-1~deb13u2") == "3.5.7"
     assert upstream_of("5.7.2-0.1+deb13u2") == "5.7.2"
     assert upstream_of("3.6.6") == "3.6.6"
+
+
+def test_a_byte_flipped_in_place_is_caught_though_size_and_mtime_are_kept(tmp_path: Path) -> None:
+    real = Sources()
+    pin = real.pins["mbedtls-2.28.x"]
+    (tmp_path / "archives").mkdir()
+    copy = tmp_path / "archives" / pin.file
+    shutil.copyfile(real.archive(pin.line), copy)
+    sources = Sources(cache=tmp_path)
+    sources.archive(pin.line)  # verified once, as a previous run would have
+    before = copy.stat()
+    with copy.open("r+b") as f:
+        f.seek(before.st_size // 3)
+        byte = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([byte[0] ^ 0x01]))
+    os.utime(copy, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert copy.stat().st_size == before.st_size
+    assert copy.stat().st_mtime_ns == before.st_mtime_ns
+    with pytest.raises(UserError, match="sha256 mismatch"):
+        Sources(cache=tmp_path).source_dir(pin.line)
+    assert not (tmp_path / "src").exists() or not any((tmp_path / "src").iterdir())
+
+
+def _tar_with_a_corrupt_second_header(path: Path, tmp_path: Path) -> None:
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        for name in ("top/a.c", "top/b.c", "top/c.c"):
+            data = (name * 200).encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    blob = bytearray(raw.getvalue())
+    second = 512 + (len("top/a.c" * 200) + 511) // 512 * 512
+    blob[second + 148 : second + 156] = b"garbage!"  # its header checksum no longer matches
+    with gzip.open(path, "wb") as out:
+        out.write(bytes(blob))
+
+
+def test_extraction_stops_with_an_error_not_silently_at_a_corrupt_block(tmp_path: Path) -> None:
+    archive = tmp_path / "corrupt.tar.gz"
+    _tar_with_a_corrupt_second_header(archive, tmp_path)
+    # The standard library alone stops silently after the first member.
+    with tarfile.open(archive) as tar:
+        assert [m.name for m in tar.getmembers()] == ["top/a.c"]
+    with pytest.raises(UserError, match=r"could not unpack corrupt\.tar\.gz completely"):
+        extract_complete(archive, tmp_path / "out")
+
+
+def test_a_truncated_compressed_archive_is_an_error(tmp_path: Path) -> None:
+    real = Sources()
+    archive = real.archive("mbedtls-2.28.x")
+    cut = tmp_path / archive.name
+    cut.write_bytes(archive.read_bytes()[: archive.stat().st_size // 2])
+    with pytest.raises(UserError, match="completely"):
+        extract_complete(cut, tmp_path / "out")

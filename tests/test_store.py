@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from tlsbench import paths
 from tlsbench.errors import UserError
-from tlsbench.store import SCHEMA_VERSION, Store
+from tlsbench.store import MIGRATIONS, SCHEMA_VERSION, Store
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -58,3 +62,101 @@ def test_unknown_run_is_a_clear_error(tmp_path: Path) -> None:
         store.run("latest")
     with pytest.raises(UserError, match="no run 7"):
         store.run(7)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(paths.REPO / "tlsbench"), *args], capture_output=True, text=True, check=False
+    )
+
+
+def _listing(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+@pytest.mark.parametrize("verb", [["runs"], ["report"], ["compare", "1", "2"]])
+def test_read_only_verbs_never_create_a_store_or_its_folder(
+    tmp_path: Path, verb: list[str]
+) -> None:
+    db = tmp_path / "absent" / "tlsbench.db"
+    proc = _cli(*verb, "--db", str(db))
+    assert proc.returncode == 2, proc.stderr
+    assert "no results store at" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "absent").exists()
+
+
+def test_read_only_verbs_neither_migrate_nor_switch_the_journal_mode(tmp_path: Path) -> None:
+    db = tmp_path / "old.db"
+    raw = sqlite3.connect(db)
+    MIGRATIONS[1](raw)
+    raw.execute("PRAGMA user_version = 1")
+    raw.commit()
+    raw.close()
+    before = db.read_bytes()
+    proc = _cli("runs", "--db", str(db))
+    assert proc.returncode == 2
+    assert "older than this tlsbench" in proc.stderr and "tlsbench migrate" in proc.stderr
+    assert db.read_bytes() == before
+    assert _listing(tmp_path) == ["old.db"]  # no -wal / -shm beside it
+    assert _cli("migrate", "--db", str(db)).returncode == 0
+    assert _cli("runs", "--db", str(db)).returncode == 0
+
+
+def test_a_read_only_store_can_be_read_but_not_written(tmp_path: Path) -> None:
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    db = folder / "tlsbench.db"
+    Store(db).close()
+    sqlite3.connect(db).execute("PRAGMA journal_mode = DELETE").close()
+    db.chmod(0o444)
+    folder.chmod(0o555)
+    try:
+        assert _cli("runs", "--db", str(db)).returncode == 0
+        if os.geteuid() != 0:  # root writes through permission bits
+            with pytest.raises(UserError, match="read-only"):
+                Store(db)
+    finally:
+        folder.chmod(0o755)
+        db.chmod(0o644)
+
+
+@pytest.mark.parametrize("kind", ["text", "foreign", "directory"])
+def test_a_db_that_is_not_a_store_is_refused_and_left_alone(tmp_path: Path, kind: str) -> None:
+    db = tmp_path / "x.db"
+    if kind == "text":
+        db.write_text("these are my notes\n" * 20)
+    elif kind == "foreign":
+        raw = sqlite3.connect(db)
+        raw.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)")
+        raw.commit()
+        raw.close()
+    else:
+        db.mkdir()
+    before = _listing(tmp_path)
+    content = db.read_bytes() if db.is_file() else None
+    for verb in (["runs"], ["report"], ["run", "quick", "--only", "variant=null"]):
+        proc = _cli(*verb, "--db", str(db))
+        assert proc.returncode == 2, (verb, proc.stderr)
+        assert "Traceback" not in proc.stderr
+        assert {"text": "not an SQLite database", "foreign": "not a tlsbench results store",
+                "directory": "is a directory"}[kind] in proc.stderr  # fmt: skip
+        assert _listing(tmp_path) == before
+        if content is not None:
+            assert db.read_bytes() == content
+
+
+def test_two_processes_creating_the_same_store_both_succeed(tmp_path: Path) -> None:
+    db = tmp_path / "new.db"
+    code = (
+        "import sys; from pathlib import Path; from tlsbench.store import Store; "
+        "s = Store(Path(sys.argv[1])); s.new_run('e', 'q', 'time', 1, {}, '', 'c'); s.close()"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, str(db)], stderr=subprocess.PIPE, text=True)
+        for _ in range(4)
+    ]
+    errors = [p.communicate()[1] for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, errors
+    store = Store(db)
+    assert len(store.runs()) == 4
+    assert store.check_consistent() == []

@@ -155,7 +155,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from tlsbench.compare import compare_runs, table
     from tlsbench.store import Store
 
-    store = Store(Path(args.db))
+    store = Store(Path(args.db), readonly=True)
     run_a, run_b = store.run(args.a)["id"], store.run(args.b)["id"]
     print(table(compare_runs(store, run_a, run_b), run_a, run_b))
     return 0
@@ -169,10 +169,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     fmt = {"md": "markdown"}.get(args.format, args.format)
     if fmt not in EXPORTERS:
         raise UserError(f"unknown --format {args.format}; choose md, csv, json or html")
-    db = Path(args.db)
-    if not db.exists():
-        raise UserError(f"no results store at {db}; run an experiment first (tlsbench run)")
-    model = load_run(Store(db), args.run)
+    model = load_run(Store(Path(args.db), readonly=True), args.run)
     out = Path(args.out) if args.out else None
     text = export(model, fmt, out)
     if out is None:
@@ -187,12 +184,20 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_runs(args: argparse.Namespace) -> int:
     from tlsbench.store import Store
 
-    store = Store(Path(args.db))
+    store = Store(Path(args.db), readonly=True)
     for run in store.runs():
         print(
             f"{run['id']:>4}  {run['started_at']}  {run['status']:<10} {run['experiment']}"
             f"  ({run['repetitions']} repetitions)"
         )
+    return 0
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from tlsbench.store import SCHEMA_VERSION, Store
+
+    Store(Path(args.db)).close()  # opening for writing migrates
+    print(f"{args.db}: schema version {SCHEMA_VERSION}")
     return 0
 
 
@@ -207,6 +212,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "list": cmd_list,
     "doctor": cmd_doctor,
     "sources": cmd_sources,
+    "migrate": cmd_migrate,
 }
 
 
@@ -266,6 +272,11 @@ def parser() -> argparse.ArgumentParser:
 
     runs = sub.add_parser("runs", help="list the runs in the store")
     runs.add_argument("--db", default=DEFAULT_DB)
+
+    migrate = sub.add_parser(
+        "migrate", help="bring a results store written by an older tlsbench up to date"
+    )
+    migrate.add_argument("--db", default=DEFAULT_DB, help=f"results store (default {DEFAULT_DB})")
 
     lst = sub.add_parser("list", help="list variants and features")
     lst.add_argument("what", choices=["variants"])

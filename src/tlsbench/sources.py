@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import lzma
 import os
 import re
 import shutil
@@ -18,6 +19,7 @@ import tarfile
 import tomllib
 import urllib.error
 import urllib.request
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -154,6 +156,33 @@ class Apt:
         return found
 
 
+UNPACKED_MARKER = ".tlsbench-unpacked"
+
+
+def extract_complete(archive: Path, dest: Path) -> None:
+    """Extracts a tar archive, failing on any error instead of stopping early.
+
+    tarfile ends its member list silently at the first block that is not a valid header,
+    so a corrupt archive would yield a truncated tree. After the last member, the rest of
+    the (decompressed) stream must be the archive's zero padding; reading it to the end
+    also makes the decompressor check its own CRC.
+    """
+    try:
+        with tarfile.open(archive, errorlevel=2) as tar:
+            tar.extractall(dest, filter="tar")
+            fileobj = tar.fileobj
+            assert fileobj is not None
+            while block := fileobj.read(1 << 20):
+                if block.strip(b"\0"):
+                    raise tarfile.ReadError("data after the last valid member (corrupt header)")
+    except (tarfile.TarError, OSError, EOFError, lzma.LZMAError, zlib.error) as exc:
+        raise UserError(
+            f"could not unpack {archive.name} completely: {exc}. The tree was discarded; "
+            "delete the archive to fetch it again.",
+            exit_code=1,
+        ) from exc
+
+
 def _version_key(version: str) -> list[tuple[int, str]]:
     return [(int(p), "") if p.isdigit() else (-1, p) for p in re.split(r"[.\-+~:]", version)]
 
@@ -226,15 +255,14 @@ class Sources:
         return path
 
     def verify(self, path: Path, pin: Pin) -> None:
-        """Checks the archive against the pinned sha256; a stamp skips re-hashing it."""
-        stat = path.stat()
-        stamp = path.with_name(path.name + ".verified")
-        fingerprint = f"{pin.sha256} {stat.st_size} {stat.st_mtime_ns}"
-        if stamp.exists() and stamp.read_text() == fingerprint:
-            return
+        """Hashes the archive in full against the pinned sha256.
+
+        No stamp of size and mtime stands in for the hash: a byte changed in place keeps
+        both, and the cost (well under a second per archive) is paid only when a tree is
+        unpacked or the archive is fetched.
+        """
         actual = sha256_of(path)
         if actual != pin.sha256:
-            stamp.unlink(missing_ok=True)
             raise UserError(
                 f"sha256 mismatch for {path.name} ({path}):\n"
                 f"  expected {pin.sha256} (sources/pins.toml [{pin.line}])\n"
@@ -243,24 +271,31 @@ class Sources:
                 "fetch it again, or move the pin with ./tlsbench sources repin.",
                 exit_code=1,
             )
-        stamp.write_text(fingerprint)
 
     # -- unpacking --------------------------------------------------------------------------
 
     def source_dir(self, line: str) -> Path:
-        """The unpacked upstream tree of a pin (read-only by convention: builds are out of tree)."""
+        """The unpacked upstream tree of a pin (read-only by convention: builds are out of tree).
+
+        A tree counts as unpacked only when its marker names the pinned sha256; the marker
+        is written after the whole archive was hashed and extracted without error, and the
+        folder is renamed into place only then.
+        """
         pin = self.pin(line)
-        archive = self.archive(line)
         dest = self.unpacked / f"{line}-{pin.sha256[:12]}"
-        done = dest / ".tlsbench-unpacked"
-        if done.exists():
+        done = dest / UNPACKED_MARKER
+        if done.exists() and done.read_text() == pin.sha256:
             return self._top_dir(dest)
+        archive = self.archive(line)  # hashed in full here
         tmp = dest.with_name(dest.name + f".tmp-{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        with tarfile.open(archive) as tar:
-            tar.extractall(tmp, filter="tar")
-        (tmp / ".tlsbench-unpacked").write_text(pin.sha256)
+        try:
+            extract_complete(archive, tmp)
+        except UserError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        (tmp / UNPACKED_MARKER).write_text(pin.sha256)
         shutil.rmtree(dest, ignore_errors=True)
         tmp.rename(dest)
         return self._top_dir(dest)

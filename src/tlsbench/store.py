@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -124,18 +125,98 @@ class Point:
     position: int
 
 
+SQLITE_HEADER = b"SQLite format 3\x00"
+TABLES = {"runs", "points", "results", "samples"}
+
+
 class Store:
-    def __init__(self, path: Path) -> None:
+    """The results store. `readonly=True` (runs, report, compare) never creates, migrates
+    or changes anything, not even the journal mode; opening for writing migrates."""
+
+    def __init__(self, path: Path, readonly: bool = False) -> None:
         self.path = path
+        self.readonly = readonly
+        self._check_path()
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(path, isolation_level=None, timeout=30)
+            if readonly:
+                self.db = sqlite3.connect(
+                    f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None, timeout=30
+                )
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self.db = sqlite3.connect(path, isolation_level=None, timeout=30)
         except (OSError, sqlite3.Error) as exc:
-            raise UserError(f"cannot open the results store {path}: {exc}", 1) from exc
+            raise UserError(f"cannot open the results store {path}: {exc}", 2) from exc
         self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA foreign_keys = ON")
-        self.db.execute("PRAGMA journal_mode = WAL")
-        self.migrate()
+        try:
+            self._check_ours()
+            self.db.execute("PRAGMA foreign_keys = ON")
+            if readonly:
+                self._check_readable_version()
+            else:
+                self.db.execute("PRAGMA journal_mode = WAL")
+                self.migrate()
+        except sqlite3.DatabaseError as exc:
+            self.db.close()
+            raise UserError(f"{path} is not a usable tlsbench results store: {exc}", 2) from exc
+        except UserError:
+            self.db.close()
+            raise
+
+    def _check_path(self) -> None:
+        """What can be told from the file system, before SQLite creates anything."""
+        path = self.path
+        if path.is_dir():
+            raise UserError(
+                f"--db {path} is a directory; give a file name, e.g. {path}/tlsbench.db"
+            )
+        if not path.exists():
+            if self.readonly:
+                raise UserError(
+                    f"no results store at {path}; run an experiment first (tlsbench run)"
+                )
+            return
+        if path.stat().st_size > 0:
+            with path.open("rb") as f:
+                if f.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
+                    raise UserError(
+                        f"--db {path} is not an SQLite database; choose another file "
+                        "(tlsbench creates a new store where none exists)"
+                    )
+        if not self.readonly and not (
+            os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)
+        ):
+            raise UserError(
+                f"--db {path} is read-only (the file or its folder {path.parent}); make both "
+                "writable or choose another --db. Reading (runs, report, compare) works as is."
+            )
+
+    def _check_ours(self) -> None:
+        """A SQLite file written by something else is refused before anything is added."""
+        tables = {
+            r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
+        if tables and not tables >= TABLES:
+            raise UserError(
+                f"--db {self.path} is an SQLite database but not a tlsbench results store "
+                f"(its tables: {', '.join(sorted(tables))}); choose another file"
+            )
+        if self.readonly and not tables:
+            raise UserError(f"{self.path} holds no results yet; run an experiment first")
+
+    def _check_readable_version(self) -> None:
+        version = self.version()
+        if version != SCHEMA_VERSION:
+            newer = version > SCHEMA_VERSION
+            raise UserError(
+                f"{self.path} has schema version {version}, "
+                + (
+                    f"newer than this tlsbench ({SCHEMA_VERSION}); update tlsbench"
+                    if newer
+                    else f"older than this tlsbench ({SCHEMA_VERSION}); migrate it once with "
+                    f"`tlsbench migrate --db {self.path}`"
+                )
+            )
 
     def close(self) -> None:
         self.db.close()
@@ -163,6 +244,9 @@ class Store:
             )
         for step in range(version + 1, SCHEMA_VERSION + 1):
             with self.transaction() as db:
+                # Another process may have migrated while this one waited for the lock.
+                if self.version() >= step:
+                    continue
                 MIGRATIONS[step](db)
                 db.execute(f"PRAGMA user_version = {step}")
 
