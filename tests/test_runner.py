@@ -189,3 +189,175 @@ iterations = 100
     assert hung["status"] == "failed" and hung["signal"] == 9
     assert "timeout" in hung["stderr_tail"]
     assert by_name["records_64B"]["status"] == "ok"  # the run went on
+
+
+HANG = """
+question = "Does resume re-run a failure under the run's own timeout?"
+repetitions = 2
+timeout = 1
+
+[defaults]
+scenario = "records"
+warmup = 0
+
+[[include]]
+variant = "null"
+iterations = 987654321
+
+[[include]]
+variant = "null"
+payload = 64
+iterations = 100
+"""
+
+
+def _drivers_running(marker: str) -> list[int]:
+    """Processes whose command line holds `marker` (an iteration count no other run uses)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if "tlsbench-driver" in cmdline and marker in cmdline:
+                found.append(int(proc.name))
+    return found
+
+
+def test_resume_reruns_failures_under_the_stored_settings(tmp_path: Path, build_of) -> None:
+    build_of("null")
+    experiment = tmp_path / "hang.toml"
+    experiment.write_text(HANG)
+    db = tmp_path / "r.db"
+    first = tlsbench("run", str(experiment), "--db", str(db), "--quiet")
+    assert first.returncode == 1
+    run_id = str(Store(db).run("latest")["id"])
+    # Conflicting flags are refused, naming them; nothing runs.
+    for extra in (["--only", "payload=64"], ["--repetitions", "5"], ["--mode", "time"],
+                  ["--timeout", "60"], [str(experiment)]):  # fmt: skip
+        proc = tlsbench("run", "--resume", run_id, *extra, "--db", str(db))
+        assert proc.returncode == 2, (extra, proc.stderr)
+        assert "stored settings" in proc.stderr and "Traceback" not in proc.stderr
+    started = time.monotonic()
+    again = tlsbench("run", "--resume", run_id, "--db", str(db))
+    # The failures ran again, with the run's 1 s timeout (not a default of minutes), and
+    # the run is still failed: the exit status says so.
+    assert again.returncode == 1, again.stderr
+    assert time.monotonic() - started < 60
+    assert again.stderr.count("FAILED records @ null") == 2
+    store = Store(db)
+    assert store.run(run_id)["status"] == "failed"
+    for point in store.points(int(run_id)):
+        results = store.results(point.id)
+        assert [r["repetition"] for r in results] == [0, 1]  # replaced, not duplicated
+        if point.name == "records":
+            assert all("1 s timeout" in r["stderr_tail"] for r in results)
+    assert store.check_consistent() == []
+
+
+def test_resume_refuses_a_variant_built_differently(tmp_path: Path, build_of) -> None:
+    build_of("null")
+    experiment = tmp_path / "hang.toml"
+    experiment.write_text(HANG)
+    db = tmp_path / "r.db"
+    tlsbench("run", str(experiment), "--db", str(db), "--quiet")
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE points SET build = json_set(build, '$.cache_key', 'f00d')")
+    proc = tlsbench("run", "--resume", "latest", "--db", str(db))
+    assert proc.returncode == 2, proc.stderr
+    assert "variant null was built with cache key f00d" in proc.stderr
+    assert "would now be built with" in proc.stderr
+
+
+def test_a_run_has_one_owner_and_sigterm_stops_it_cleanly(tmp_path: Path, build_of) -> None:
+    build_of("null")
+    experiment = tmp_path / "long.toml"
+    experiment.write_text("""
+question = "Is a run being executed locked, and does SIGTERM leave nothing behind?"
+repetitions = 3
+timeout = 600
+
+[defaults]
+scenario = "records"
+warmup = 0
+
+[[include]]
+variant = "null"
+payload = 64
+iterations = 100
+
+[[include]]
+variant = "null"
+iterations = 987654322
+""")
+    db = tmp_path / "r.db"
+    runner = subprocess.Popen([str(paths.REPO / "tlsbench"), "run", str(experiment), "--db",
+                               str(db), "--quiet"], stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not _drivers_running("987654322"):
+        time.sleep(0.1)
+    assert _drivers_running("987654322"), "the long driver never started"
+    second = tlsbench("run", "--resume", "latest", "--db", str(db))
+    assert second.returncode == 1
+    assert "is being executed by process" in second.stderr
+    runs = tlsbench("runs", "--db", str(db))
+    assert " running " in runs.stdout
+    runner.send_signal(signal.SIGTERM)
+    _, err = runner.communicate(timeout=60)
+    assert runner.returncode == 143, err
+    assert _drivers_running("987654322") == []  # the driver did not outlive the runner
+    store = Store(db)
+    assert store.run("latest")["status"] == "interrupted", (
+        err,
+        {k: store.run("latest")[k] for k in ("status", "finished_at", "owner_pid", "heartbeat")},
+    )
+    assert store.check_consistent() == []
+    assert " interrupted " in tlsbench("runs", "--db", str(db)).stdout
+
+
+def test_a_killed_runner_leaves_a_run_that_reads_as_interrupted(tmp_path: Path, build_of) -> None:
+    build_of("null")
+    experiment = tmp_path / "long.toml"
+    experiment.write_text(HANG.replace("timeout = 1", "timeout = 600").replace(
+        "987654321", "987654323"))  # fmt: skip
+    db = tmp_path / "r.db"
+    runner = subprocess.Popen([str(paths.REPO / "tlsbench"), "run", str(experiment), "--db",
+                               str(db), "--quiet"], start_new_session=True)  # fmt: skip
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not _drivers_running("987654323"):
+        time.sleep(0.1)
+    os.kill(runner.pid, signal.SIGKILL)  # the runner only: its driver is orphaned
+    runner.wait()
+    for pid in _drivers_running("987654323"):
+        os.kill(pid, signal.SIGKILL)
+    assert " interrupted " in tlsbench("runs", "--db", str(db)).stdout
+
+
+def test_a_partly_failed_point_is_marked_in_every_format(tmp_path: Path, build_of) -> None:
+    build_of("null")
+    experiment = tmp_path / "two.toml"
+    experiment.write_text("""
+question = "Is a point with a failed repetition marked wherever its figures appear?"
+repetitions = 3
+
+[defaults]
+scenario = "records"
+payload = 64
+iterations = 200
+warmup = 0
+
+[matrix]
+variant = ["null"]
+""")
+    db = tmp_path / "r.db"
+    assert tlsbench("run", str(experiment), "--db", str(db), "--quiet").returncode == 0
+    # One repetition's driver failing is simulated in the store: the reports are under test.
+    with sqlite3.connect(db) as conn:
+        conn.execute("DELETE FROM samples WHERE result_id = (SELECT MAX(id) FROM results)")
+        conn.execute("UPDATE results SET status = 'failed', exit_code = 1, output = NULL "
+                     "WHERE id = (SELECT MAX(id) FROM results)")  # fmt: skip
+    for fmt in ("md", "csv", "json", "html"):
+        out = tlsbench("report", "latest", "--format", fmt, "--db", str(db))
+        assert out.returncode == 0, out.stderr
+        assert "1 of 3 repetitions failed" in out.stdout, fmt

@@ -22,15 +22,16 @@ def test_a_version_1_store_is_migrated_in_place_keeping_its_data(tmp_path: Path)
     with sqlite3.connect(db_path) as db:
         db.executescript((FIXTURES / "store-v1.sql").read_text())
     store = Store(db_path)
-    assert store.version() == SCHEMA_VERSION == 2
+    assert store.version() == SCHEMA_VERSION == 3
     run = store.run(1)
     assert run["experiment"] == "tiny" and run["question"] == "" and run["commit_id"] == "unknown"
+    assert run["timeout"] is None and run["owner_pid"] is None
     [point] = store.points(1)
     assert point.params == {"scenario": "handshake", "tls": "1.3"}
     assert store.samples(point.id, "client_cpu_ns") == [1000.0, 1100.0, 900.0]
     assert store.check_consistent() == []
     store.close()
-    assert Store(db_path).version() == 2  # a second open finds nothing to do
+    assert Store(db_path).version() == 3  # a second open finds nothing to do
 
 
 def test_a_newer_store_is_refused(tmp_path: Path) -> None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -114,14 +116,31 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     db_path = Path(args.db)
     if args.resume is not None:
-        check_results_location(db_path)
+        given = [
+            flag
+            for flag, present in (
+                (f"the experiment {args.experiment!r}", args.experiment is not None),
+                ("--only", bool(args.only)),
+                ("--repetitions", args.repetitions is not None),
+                ("--mode", args.mode is not None),
+                ("--timeout", args.timeout is not None),
+                ("--dry-run", args.dry_run),
+            )
+            if present
+        ]
+        if given:
+            raise UserError(
+                f"--resume {args.resume} runs what the run is missing under its stored "
+                f"settings (experiment, points, repetitions, mode, timeout); drop "
+                f"{', '.join(given)}, or start a new run"
+            )
         store = Store(db_path)
         run = store.run(args.resume)
         runner = Runner(store, quiet=args.quiet)
-        tally = runner.execute(run["id"], args.timeout or 300)
-        return _summarize_run(run["id"], tally, store)
+        runner.check_same_builds(run["id"])
+        return _summarize_run(run["id"], runner.execute(run["id"], stored_timeout(run)), store)
     # Everything about the request is checked before the store is touched.
-    experiment = experiments.load(args.experiment)
+    experiment = experiments.load(args.experiment or "quick")
     points = experiments.only(experiment.points, args.only or [])
     if not points:
         raise UserError(f"--only {' '.join(args.only)} leaves no point of {experiment.name}")
@@ -134,10 +153,23 @@ def cmd_run(args: argparse.Namespace) -> int:
     check_results_location(db_path)
     store = Store(db_path)
     runner = Runner(store, quiet=args.quiet)
-    runner.mode = args.mode
-    run_id = runner.start(experiment, points, repetitions)
-    tally = runner.execute(run_id, args.timeout or experiment.timeout)
-    return _summarize_run(run_id, tally, store)
+    runner.mode = args.mode or "time"
+    timeout = args.timeout if args.timeout is not None else experiment.timeout
+    run_id = runner.start(experiment, points, repetitions, timeout)
+    return _summarize_run(run_id, runner.execute(run_id, timeout), store)
+
+
+def stored_timeout(run: Any) -> float:
+    """The run's own timeout; runs stored before it was kept use their experiment's."""
+    if run["timeout"] is not None:
+        return float(run["timeout"])
+    import tomllib
+
+    with contextlib.suppress(tomllib.TOMLDecodeError):
+        value = tomllib.loads(run["experiment_text"]).get("timeout")
+        if isinstance(value, int | float) and value > 0:
+            return float(value)
+    return 300.0
 
 
 def _summarize_run(run_id: int, tally: Any, store: Any) -> int:
@@ -148,7 +180,7 @@ def _summarize_run(run_id: int, tally: Any, store: Any) -> int:
     )
     for failure in tally.failed:
         print(f"  FAILED {failure}", file=sys.stderr)
-    return 1 if tally.failed else 0
+    return 1 if store.failed_count(run_id) else 0
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -187,7 +219,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     store = Store(Path(args.db), readonly=True)
     for run in store.runs():
         print(
-            f"{run['id']:>4}  {run['started_at']}  {run['status']:<10} {run['experiment']}"
+            f"{run['id']:>4}  {run['started_at']}  {store.status_of(run):<11} {run['experiment']}"
             f"  ({run['repetitions']} repetitions)"
         )
     return 0
@@ -242,7 +274,9 @@ def parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run an experiment (default: quick) into the store")
     run.add_argument(
-        "experiment", nargs="?", default="quick", help="a name in experiments/ or a .toml path"
+        "experiment",
+        nargs="?",
+        help="a name in experiments/ or a .toml path (default quick)",
     )
     run.add_argument("--db", default=DEFAULT_DB, help=f"results store (default {DEFAULT_DB})")
     run.add_argument("--resume", metavar="RUN", help="finish what run RUN is missing")
@@ -253,7 +287,6 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--mode",
         choices=["time", "instructions"],
-        default="time",
         help="instructions: count instructions of the measured calls under callgrind "
         "(identical run to run)",
     )
@@ -295,6 +328,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         return COMMANDS[args.command](args)
     except UserError as exc:
@@ -303,3 +337,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("tlsbench: interrupted", file=sys.stderr)
         return 130
+    except Terminated:
+        print("tlsbench: terminated", file=sys.stderr)
+        return 143
+
+
+class Terminated(Exception):
+    """SIGTERM, raised in the main thread so that a run stops as on Ctrl-C: its driver is
+    killed and the run is marked interrupted."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise Terminated()

@@ -11,6 +11,7 @@ running, and `--resume RUN` runs only what is missing.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -19,6 +20,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -211,6 +213,13 @@ def run_driver(
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
         err += f"\ntlsbench: killed after the {timeout:.0f} s timeout"
+    except BaseException:
+        # Interrupted (SIGINT, SIGTERM): the driver runs in its own session, so nothing
+        # else would stop it; it must not outlive the runner.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
     seconds = time.monotonic() - started
     tail = "\n".join(err.strip().splitlines()[-STDERR_TAIL_LINES:])
     code = proc.returncode
@@ -284,11 +293,18 @@ class Runner:
         certs.ensure_all(sorted(kinds), progress=not self.quiet)
         return builds
 
-    def start(self, experiment: Experiment, points: list[RunPoint], repetitions: int) -> int:
+    def start(
+        self,
+        experiment: Experiment,
+        points: list[RunPoint],
+        repetitions: int,
+        timeout: float | None = None,
+    ) -> int:
         builds = self.prepare(points)
         run_id = self.store.new_run(
             experiment.name, experiment.question, self.mode, repetitions,
             environment(self.builder), experiment.text, commit_id(),
+            timeout if timeout is not None else experiment.timeout,
         )  # fmt: skip
         self.store.add_points(
             run_id,
@@ -304,8 +320,41 @@ class Runner:
                   f"repetitions -> {self.store.path}", file=sys.stderr)  # fmt: skip
         return run_id
 
+    def check_same_builds(self, run_id: int) -> None:
+        """Resuming with a different build of a variant would mix two builds in one run."""
+        for point in self.store.points(run_id):
+            stored_key = point.build.get("cache_key")
+            current = self.builder.key(self.catalog.resolve(point.variant))
+            if stored_key and stored_key != current:
+                raise UserError(
+                    f"run {run_id} cannot be resumed: variant {point.variant} was built with "
+                    f"cache key {stored_key}, and would now be built with {current} (its "
+                    "sources, options, compiler or recipe changed). Resuming would mix two "
+                    "builds in one run: start a new run instead."
+                )
+
     def execute(self, run_id: int, timeout: float) -> Tally:
-        """Runs every (point, repetition) of the run that has no result yet."""
+        """Runs every (point, repetition) of the run without a final result (ok or
+        unsupported), as the run's owner; an interruption marks the run interrupted."""
+        self.store.claim(run_id)
+        stop = threading.Event()
+        beat = threading.Thread(target=_heartbeat, args=(self.store.path, run_id, stop))
+        beat.start()
+        try:
+            tally = self._execute(run_id, timeout)
+        except BaseException:
+            # The heartbeat's connection is closed before the final write: a thread left
+            # writing while the process exits can lose that write.
+            stop.set()
+            beat.join()
+            self.store.finish_run(run_id, "interrupted")
+            raise
+        stop.set()
+        beat.join()
+        self.store.finish_run(run_id, "failed" if self.store.failed_count(run_id) else "complete")
+        return tally
+
+    def _execute(self, run_id: int, timeout: float) -> Tally:
         run = self.store.run(run_id)
         stored = self.store.points(run_id)
         todo = []
@@ -350,5 +399,17 @@ class Runner:
                                     f"{why}: {last[0]}")  # fmt: skip
         progress.show("done", len(tally.failed))
         progress.finish()
-        self.store.finish_run(run_id, "failed" if tally.failed else "complete")
         return tally
+
+
+HEARTBEAT_S = 5.0
+
+
+def _heartbeat(db_path: Path, run_id: int, stop: threading.Event) -> None:
+    """Beats in its own connection while the runner waits on a driver (points can be long)."""
+    store = Store(db_path)
+    try:
+        while not stop.wait(HEARTBEAT_S):
+            store.heartbeat(run_id)
+    finally:
+        store.close()

@@ -1,9 +1,10 @@
 """The results store: one SQLite file, versioned with PRAGMA user_version.
 
-Schema (version 2):
+Schema (version 3):
 
     runs(id, experiment, question, mode, repetitions, status, started_at, finished_at,
-         environment JSON, experiment_text, commit_id)
+         environment JSON, experiment_text, commit_id, timeout,
+         owner_pid, owner_host, heartbeat)   -- the runner executing it, while it runs
     points(id, run_id, name, variant, library, scenario, params JSON, build JSON,
            position)                      -- UNIQUE(run_id, variant, name)
     results(id, point_id, repetition, status, exit_code, signal, seconds, started_at,
@@ -13,7 +14,11 @@ Schema (version 2):
 A result is one driver process: status is "ok", "unsupported" (the library cannot honour
 the point: exit 3), or "failed" (any other exit, a signal or a timeout). Each result and
 its samples are written in one transaction, so a crash at any moment leaves a consistent
-database, and `tlsbench run --resume RUN` runs only what is missing.
+database, and `tlsbench run --resume RUN` runs only what is missing or failed.
+
+A run being executed has an owner (process id, host, heartbeat): a second runner refuses
+it, and a run whose owner is gone (process dead, or no heartbeat for STALE_AFTER_S) reads
+as "interrupted".
 
 Migrations: one function per version step; opening a store migrates it in place.
 """
@@ -23,6 +28,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import socket
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -32,7 +38,9 @@ from typing import Any
 
 from tlsbench.errors import UserError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+# A run's owner counts as gone when its heartbeat is older than this (it beats every few s).
+STALE_AFTER_S = 60.0
 
 
 def _script(db: sqlite3.Connection, script: str) -> None:
@@ -105,7 +113,20 @@ def _v2(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1, 2: _v2}
+def _v3(db: sqlite3.Connection) -> None:
+    """Version 3: a run's timeout (resume uses it) and its owner (the runner executing it)."""
+    _script(
+        db,
+        """
+        ALTER TABLE runs ADD COLUMN timeout REAL;
+        ALTER TABLE runs ADD COLUMN owner_pid INTEGER;
+        ALTER TABLE runs ADD COLUMN owner_host TEXT;
+        ALTER TABLE runs ADD COLUMN heartbeat TEXT;
+        """,
+    )
+
+
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1, 2: _v2, 3: _v3}
 
 
 def now() -> str:
@@ -176,7 +197,7 @@ class Store:
                     f"no results store at {path}; run an experiment first (tlsbench run)"
                 )
             return
-        if path.stat().st_size > 0:
+        if path.stat().st_size >= 100:  # SQLite's header; a store being created is shorter
             with path.open("rb") as f:
                 if f.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
                     raise UserError(
@@ -261,16 +282,74 @@ class Store:
         environment: dict[str, Any],
         experiment_text: str,
         commit_id: str,
+        timeout: float | None = None,
     ) -> int:
         with self.transaction() as db:
             cur = db.execute(
                 "INSERT INTO runs (experiment, question, mode, repetitions, status, started_at,"
-                " environment, experiment_text, commit_id) VALUES (?,?,?,?,?,?,?,?,?)",
+                " environment, experiment_text, commit_id, timeout, owner_pid, owner_host,"
+                " heartbeat) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (experiment, question, mode, repetitions, "running", now(),
-                 json.dumps(environment), experiment_text, commit_id),
+                 json.dumps(environment), experiment_text, commit_id, timeout,
+                 os.getpid(), socket.gethostname(), now()),
             )  # fmt: skip
             assert cur.lastrowid is not None
             return cur.lastrowid
+
+    # -- ownership --------------------------------------------------------------------------
+
+    @staticmethod
+    def owner_alive(row: sqlite3.Row) -> bool:
+        """Whether the runner that owns a run still executes it."""
+        if row["owner_pid"] is None or row["heartbeat"] is None:
+            return False
+        age = (
+            _dt.datetime.now(_dt.UTC) - _dt.datetime.fromisoformat(row["heartbeat"])
+        ).total_seconds()
+        if age > STALE_AFTER_S:
+            return False
+        if row["owner_host"] != socket.gethostname():
+            return True  # another machine: the heartbeat is all there is to go by
+        try:
+            os.kill(int(row["owner_pid"]), 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    def status_of(self, row: sqlite3.Row) -> str:
+        """The stored status, except that a "running" run without a live owner is
+        "interrupted"."""
+        if row["status"] == "running" and not self.owner_alive(row):
+            return "interrupted"
+        return str(row["status"])
+
+    def claim(self, run_id: int) -> None:
+        """Makes this process the run's owner, or refuses if a live runner owns it."""
+        with self.transaction() as db:
+            row = db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row["owner_pid"] == os.getpid() and row["owner_host"] == socket.gethostname():
+                pass
+            elif row["status"] == "running" and self.owner_alive(row):
+                raise UserError(
+                    f"run {run_id} is being executed by process {row['owner_pid']} on "
+                    f"{row['owner_host']} (last heartbeat {row['heartbeat']}); wait for it or "
+                    "stop it (Ctrl-C / kill) before resuming",
+                    1,
+                )
+            db.execute(
+                "UPDATE runs SET status = 'running', finished_at = NULL, owner_pid = ?, "
+                "owner_host = ?, heartbeat = ? WHERE id = ?",
+                (os.getpid(), socket.gethostname(), now(), run_id),
+            )
+
+    def heartbeat(self, run_id: int) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE runs SET heartbeat = ? WHERE id = ? AND owner_pid = ? AND owner_host = ?",
+                (now(), run_id, os.getpid(), socket.gethostname()),
+            )
 
     def add_points(self, run_id: int, points: list[dict[str, Any]]) -> None:
         """Registers the run's points (name, variant, library, scenario, params, build)."""
@@ -284,9 +363,11 @@ class Store:
                 )  # fmt: skip
 
     def finish_run(self, run_id: int, status: str) -> None:
+        """Sets the final status ("complete", "failed", "interrupted") and drops the owner."""
         with self.transaction() as db:
             db.execute(
-                "UPDATE runs SET status = ?, finished_at = ? WHERE id = ?",
+                "UPDATE runs SET status = ?, finished_at = ?, owner_pid = NULL, "
+                "owner_host = NULL, heartbeat = NULL WHERE id = ?",
                 (status, now(), run_id),
             )
 
@@ -329,8 +410,21 @@ class Store:
     # -- results ----------------------------------------------------------------------------
 
     def done_repetitions(self, point_id: int) -> set[int]:
-        rows = self.db.execute("SELECT repetition FROM results WHERE point_id = ?", (point_id,))
+        """Repetitions with a final result: ok or unsupported (a failed one is run again)."""
+        rows = self.db.execute(
+            "SELECT repetition FROM results WHERE point_id = ? AND status IN ('ok', 'unsupported')",
+            (point_id,),
+        )
         return {r[0] for r in rows}
+
+    def failed_count(self, run_id: int) -> int:
+        return int(
+            self.db.execute(
+                "SELECT COUNT(*) FROM results r JOIN points p ON p.id = r.point_id "
+                "WHERE p.run_id = ? AND r.status = 'failed'",
+                (run_id,),
+            ).fetchone()[0]
+        )
 
     def add_result(
         self,
@@ -348,6 +442,15 @@ class Store:
         samples = (output or {}).pop("samples", None) or {}
         units = {k: v.get("unit", "") for k, v in (output or {}).get("summary", {}).items()}
         with self.transaction() as db:
+            # A failed repetition run again replaces its earlier failure, in this transaction.
+            old = db.execute(
+                "SELECT id FROM results WHERE point_id = ? AND repetition = ? "
+                "AND status = 'failed'",
+                (point_id, repetition),
+            ).fetchone()
+            if old is not None:
+                db.execute("DELETE FROM samples WHERE result_id = ?", (old[0],))
+                db.execute("DELETE FROM results WHERE id = ?", (old[0],))
             cur = db.execute(
                 "INSERT INTO results (point_id, repetition, status, exit_code, signal, seconds,"
                 " started_at, output, stderr_tail) VALUES (?,?,?,?,?,?,?,?,?)",

@@ -17,6 +17,7 @@ format and lay out. Figures follow the README's Methodology section:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 from collections.abc import Iterable, Sequence
@@ -78,6 +79,7 @@ class MemoryRow:
     conn_retained: float
     handshake_allocs: float
     repetitions: int
+    failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,7 @@ class HandshakeRow:
     handshakes_per_s: float | None  # None when the median time is 0 (cannot happen for TLS)
     hps_ci_low: float | None
     hps_ci_high: float | None
+    failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
 
 
 @dataclass(frozen=True)
@@ -118,6 +121,7 @@ class LatencyRow:
     p50_ci_low_ns: float
     p50_ci_high_ns: float
     allocs_per_record: float | None
+    failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
 
 
 @dataclass(frozen=True)
@@ -136,6 +140,7 @@ class ThroughputRow:
     receiver_mbps: float
     receiver_ci_low: float
     receiver_ci_high: float
+    failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
 
 
 @dataclass(frozen=True)
@@ -151,6 +156,7 @@ class AeadRow:
     tsc_cycles_per_byte: float
     ns_per_byte: float
     mbps: float
+    failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
 
 
 @dataclass(frozen=True)
@@ -164,6 +170,7 @@ class InstructionRow:
     instructions: float  # median over repetitions
     repetitions: int
     identical: bool  # every repetition gave the same count
+    failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
 
 
 @dataclass(frozen=True)
@@ -354,7 +361,7 @@ class _Loader:
             question=str(row["question"]),
             mode=str(row["mode"]),
             repetitions=int(row["repetitions"]),
-            status=str(row["status"]),
+            status=store.status_of(row),
             started_at=str(row["started_at"]),
             finished_at=row["finished_at"],
             commit=str(row["commit_id"]),
@@ -411,7 +418,7 @@ class _Loader:
             if not heaps:
                 continue
             for side in SIDES:
-                figures = {
+                figures: dict[str, Any] = {
                     name: statistics.median(float(h[side][name]) for h in heaps)
                     for name in HEAP_FIGURES
                 }
@@ -667,7 +674,37 @@ class _Loader:
             variants=list(dict.fromkeys(p.variant for p in self.points)),
         )
         model.notes = self.driver_and_environment_notes() + self.notes
+        self.mark_partly_failed(model)
         return model
+
+    def partly_failed(self) -> dict[tuple[str, str], str]:
+        """(variant, point) -> "k of n repetitions failed", for points with figures that
+        rest on fewer repetitions than the run asked for."""
+        marks = {}
+        for p in self.points:
+            failed = sum(1 for r in self.results[p.id] if r.status == "failed")
+            if failed and self.ok(p):
+                marks[(p.variant, p.name)] = (
+                    f"{failed} of {self.run.repetitions} repetitions failed"
+                )
+        return marks
+
+    def mark_partly_failed(self, model: RunModel) -> None:
+        marks = self.partly_failed()
+        if not marks:
+            return
+        for name in ("memory", "handshakes", "latency", "throughput", "aead", "instructions"):
+            rows = getattr(model, name)
+            setattr(
+                model,
+                name,
+                [
+                    dataclasses.replace(r, failed=marks[(r.variant, r.point)])
+                    if (r.variant, r.point) in marks
+                    else r
+                    for r in rows
+                ],
+            )
 
 
 def load_run(store: Store, run_id: int | str = "latest") -> RunModel:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from tlsbench.report.model import RunModel
 
@@ -59,6 +60,12 @@ def fmt_ci(low: float | None, high: float | None) -> str:
 
 def fmt_size(value: int | None) -> str:
     return "default" if not value else f"{value:,}"
+
+
+def _variant(row: Any) -> str:
+    """The variant cell, marked where the row's figures rest on fewer repetitions."""
+    failed = getattr(row, "failed", "")
+    return str(row.variant) + (f" (partial: {failed})" if failed else "")
 
 
 def _without_default_case(view: View) -> View:
@@ -121,7 +128,7 @@ def _views(model: RunModel) -> list[View]:
                  "peak - start", "retained - start", "conn peak", "conn retained", "allocs"],
                 [False, False, False, True] + [True] * 8,
                 [
-                    [r.variant, _case(r.case, r.scenario), r.side, fmt_size(r.record_size),
+                    [_variant(r), _case(r.case, r.scenario), r.side, fmt_size(r.record_size),
                      fmt_bytes(r.start), fmt_bytes(r.peak), fmt_bytes(r.retained),
                      fmt_bytes(r.peak_minus_start), fmt_bytes(r.retained_minus_start),
                      fmt_bytes(r.conn_peak), fmt_bytes(r.conn_retained),
@@ -141,7 +148,7 @@ def _views(model: RunModel) -> list[View]:
                  "wall ms", "handshakes/s"],
                 [False, False, True, True, True, True, True, True, True],
                 [
-                    [r.variant, _case(r.case, r.scenario), str(r.n), fmt_sig(r.ms),
+                    [_variant(r), _case(r.case, r.scenario), str(r.n), fmt_sig(r.ms),
                      fmt_ci(r.ms_ci_low, r.ms_ci_high), fmt_sig(r.client_ms),
                      fmt_sig(r.server_ms), fmt_sig(r.wall_ms), fmt_sig(r.handshakes_per_s)]
                     for r in model.handshakes
@@ -159,7 +166,7 @@ def _views(model: RunModel) -> list[View]:
                  "allocs/record"],
                 [False, False, True, False] + [True] * 7,
                 [
-                    [r.variant, r.case, fmt_size(r.payload), r.op, str(r.n), fmt_sig(r.min_ns),
+                    [_variant(r), r.case, fmt_size(r.payload), r.op, str(r.n), fmt_sig(r.min_ns),
                      fmt_sig(r.avg_ns), fmt_sig(r.p50_ns), fmt_sig(r.p99_ns), fmt_sig(r.max_ns),
                      fmt_count(r.allocs_per_record)]
                     for r in model.latency
@@ -179,7 +186,7 @@ def _views(model: RunModel) -> list[View]:
                 + (["sender % of null"] if baseline else []),
                 [False, False, True, True, True, True, True] + ([True] if baseline else []),
                 [
-                    [r.variant + (" (baseline)" if r.baseline else ""), r.case, str(r.n),
+                    [_variant(r) + (" (baseline)" if r.baseline else ""), r.case, str(r.n),
                      fmt_sig(r.sender_mbps), fmt_ci(r.sender_ci_low, r.sender_ci_high),
                      fmt_sig(r.receiver_mbps), fmt_ci(r.receiver_ci_low, r.receiver_ci_high)]
                     + ([fmt_sig(100 * r.sender_mbps / baseline.sender_mbps)]
@@ -198,7 +205,7 @@ def _views(model: RunModel) -> list[View]:
                 ["variant", "AEAD", "payload", "runs", "cycles/byte", "ns/byte", "MB/s"],
                 [False, False, True, True, True, True, True],
                 [
-                    [r.variant, r.aead, f"{r.payload:,}", f"{r.runs:,}",
+                    [_variant(r), r.aead, f"{r.payload:,}", f"{r.runs:,}",
                      fmt_sig(r.tsc_cycles_per_byte), fmt_sig(r.ns_per_byte), fmt_sig(r.mbps)]
                     for r in model.aead
                 ],
@@ -215,7 +222,7 @@ def _views(model: RunModel) -> list[View]:
                 ["variant", "point", "side", "instructions", "repetitions", "identical"],
                 [False, False, False, True, True, False],
                 [
-                    [r.variant, r.point, r.side, fmt_count(r.instructions), str(r.repetitions),
+                    [_variant(r), r.point, r.side, fmt_count(r.instructions), str(r.repetitions),
                      "yes" if r.identical else "no"]
                     for r in model.instructions
                 ],
