@@ -109,15 +109,73 @@ iterations = 9
             r"exp.toml:5: unknown matrix key 'autth'. Did you mean auth",
         ),
         ("[matrix]\nvariant = ['nul']\nscenario = ['handshake']\n", r"unknown variant 'nul'"),
-        ("[matrix]\nvariant = ['null']\nscenario = ['dance']\n", r"scenario 'dance' is not"),
+        (
+            "[matrix]\nvariant = ['null']\nscenario = ['dance']\n",
+            r"exp.toml:4: scenario = 'dance' \(a string\) is not allowed: known: handshake",
+        ),
         (
             "[matrix]\nvariant = ['null']\nscenario = ['handshake']\ntls = ['1.1']\n",
-            r"tls '1.1' is not one of 1.2, 1.3",
+            r"exp.toml:5: tls = '1.1' \(a string\) is not allowed: .*known: 1.2, 1.3",
         ),
         ("[matrix\nvariant = ['null']\n", r"exp.toml:2: malformed TOML"),
         (
             "[defaults]\niterations = -1\n[matrix]\nvariant=['null']\nscenario=['handshake']\n",
-            r"iterations must be a non-negative integer",
+            r"exp.toml:3: iterations = -1 \(a number\) is not allowed: 1..100000000",
+        ),
+        # What used to become a stored "unsupported" result or a run-time failure.
+        (
+            "[matrix]\nvariant = ['null']\nscenario = ['handshake']\n"
+            "suite = ['TLS_AES_128_GCM_SHA265']\n",
+            r"exp.toml:5: suite = 'TLS_AES_128_GCM_SHA265' .* did you mean TLS_AES_128_GCM_SHA256",
+        ),
+        (
+            "[matrix]\nvariant = ['null']\nscenario = ['handshake']\ngroup = ['x22519']\n",
+            r"exp.toml:5: group = 'x22519' .* did you mean x25519\?",
+        ),
+        (
+            "[matrix]\nvariant = ['null']\nscenario = ['handshake']\n"
+            "sigalg = ['rsa_pss_sha256']\n",
+            r"exp.toml:5: sigalg = 'rsa_pss_sha256' .* known: rsa_pkcs1_sha1",
+        ),
+        (
+            "[matrix]\nvariant = ['null']\nscenario = ['records']\nrecord_size = [7]\n",
+            r"exp.toml:5: record_size = 7 \(a number\) is not allowed: 64..16384",
+        ),
+        (
+            "[matrix]\nvariant = ['null']\nscenario = ['handshake']\nchain = [9]\n",
+            r"exp.toml:5: chain = 9 \(a number\) is not allowed: 1..3",
+        ),
+        (
+            "[defaults]\niterations = 0\n[matrix]\nvariant=['null']\nscenario=['handshake']\n",
+            r"exp.toml:3: iterations = 0 .* 1..100000000",
+        ),
+        (
+            "repetitions = -1\n[matrix]\nvariant=['null']\nscenario=['handshake']\n",
+            r"exp.toml:2: repetitions = -1 .* a whole number, 1..1000",
+        ),
+        (
+            "repetitions = 0\n[matrix]\nvariant=['null']\nscenario=['handshake']\n",
+            r"exp.toml:2: repetitions = 0 .* a whole number, 1..1000",
+        ),
+        (
+            "timeout = -3\n[matrix]\nvariant=['null']\nscenario=['handshake']\n",
+            r"exp.toml:2: timeout = -3 .* a number of seconds",
+        ),
+        (
+            "repetitions = '5'\n[matrix]\nvariant=['null']\nscenario=['handshake']\n",
+            r"repetitions = '5' \(a string\)",
+        ),
+        ("defaults = 3\n[matrix]\nvariant=['null']\nscenario=['handshake']\n", r"defaults must"),
+        ("[matrix]\nvariant = 'null'\nscenario = ['handshake']\n", r"matrix variant must be"),
+        (
+            "[matrix]\nvariant = ['null']\nscenario = ['handshake']\ntls = ['1.3']\n"
+            "suite = ['TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256']\n",
+            r"a TLS 1.3 suite \(TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 is a TLS 1.2 suite\)",
+        ),
+        (
+            "[matrix]\nvariant = ['null']\nscenario = ['records']\nrecord_size = [1024]\n"
+            "payload = [4096]\n",
+            r"payload = 4096 .* at most the record size \(1024\)",
         ),
     ],
 )
@@ -142,6 +200,17 @@ def test_every_shipped_experiment_expands() -> None:
     for path in sorted(experiments.EXPERIMENTS_DIR.glob("*.toml")):
         exp = experiments.load(str(path))
         assert exp.points and exp.question.endswith("?"), path.name
+
+
+def test_an_experiment_path_that_is_a_directory_or_not_utf8_is_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "dir.toml"
+    folder.mkdir()
+    with pytest.raises(UserError, match="is not a file"):
+        experiments.load(str(folder))
+    binary = tmp_path / "bin.toml"
+    binary.write_bytes(b'question = "\xff\xfe?"\n')
+    with pytest.raises(UserError, match="not UTF-8 text"):
+        experiments.load(str(binary))
 
 
 def test_bad_input_writes_nothing_to_the_database(tmp_path: Path, capsys) -> None:

@@ -22,6 +22,31 @@ enum {
   TB_EXIT_DATA = 6,      /* application data or an AEAD known answer was wrong */
 };
 
+/* A name tlsbench accepts, with its IANA code point where it has one (names.c). */
+typedef struct tb_name {
+  const char *name;
+  unsigned code;
+  int tls; /* cipher suites: 12 or 13 */
+} tb_name;
+
+extern const tb_name tb_suite_names[], tb_group_names[], tb_sigalg_names[], tb_aead_names[],
+    tb_cert_kinds[];
+const tb_name *tb_name_find(const tb_name *table, const char *name);
+
+#define TB_N_SCENARIOS 6
+extern const char *const tb_scenario_names[TB_N_SCENARIOS];
+
+/* Ranges of the numeric options (also declared by `info --json`). Record sizes: RFC 8449's
+ * record_size_limit allows 64..16384 bytes of plaintext; a library may accept fewer
+ * (wolfSSL's max_fragment_length: 512..4096), which is that library's "unsupported". */
+#define TB_RECORD_SIZE_MIN 64
+#define TB_RECORD_SIZE_MAX 16384
+#define TB_CHAIN_MAX 3
+#define TB_ITERATIONS_MAX 100000000L
+#define TB_WARMUP_MAX 10000000L
+#define TB_PAYLOAD_MAX (64L * 1024 * 1024)
+#define TB_BYTES_MAX (1L << 40)
+
 typedef struct tb_options {
   const char *scenario;
   const char *variant; /* label for the output only */

@@ -81,13 +81,34 @@ static void usage(FILE *out) {
           "  --json                   one JSON object on stdout\n");
 }
 
-static int parse_count(const char *text, long min, long *out) {
+/* A whole number in [min, max]; the message names the option and the range. */
+static int parse_count(const char *option, const char *text, long min, long max, long *out) {
   char *end;
   errno = 0;
   long v = strtol(text, &end, 10);
-  if (errno || *end || v < min) return -1;
+  if (errno || *end || end == text || v < min || v > max) {
+    fprintf(stderr, "tlsbench-driver: --%s takes a whole number from %ld to %ld, not '%s'\n",
+            option, min, max, text);
+    return -1;
+  }
   *out = v;
   return 0;
+}
+
+/* A name from one of the core's tables; an unknown one is a usage error that lists them. */
+static int check_name(const char *option, const tb_name *table, const char *value) {
+  if (value == NULL || tb_name_find(table, value) != NULL) return 0;
+  int count = 0;
+  for (const tb_name *n = table; n->name != NULL; n++) count++;
+  fprintf(stderr, "tlsbench-driver: unknown --%s '%s'; known:", option, value);
+  if (count > 20) {
+    /* The cipher suites: too many to list here. */
+    fprintf(stderr, " %d IANA names, listed by `tlsbench-driver info --json`\n", count);
+    return -1;
+  }
+  for (const tb_name *n = table; n->name != NULL; n++) fprintf(stderr, " %s", n->name);
+  fprintf(stderr, "\n");
+  return -1;
 }
 
 static const char *default_sigalg(const char *cert, int tls) {
@@ -181,10 +202,7 @@ static int parse_options(int argc, char **argv, tb_options *o) {
         o->cert = optarg;
         break;
       case 'C':
-        if (parse_count(optarg, 1, &chain) || chain > 3) {
-          fprintf(stderr, "tlsbench-driver: --chain must be 1, 2 or 3\n");
-          return -1;
-        }
+        if (parse_count("chain", optarg, 1, TB_CHAIN_MAX, &chain)) return -1;
         o->chain = (int)chain;
         break;
       case 'a':
@@ -203,19 +221,22 @@ static int parse_options(int argc, char **argv, tb_options *o) {
         o->wrong_ca = 1;
         break;
       case 'r':
-        if (parse_count(optarg, 1, &record_size)) goto bad_number;
+        if (parse_count("record-size", optarg, TB_RECORD_SIZE_MIN, TB_RECORD_SIZE_MAX,
+                        &record_size)) {
+          return -1;
+        }
         break;
       case 'p':
-        if (parse_count(optarg, 1, &payload)) goto bad_number;
+        if (parse_count("payload", optarg, 1, TB_PAYLOAD_MAX, &payload)) return -1;
         break;
       case 'b':
-        if (parse_count(optarg, 1, &bytes)) goto bad_number;
+        if (parse_count("bytes", optarg, 1, TB_BYTES_MAX, &bytes)) return -1;
         break;
       case 'n':
-        if (parse_count(optarg, 1, &o->iterations)) goto bad_number;
+        if (parse_count("iterations", optarg, 1, TB_ITERATIONS_MAX, &o->iterations)) return -1;
         break;
       case 'w':
-        if (parse_count(optarg, 0, &o->warmup)) goto bad_number;
+        if (parse_count("warmup", optarg, 0, TB_WARMUP_MAX, &o->warmup)) return -1;
         break;
       case 'A':
         o->aead = optarg;
@@ -242,12 +263,11 @@ static int parse_options(int argc, char **argv, tb_options *o) {
     return -1;
   }
   o->scenario = argv[optind];
-  static const char *const scenarios[] = {"handshake", "resume", "records", "bulk", "aead", "info"};
-  static const long default_iterations[] = {100, 100, 10000, 5, 3000, 1};
-  static const long default_warmup[] = {5, 5, 1000, 1, 300, 0};
+  static const long default_iterations[TB_N_SCENARIOS] = {100, 100, 10000, 5, 3000, 1};
+  static const long default_warmup[TB_N_SCENARIOS] = {5, 5, 1000, 1, 300, 0};
   int known = -1;
-  for (int i = 0; i < 6; i++) {
-    if (strcmp(o->scenario, scenarios[i]) == 0) known = i;
+  for (int i = 0; i < TB_N_SCENARIOS; i++) {
+    if (strcmp(o->scenario, tb_scenario_names[i]) == 0) known = i;
   }
   if (known < 0) {
     fprintf(stderr, "tlsbench-driver: unknown scenario %s\n", o->scenario);
@@ -263,6 +283,26 @@ static int parse_options(int argc, char **argv, tb_options *o) {
     o->payload = 256;
   } else if (strcmp(o->scenario, "bulk") == 0) {
     o->payload = o->record_size ? o->record_size : 16384; /* the largest records */
+  }
+  if (check_name("suite", tb_suite_names, o->suite) ||
+      check_name("group", tb_group_names, o->group) ||
+      check_name("sigalg", tb_sigalg_names, o->sigalg) ||
+      check_name("aead", tb_aead_names, o->aead) || check_name("cert", tb_cert_kinds, o->cert)) {
+    return -1;
+  }
+  if (o->suite != NULL && tb_name_find(tb_suite_names, o->suite)->tls != o->tls) {
+    fprintf(stderr, "tlsbench-driver: %s is a TLS %s suite, not one of TLS %s\n", o->suite,
+            o->tls == 13 ? "1.2" : "1.3", o->tls == 13 ? "1.3" : "1.2");
+    return -1;
+  }
+  /* One record carries the whole payload in `records`: a larger one would be split. */
+  size_t record_limit = o->record_size ? o->record_size : TB_RECORD_SIZE_MAX;
+  if (strcmp(o->scenario, "records") == 0 && o->payload > record_limit) {
+    fprintf(stderr,
+            "tlsbench-driver: --payload %zu does not fit one record of %zu bytes; records "
+            "measures one record per write (use bulk for larger writes)\n",
+            o->payload, record_limit);
+    return -1;
   }
   if (o->group == NULL) o->group = default_group(o->cert, o->tls);
   if (o->sigalg == NULL) o->sigalg = default_sigalg(o->cert, o->tls);
@@ -308,11 +348,6 @@ static int parse_options(int argc, char **argv, tb_options *o) {
     }
   }
   return 0;
-
-bad_number:
-  fprintf(stderr, "tlsbench-driver: %s needs a positive number, not %s\n", argv[optind - 1],
-          optarg);
-  return -1;
 }
 
 /* ------------------------------------------------------------------------- output */
@@ -339,6 +374,49 @@ static void write_params(tb_json *j, const tb_options *o) {
   tb_json_str(j, "aead", o->aead);
   tb_json_i64(j, "iterations", o->iterations);
   tb_json_i64(j, "warmup", o->warmup);
+  tb_json_object_end(j);
+}
+
+static void write_names(tb_json *j, const char *key, const tb_name *table) {
+  tb_json_array(j, key);
+  for (const tb_name *n = table; n->name != NULL; n++) tb_json_str(j, NULL, n->name);
+  tb_json_array_end(j);
+}
+
+static void write_range(tb_json *j, const char *key, long min, long max) {
+  tb_json_object(j, key);
+  tb_json_i64(j, "min", min);
+  tb_json_i64(j, "max", max);
+  tb_json_object_end(j);
+}
+
+/* What this driver accepts: the runner validates experiments against it before running. */
+static void write_declared(tb_json *j) {
+  tb_json_object(j, "declared");
+  tb_json_array(j, "scenarios");
+  for (int i = 0; i < TB_N_SCENARIOS; i++) tb_json_str(j, NULL, tb_scenario_names[i]);
+  tb_json_array_end(j);
+  tb_json_array(j, "suites");
+  for (const tb_name *n = tb_suite_names; n->name != NULL; n++) {
+    tb_json_object(j, NULL);
+    tb_json_str(j, "name", n->name);
+    tb_json_u64(j, "code", n->code);
+    tb_json_str(j, "tls", n->tls == 13 ? "1.3" : "1.2");
+    tb_json_object_end(j);
+  }
+  tb_json_array_end(j);
+  write_names(j, "groups", tb_group_names);
+  write_names(j, "sigalgs", tb_sigalg_names);
+  write_names(j, "aeads", tb_aead_names);
+  write_names(j, "certs", tb_cert_kinds);
+  tb_json_object(j, "ranges");
+  write_range(j, "chain", 1, TB_CHAIN_MAX);
+  write_range(j, "record_size", TB_RECORD_SIZE_MIN, TB_RECORD_SIZE_MAX);
+  write_range(j, "payload", 1, TB_PAYLOAD_MAX);
+  write_range(j, "bytes", 1, TB_BYTES_MAX);
+  write_range(j, "iterations", 1, TB_ITERATIONS_MAX);
+  write_range(j, "warmup", 0, TB_WARMUP_MAX);
+  tb_json_object_end(j);
   tb_json_object_end(j);
 }
 
@@ -459,7 +537,7 @@ int main(int argc, char **argv) {
     return TB_EXIT_OK;
   }
   if (parse_options(argc, argv, &opt) != 0) {
-    usage(stderr);
+    fprintf(stderr, "tlsbench-driver: --help lists the scenarios and options\n");
     return TB_EXIT_USAGE;
   }
   const tb_adapter *ad = &tb_adapter_impl;
@@ -509,6 +587,7 @@ int main(int argc, char **argv) {
       code = tb_scenario_aead(&run, &j);
     } else {
       code = tb_scenario_info(&run, &j);
+      write_declared(&j);
     }
   }
   tb_teardown(&run);

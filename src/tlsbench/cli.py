@@ -21,7 +21,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     catalog = Catalog()
     specs = args.variants or catalog.defaults
     variants = [catalog.resolve(spec) for spec in specs]  # all checked before any build
-    builder = Builder(quiet=args.json and args.quiet)
+    builder = Builder(quiet=args.quiet)
     described = []
     for variant in variants:
         build = builder.build(variant)
@@ -107,6 +107,29 @@ def cmd_certs(args: argparse.Namespace) -> int:
 
 
 DEFAULT_DB = "results/tlsbench.db"
+
+
+def _whole(low: int, high: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is outside {low}..{high}")
+        return value
+
+    return parse
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value <= 86400:
+        raise argparse.ArgumentTypeError(f"{value:g} is outside 0..86400 seconds")
+    return value
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -282,8 +305,16 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--resume", metavar="RUN", help="finish what run RUN is missing")
     run.add_argument("--only", action="append", metavar="KEY=VALUE", help="filter points")
     run.add_argument("--dry-run", action="store_true", help="list the points, run nothing")
-    run.add_argument("--repetitions", type=int, help="driver processes per point")
-    run.add_argument("--timeout", type=float, help="seconds per driver process")
+    run.add_argument(
+        "--repetitions",
+        type=_whole(1, 1000),
+        help="driver processes per point (default: the experiment's `repetitions`, else 5)",
+    )
+    run.add_argument(
+        "--timeout",
+        type=_seconds,
+        help="seconds per driver process (default: the experiment's `timeout`, else 300)",
+    )
     run.add_argument(
         "--mode",
         choices=["time", "instructions"],

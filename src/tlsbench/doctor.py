@@ -158,8 +158,13 @@ def run_doctor(as_json: bool = False) -> int:
     flags = " ".join(f"{f}{'+' if on else '-'}" for f, on in cpu["crypto_flags"].items())
     print(f"crypto   {flags}")
     print(f"TSC      {'invariant' if cpu['invariant_tsc'] else 'NOT invariant'}")
-    print(f"governor {cpu['governor'] or 'not readable'}; turbo {cpu['turbo']}")
-    print(f"virtual  {cpu['virtualization'] or 'no'}; ASLR {cpu['aslr']}; kernel {cpu['kernel']}")
+    unknown = "unknown (not exposed)"
+    turbo = unknown if cpu["turbo"] is None else ("on" if cpu["turbo"] else "off")
+    print(f"governor {cpu['governor'] or unknown}; turbo {turbo}")
+    print(
+        f"virtual  {cpu['virtualization'] or 'no'}; ASLR {cpu['aslr'] or unknown}; "
+        f"kernel {cpu['kernel']}"
+    )
     if report.warnings:
         print("\nCould skew measurements:")
         for warning in report.warnings:

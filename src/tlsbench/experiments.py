@@ -41,8 +41,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tlsbench import certs, paths
+from tlsbench import paths
 from tlsbench.errors import UserError
+from tlsbench.scenarios import declared
 from tlsbench.variants import Catalog
 
 EXPERIMENTS_DIR = paths.REPO / "experiments"
@@ -69,15 +70,15 @@ SCENARIO_KEYS = {
     "info": (),
 }
 INT_KEYS = {"chain", "record_size", "payload", "bytes", "iterations", "warmup"}
+# Choices fixed by the experiment format itself; names of suites, groups, signature schemes,
+# AEADs, certificates and the numeric ranges come from what the driver declares.
 CHOICES = {
-    "scenario": SCENARIOS,
     "tls": ("1.2", "1.3"),
     "auth": ("none", "server", "mutual"),
     "accel": ("on", "off"),
-    "cert": certs.KINDS,
-    "group": ("x25519", "secp256r1", "secp384r1", "ffdhe2048", "ffdhe3072", "X25519MLKEM768"),
-    "aead": ("AES-128-GCM", "AES-256-GCM", "ChaCha20-Poly1305"),
-}  # fmt: skip
+}
+MAX_REPETITIONS = 1000
+MAX_TIMEOUT_S = 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,8 @@ def find(name_or_path: str) -> Path:
     if candidate.suffix == ".toml" or "/" in name_or_path:
         if not candidate.exists():
             raise UserError(f"no experiment file {candidate}")
+        if not candidate.is_file():
+            raise UserError(f"{candidate} is not a file: give an experiment's .toml file")
         return candidate
     path = EXPERIMENTS_DIR / f"{name_or_path}.toml"
     if not path.exists():
@@ -155,11 +158,25 @@ def find(name_or_path: str) -> Path:
     return path
 
 
+def _describe(value: Any) -> str:
+    kind = {bool: "a boolean", int: "a number", float: "a number", str: "a string",
+            list: "a list", dict: "a table"}.get(type(value), type(value).__name__)  # fmt: skip
+    return f"{value!r} ({kind})"
+
+
 class _Loader:
     def __init__(self, path: Path, catalog: Catalog) -> None:
         self.path = path
         self.catalog = catalog
-        self.text = path.read_text()
+        try:
+            self.text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise UserError(
+                f"{path}: not UTF-8 text (byte {exc.start}): an experiment is a TOML file"
+            ) from exc
+        except OSError as exc:
+            raise UserError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        self.declared = declared()
 
     def error(self, message: str, pattern: str | None = None) -> UserError:
         line = _line_of(self.text, pattern) if pattern else None
@@ -177,17 +194,49 @@ class _Loader:
                     rf"^\s*{re.escape(key)}\s*=",
                 )
 
+    def value_error(self, key: str, value: Any, allowed: str) -> UserError:
+        """An error naming the line, the key, the bad value and what is allowed."""
+        shown = f'"{value}"' if isinstance(value, str) else str(value).lower()
+        line = _line_of(self.text, rf"^\s*{re.escape(key)}\s*=.*{re.escape(shown)}")
+        line = line or _line_of(self.text, re.escape(shown))
+        line = line or _line_of(self.text, rf"^\s*{re.escape(key)}\s*=")
+        where = f"{self.path}:{line}" if line else str(self.path)
+        return UserError(f"{where}: {key} = {_describe(value)} is not allowed: {allowed}")
+
     def check_value(self, key: str, value: Any) -> Any:
-        pattern = rf"^\s*{re.escape(key)}\s*="
         if key in INT_KEYS:
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise self.error(f"{key} must be a non-negative integer, not {value!r}", pattern)
+            bounds = self.declared.ranges[key]
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise self.value_error(key, value, f"a whole number, {bounds.min}..{bounds.max}")
+            if not bounds.min <= value <= bounds.max:
+                raise self.value_error(key, value, f"{bounds.min}..{bounds.max}")
             return value
+        choices = CHOICES.get(key) or self.declared.choices(key)
         if not isinstance(value, str):
-            raise self.error(f"{key} must be a string, not {value!r}", pattern)
-        if key in CHOICES and value not in CHOICES[key]:
-            raise self.error(f"{key} {value!r} is not one of {', '.join(CHOICES[key])}", pattern)
+            raise self.value_error(key, value, "a string" + (
+                f", one of {_short(choices)}" if choices else ""))  # fmt: skip
+        if choices is not None and value not in choices:
+            close = difflib.get_close_matches(value, choices, n=3, cutoff=0.6)
+            hint = f"did you mean {', '.join(close)}? " if close else ""
+            raise self.value_error(key, value, f"{hint}known: {_short(choices)}")
         return value
+
+    def check_number(self, data: dict[str, Any], key: str, default: Any, low: float,
+                     high: float, whole: bool) -> Any:  # fmt: skip
+        value = data.get(key, default)
+        kinds = (int,) if whole else (int, float)
+        if not isinstance(value, kinds) or isinstance(value, bool) or not low <= value <= high:
+            what = "a whole number" if whole else "a number of seconds"
+            raise self.value_error(key, value, f"{what}, {low:g}..{high:g}")
+        return value
+
+    def check_table(self, value: Any, key: str, array: bool = False) -> None:
+        ok = (isinstance(value, list) and all(isinstance(v, dict) for v in value)) if array \
+            else isinstance(value, dict)  # fmt: skip
+        if not ok:
+            shape = f"[[{key}]] blocks (tables)" if array else f"a [{key}] table"
+            raise self.error(f"{key} must be {shape}, not {_describe(value)}",
+                             rf"^\s*\[*{re.escape(key)}")  # fmt: skip
 
     def load(self) -> Experiment:
         try:
@@ -200,9 +249,20 @@ class _Loader:
         question = data.get("question")
         if not isinstance(question, str) or not question.strip():
             raise self.error('an experiment opens with `question = "..."`: what it answers')
+        repetitions = self.check_number(data, "repetitions", 5, 1, MAX_REPETITIONS, True)
+        timeout = self.check_number(data, "timeout", 300, 1, MAX_TIMEOUT_S, False)
         defaults = data.get("defaults", {})
+        self.check_table(defaults, "defaults")
+        per_scenario = data.get("per_scenario", {})
+        self.check_table(per_scenario, "per_scenario")
+        for name, table in per_scenario.items():
+            self.check_table(table, f"per_scenario.{name}")
+        for key in ("include", "exclude"):
+            self.check_table(data.get(key, []), key, array=True)
         # One [matrix] table, or several [[matrix]] blocks expanded one after another.
         matrices = data.get("matrix", [])
+        if not isinstance(matrices, dict):
+            self.check_table(matrices, "matrix", array=True)
         matrices = [matrices] if isinstance(matrices, dict) else matrices
         self.check_keys(defaults, POINT_KEYS, "defaults")
         for matrix in matrices:
@@ -213,7 +273,6 @@ class _Loader:
                                      rf"^\s*{key}\s*=")  # fmt: skip
         for entry in [*data.get("include", []), *data.get("exclude", [])]:
             self.check_keys(entry, POINT_KEYS, "include/exclude")
-        per_scenario = data.get("per_scenario", {})
         self.check_keys(per_scenario, SCENARIOS, "per_scenario")
         for table in per_scenario.values():
             self.check_keys(table, POINT_KEYS, "per_scenario")
@@ -236,10 +295,6 @@ class _Loader:
             seen[point.key] = point
         if not points:
             raise self.error("the matrix expands to no point")
-        repetitions = data.get("repetitions", 5)
-        timeout = data.get("timeout", 300)
-        if not isinstance(repetitions, int) or repetitions < 1:
-            raise self.error("repetitions must be a positive integer", r"^\s*repetitions")
         return Experiment(
             name=self.path.stem,
             path=self.path,
@@ -263,8 +318,12 @@ class _Loader:
         if "scenario" not in raw:
             raise self.error("a point has no scenario (set it in [matrix] or [defaults])")
         values = {k: self.check_value(k, v) for k, v in raw.items() if k != "variant"}
+        if not isinstance(raw["variant"], str):
+            raise self.value_error("variant", raw["variant"], "a variant name (tlsbench list "
+                                   "variants)")  # fmt: skip
         variant = self.catalog.resolve(raw["variant"])  # unknown variant -> clear error
         scenario = values["scenario"]
+        self.check_combination(scenario, values)
         relevant = SCENARIO_KEYS[scenario]
         options = {k: values[k] for k in (*OPTION_ORDER, *TUNING_KEYS)
                    if k in values and k in relevant}  # fmt: skip
@@ -275,6 +334,35 @@ class _Loader:
             scenario=scenario,
             options=options,
         )
+
+    def check_combination(self, scenario: str, values: dict[str, Any]) -> None:
+        """What no library could honour, whatever it supports: a typo in spirit."""
+        suite = values.get("suite")
+        if suite is not None and scenario in TLS_SCENARIO_NAMES:
+            tls = values.get("tls", "1.3")
+            if self.declared.suites[suite] != tls:
+                raise self.value_error(
+                    "suite", suite, f"a TLS {tls} suite ({suite} is a TLS "
+                    f"{self.declared.suites[suite]} suite)")  # fmt: skip
+        if scenario == "records" and "payload" in values:
+            limit = values.get("record_size") or self.declared.ranges["record_size"].max
+            if values["payload"] > limit:
+                raise self.value_error(
+                    "payload",
+                    values["payload"],
+                    f"at most the record size ({limit}): records measures one record per "
+                    "write; bulk measures larger writes",
+                )
+
+
+TLS_SCENARIO_NAMES = ("handshake", "resume", "records", "bulk")
+
+
+def _short(choices: tuple[str, ...] | None, limit: int = 12) -> str:
+    if not choices:
+        return ""
+    shown = ", ".join(choices[:limit])
+    return shown + (f" ... ({len(choices)} in all)" if len(choices) > limit else "")
 
 
 def _matches(point: dict[str, Any], pattern: dict[str, Any]) -> bool:

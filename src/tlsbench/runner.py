@@ -109,6 +109,13 @@ def check_results_location(db_path: Path) -> None:
         )
 
 
+def signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
 def accel_env(point: RunPoint, build: Build) -> tuple[dict[str, str], str | None]:
     """Environment for accel=off, or the reason the library cannot run without it."""
     if point.options.get("accel") != "off":
@@ -392,9 +399,9 @@ class Runner:
             elif outcome.status == "unsupported":
                 tally.unsupported += 1
             else:
-                why = (f"signal {outcome.signal}" if outcome.signal
-                       else f"exit {outcome.exit_code}")  # fmt: skip
-                last = outcome.stderr_tail.strip().splitlines()[-1:] or [""]
+                why = (f"signal {outcome.signal} ({signal_name(outcome.signal)})"
+                       if outcome.signal else f"exit {outcome.exit_code}")  # fmt: skip
+                last = outcome.stderr_tail.strip().splitlines()[-1:] or ["(nothing on stderr)"]
                 tally.failed.append(f"{point.name} @ {point.variant} rep {repetition + 1}: "
                                     f"{why}: {last[0]}")  # fmt: skip
         progress.show("done", len(tally.failed))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import signal
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
@@ -260,6 +261,13 @@ class _Result:
     signal: int | None
     output: dict[str, Any] | None
     stderr_tail: str
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return "unknown"
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -614,8 +622,10 @@ class _Loader:
                 message = str(error.get("message") or "")
                 if not message:
                     message = (
-                        f"killed by signal {first.signal}"
+                        f"killed by signal {first.signal} ({_signal_name(first.signal)})"
                         if first.signal
+                        else f"exit {first.exit_code} without a message (see its stderr below)"
+                        if first.output is not None
                         else "no JSON output from the driver"
                     )
             tail = first.stderr_tail.rstrip("\n").splitlines()[-STDERR_LINES:] if first else []
