@@ -11,7 +11,7 @@ DEBIAN_PACKAGES := gcc g++ gcc-multilib make cmake ninja-build autoconf automake
 	nettle-dev libgmp-dev libtasn1-6-dev libunistring-dev libssl-dev libgnutls28-dev \
 	clang-format openssl gnutls-bin chromium
 
-.PHONY: run test check format deps venv build bench
+.PHONY: run test check format deps venv build bench fuzz
 
 # The main job: the `quick` experiment into results/tlsbench.db, its tables in the terminal,
 # and results/report.md + results/report.html (plots in results/plots/). A point that failed
@@ -25,6 +25,16 @@ run: deps venv
 
 test: deps venv
 	$(VENV)/bin/pytest -v tests
+
+# Many more mutations of the user-edited files than `make test` tries (FUZZ_COUNT per file kind,
+# seeds FUZZ_SEEDS): exit 0 or 2, never a traceback, never a store change.
+FUZZ_COUNT ?= 2000
+FUZZ_SEEDS ?= 1 2 3 4 5
+fuzz: venv
+	@for seed in $(FUZZ_SEEDS); do \
+		TLSBENCH_FUZZ_SEED=$$seed TLSBENCH_FUZZ_COUNT=$(FUZZ_COUNT) \
+			$(VENV)/bin/pytest -q -s tests/test_fuzz_inputs.py || exit 1; \
+	done
 
 check: venv
 	$(VENV)/bin/ruff format --check src tests

@@ -133,8 +133,7 @@ iterations = 9
             r"exp.toml:5: group = 'x22519' .* did you mean x25519\?",
         ),
         (
-            "[matrix]\nvariant = ['null']\nscenario = ['handshake']\n"
-            "sigalg = ['rsa_pss_sha256']\n",
+            "[matrix]\nvariant = ['null']\nscenario = ['handshake']\nsigalg = ['rsa_pss_sha256']\n",
             r"exp.toml:5: sigalg = 'rsa_pss_sha256' .* known: rsa_pkcs1_sha1",
         ),
         (

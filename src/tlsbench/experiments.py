@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from tlsbench import paths
-from tlsbench.errors import UserError
+from tlsbench.errors import UserError, read_user_file
 from tlsbench.scenarios import declared
 from tlsbench.variants import Catalog
 
@@ -168,14 +168,7 @@ class _Loader:
     def __init__(self, path: Path, catalog: Catalog) -> None:
         self.path = path
         self.catalog = catalog
-        try:
-            self.text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            raise UserError(
-                f"{path}: not UTF-8 text (byte {exc.start}): an experiment is a TOML file"
-            ) from exc
-        except OSError as exc:
-            raise UserError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        self.text = read_user_file(path)
         self.declared = declared()
 
     def error(self, message: str, pattern: str | None = None) -> UserError:
@@ -310,7 +303,9 @@ class _Loader:
         defaults: dict[str, Any], per_scenario: dict[str, Any], own: dict[str, Any]
     ) -> dict[str, Any]:
         scenario = own.get("scenario", defaults.get("scenario", ""))
-        return {**defaults, **per_scenario.get(scenario, {}), **own}
+        # A scenario of the wrong type is reported by check_value, after the merge.
+        scenario_options = per_scenario.get(scenario, {}) if isinstance(scenario, str) else {}
+        return {**defaults, **scenario_options, **own}
 
     def point(self, raw: dict[str, Any]) -> RunPoint:
         if "variant" not in raw:

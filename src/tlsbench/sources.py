@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tlsbench import paths
-from tlsbench.errors import UserError
+from tlsbench.errors import UserError, read_user_file
 
 # apt's lists are refreshed when older than this, or when a pinned version is not found.
 APT_LISTS_MAX_AGE_S = 24 * 3600
@@ -43,14 +43,27 @@ class Pin:
 def load_pins(pins_file: Path | None = None) -> dict[str, Pin]:
     pins_file = pins_file or paths.PINS_FILE
     try:
-        data = tomllib.loads(pins_file.read_text())
+        data = tomllib.loads(read_user_file(pins_file))
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{pins_file}: {exc}") from exc
     pins = {}
     for line, entry in data.items():
+        if not isinstance(entry, dict):
+            raise UserError(f'{pins_file}: pin ["{line}"] must be a table, not {entry!r}')
         missing = {"package", "upstream", "file", "sha256"} - entry.keys()
         if missing:
             raise UserError(f"{pins_file}: pin [{line}] lacks {', '.join(sorted(missing))}")
+        for key in ("package", "upstream", "file", "sha256"):
+            if not isinstance(entry[key], str) or not entry[key].strip():
+                raise UserError(
+                    f"{pins_file}: pin [{line}] {key} must be a non-empty string, "
+                    f"not {entry[key]!r}"
+                )
+        if not re.fullmatch(r"[0-9a-fA-F]{64}", entry["sha256"]):
+            raise UserError(
+                f"{pins_file}: pin [{line}] sha256 must be 64 hexadecimal digits, "
+                f"not {entry['sha256']!r}"
+            )
         pins[line] = Pin(
             line=line,
             library=line.split("-", 1)[0],

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tlsbench import paths
-from tlsbench.errors import UserError
+from tlsbench.errors import UserError, read_user_file
 from tlsbench.sources import Pin, load_pins
 
 ARCHES = ("x86_64", "i686")
@@ -93,7 +93,7 @@ class Catalog:
     def __init__(self, variants_file: Path | None = None, pins: dict[str, Pin] | None = None):
         self.file = variants_file or paths.VARIANTS_FILE
         self.pins = pins if pins is not None else load_pins()
-        text = self.file.read_text()
+        text = read_user_file(self.file)
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
@@ -102,6 +102,7 @@ class Catalog:
             where = f"{self.file}:{found.group(1)}" if found else str(self.file)
             raise UserError(f"{where}: malformed TOML: {exc}") from exc
         self._text = text
+        self._check_types(data)
         self.libraries = {
             name: self._library(name, entry) for name, entry in data.get("library", {}).items()
         }
@@ -123,6 +124,64 @@ class Catalog:
         self.defaults: list[str] = list(data.get("defaults", []))
         for spec in [*self.named.values(), *self.defaults]:
             self.resolve(spec)  # a broken default or alias is reported at load time
+
+    def _check_types(self, data: dict[str, Any]) -> None:
+        """The shape of the file, so that a wrong type is a message, not a traceback."""
+
+        def expect(ok: bool, pattern: str, what: str, value: Any) -> None:
+            if not ok:
+                raise self._error(pattern, f"{what}, not {value!r}")
+
+        def strings(value: Any) -> bool:
+            return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+        libraries = data.get("library", {})
+        expect(
+            isinstance(libraries, dict), r"^\[library", "[library.NAME] must be tables", libraries
+        )
+        for name, entry in libraries.items():
+            where = rf"^\[library\.{re.escape(name)}"
+            expect(isinstance(entry, dict), where, f"[library.{name}] must be a table", entry)
+            for key in ("recipe", "system"):
+                if key in entry:
+                    expect(isinstance(entry[key], str), where, f"{name} {key} must be a string",
+                           entry[key])  # fmt: skip
+            features = entry.get("feature", {})
+            expect(isinstance(features, dict), where, f"{name} features must be tables", features)
+            tables = [("base", entry.get("base", {})), *features.items()]
+            for fname, feature in tables:
+                if not isinstance(feature, dict):
+                    continue  # _feature names it
+                fwhere = rf"^\[library\.{re.escape(name)}\.(feature\.)?{re.escape(fname)}\]"
+                for key in ("description", "arch", "unsupported"):
+                    if key in feature:
+                        expect(isinstance(feature[key], str), fwhere,
+                               f"{name} {fname} {key} must be a string", feature[key])  # fmt: skip
+                for key in ("configure", "cflags"):
+                    if key in feature:
+                        expect(strings(feature[key]), fwhere,
+                               f"{name} {fname} {key} must be a list of strings",
+                               feature[key])  # fmt: skip
+                macros = feature.get("macros", {})
+                expect(
+                    isinstance(macros, dict)
+                    and all(
+                        isinstance(v, str | int) and not isinstance(v, bool)
+                        for v in macros.values()
+                    ),
+                    fwhere,
+                    f"{name} {fname} macros must be a table of NAME = value (string or number)",
+                    macros,
+                )
+        named = data.get("variants", {})
+        expect(
+            isinstance(named, dict) and all(isinstance(v, str) for v in named.values()),
+            r"^\[variants\]",
+            "[variants] must map names to variant specs (strings)",
+            named,
+        )
+        expect(strings(data.get("defaults", [])), r"^defaults", "defaults must be a list of "
+               "variant specs (strings)", data.get("defaults"))  # fmt: skip
 
     def _error(self, pattern: str, message: str) -> UserError:
         line = _line_of(self._text, pattern)
