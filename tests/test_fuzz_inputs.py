@@ -96,8 +96,7 @@ def _digest(path: Path) -> str | None:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
 
 
-def test_mutated_experiments_give_exit_0_or_2_and_never_touch_the_store(tmp_path: Path,
-                                                                         capsys) -> None:  # fmt: skip
+def test_mutated_experiments_exit_0_or_2_and_never_touch_the_store(tmp_path: Path, capsys) -> None:
     files = sorted(experiments.EXPERIMENTS_DIR.glob("*.toml"))
     db = tmp_path / "results" / "r.db"
     seen: dict[int, int] = {}
