@@ -137,10 +137,15 @@ def test_info_lists_the_build(spec, build_of) -> None:
 
 @pytest.mark.parametrize("spec", LIBRARIES)
 def test_a_suite_the_build_does_not_have_is_refused(spec, build_of) -> None:
+    # A real IANA suite that no pinned build enables: that library's "unsupported".
     run = run_driver(build_of(spec), "handshake", "--tls", "1.2", "--suite",
-                     "TLS_NOT_A_REAL_SUITE", "--iterations", "1")  # fmt: skip
+                     "TLS_ECJPAKE_WITH_AES_128_CCM_8", "--iterations", "1")  # fmt: skip
     assert run.code in (3, 4), run.stderr
     assert "samples" not in run.output
+    # A name that is no suite at all: a usage error, the same for every library.
+    typo = run_driver(build_of(spec), "handshake", "--tls", "1.2", "--suite",
+                      "TLS_NOT_A_REAL_SUITE", "--iterations", "1")  # fmt: skip
+    assert typo.code == 2 and "unknown --suite 'TLS_NOT_A_REAL_SUITE'" in typo.stderr
 
 
 @pytest.mark.parametrize("spec", LIBRARIES)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -92,3 +94,38 @@ def test_an_option_the_build_rejects_is_an_error(catalog: Catalog) -> None:
     variant = catalog.resolve("mbedtls-3.6.6:MBEDTLS_NOT_A_REAL_OPTION=1")
     with pytest.raises(BuildError, match="MBEDTLS_NOT_A_REAL_OPTION is not a config macro"):
         Builder(quiet=True).build(variant)
+
+
+def test_cache_prune_removes_only_what_no_current_variant_uses(tmp_path: Path) -> None:
+    from tlsbench import cache
+    from tlsbench.build import Builder
+    from tlsbench.variants import Catalog
+
+    catalog = Catalog()
+    builder = Builder(cache=tmp_path, quiet=True)
+    null = catalog.resolve("null")
+    key = builder.key(null)
+    current = builder.folder(null, key)
+    current_drivers = current / f"drivers-{builder.drivers_key(key)[:16]}"
+    old_drivers = current / "drivers-0123456789abcdef"
+    gone_build = builder.builds / "mbedtls-3.6.6-00000000deadbeef"
+    crashed = builder.builds / "null-1111111111111111.tmp-999999999"
+    running = builder.builds / f"null-2222222222222222.tmp-{os.getpid()}"
+    old_tree = builder.sources.unpacked / "mbedtls-3.6.6-000000000000"
+    pinned = builder.sources.pins["mbedtls-3.6.6"]
+    kept_tree = builder.sources.unpacked / f"mbedtls-3.6.6-{pinned.sha256[:12]}"
+    for folder in (current_drivers, old_drivers, gone_build, crashed, running, old_tree, kept_tree):
+        folder.mkdir(parents=True)
+        (folder / "file").write_bytes(b"x" * 1000)
+    (builder.builds / "mbedtls-3.6.6-00000000deadbeef.failed.log").write_text("failed\n")
+    stale = {item.path for item in cache.plan(builder, catalog)}
+    assert stale == {
+        old_drivers,
+        gone_build,
+        crashed,
+        old_tree,
+        builder.builds / "mbedtls-3.6.6-00000000deadbeef.failed.log",
+    }
+    cache.remove(cache.plan(builder, catalog))
+    assert current_drivers.exists() and running.exists() and kept_tree.exists()
+    assert not any(p.exists() for p in stale)

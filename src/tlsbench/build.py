@@ -218,14 +218,18 @@ class Builder:
             return BuildError(str(exc).replace(str(log), str(failed_log)))
         return exc
 
-    def _build_drivers(self, variant: Variant, key: str, folder: Path) -> Path:
-        dkey = _digest(
+    def drivers_key(self, key: str) -> str:
+        """The key of the driver programs built against the library build `key`."""
+        return _digest(
             {
                 "library_key": key,
                 "drivers": _tree_digest(paths.DRIVERS),
                 "cmake": tool_version(["cmake", "--version"]),
             }
         )
+
+    def _build_drivers(self, variant: Variant, key: str, folder: Path) -> Path:
+        dkey = self.drivers_key(key)
         done = folder / f"drivers-{dkey[:16]}"
         if (done / "probe.json").exists():
             return done

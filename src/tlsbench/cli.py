@@ -248,6 +248,24 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_cache(args: argparse.Namespace) -> int:
+    from tlsbench import cache
+    from tlsbench.build import Builder
+    from tlsbench.variants import Catalog
+
+    builder = Builder(quiet=True)
+    stale = cache.plan(builder, Catalog())
+    for item in stale:
+        print(f"{item.bytes / 2**20:9.1f} MiB  {item.path}  ({item.reason})")
+    total = sum(item.bytes for item in stale) / 2**20
+    if args.dry_run:
+        print(f"would remove {len(stale)} entries, {total:.1f} MiB (dry run)", file=sys.stderr)
+        return 0
+    cache.remove(stale)
+    print(f"removed {len(stale)} entries, {total:.1f} MiB from {builder.cache}", file=sys.stderr)
+    return 0
+
+
 def cmd_migrate(args: argparse.Namespace) -> int:
     from tlsbench.store import SCHEMA_VERSION, Store
 
@@ -268,42 +286,92 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "doctor": cmd_doctor,
     "sources": cmd_sources,
     "migrate": cmd_migrate,
+    "cache": cmd_cache,
 }
 
 
-def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="tlsbench", description=__doc__)
-    sub = top.add_subparsers(dest="command", required=True)
+def _db_option(parser: argparse.ArgumentParser, reads_only: bool) -> None:
+    note = (
+        "read only: never created, migrated or changed"
+        if reads_only
+        else "created with its folder if missing"
+    )
+    parser.add_argument(
+        "--db",
+        default=DEFAULT_DB,
+        metavar="FILE",
+        help=f"results store ({note}; default {DEFAULT_DB})",
+    )
 
-    build = sub.add_parser("build", help="build variants (cached) and print what they are")
-    build.add_argument("variants", nargs="*", metavar="VARIANT", help="default: all defaults")
-    build.add_argument("--json", action="store_true", help="print name, options, key, probe")
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog="tlsbench",
+        description="A benchmark lab for TLS libraries: builds pinned variants, runs "
+        "experiments into a results store, reports and compares them. "
+        "`tlsbench VERB --help` describes each verb.",
+    )
+    sub = top.add_subparsers(dest="command", required=True, metavar="VERB")
+
+    def verb(name: str, summary: str, details: str = "") -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=summary, description=f"{summary}. {details}".strip())
+
+    build = verb(
+        "build",
+        "Build variants from their pinned sources, cached by a key of everything that goes "
+        "into them",
+        "Prints each variant's version and build folder (or, with --json, its options, cache "
+        "key, library files and probe output). A variant is LINE[:FEATURE,...,MACRO=VALUE]; "
+        "`tlsbench list variants` lists them.",
+    )
+    build.add_argument(
+        "variants", nargs="*", metavar="VARIANT", help="default: the defaults of variants.toml"
+    )
+    build.add_argument("--json", action="store_true", help="print a JSON description per variant")
     build.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
 
-    drive = sub.add_parser(
+    drive = verb(
         "drive",
-        help="run a variant's driver (built if needed): tlsbench drive VARIANT SCENARIO ...",
-        description="Runs one scenario with the driver of one variant. Options after the "
-        "scenario go to the driver unchanged (see `tlsbench drive null info --help`).",
+        "Run one scenario with one variant's driver (built if needed)",
+        "Options after the scenario go to the driver unchanged; `tlsbench drive null info "
+        "--help` lists them.",
     )
-    drive.add_argument("variant")
+    drive.add_argument("variant", help="a variant, e.g. openssl-3.5.x or wolfssl-5.7.2:intelasm")
     drive.add_argument(
         "scenario", choices=["handshake", "resume", "records", "bulk", "aead", "info"]
     )
-    drive.add_argument("driver_args", nargs=argparse.REMAINDER)
+    drive.add_argument("driver_args", nargs=argparse.REMAINDER, help="options for the driver")
 
-    certs = sub.add_parser("certs", help="generate the test certificates (cached)")
+    certs = verb("certs", "Generate the test certificates (cached)", "Prints each kind's folder.")
     certs.add_argument("kinds", nargs="*", metavar="KIND", help="default: every kind")
 
-    run = sub.add_parser("run", help="run an experiment (default: quick) into the store")
+    run = verb(
+        "run",
+        "Run an experiment into the results store",
+        "Builds what it needs, runs every point in separate driver processes with a progress "
+        "line, and stores each result as it finishes. Exit 1 when a point failed, 2 for bad "
+        "input (nothing stored), 130/143 when interrupted (the run is marked interrupted; "
+        "--resume finishes it).",
+    )
     run.add_argument(
         "experiment",
         nargs="?",
-        help="a name in experiments/ or a .toml path (default quick)",
+        help="a name in experiments/ or a path to a .toml file (default: quick)",
     )
-    run.add_argument("--db", default=DEFAULT_DB, help=f"results store (default {DEFAULT_DB})")
-    run.add_argument("--resume", metavar="RUN", help="finish what run RUN is missing")
-    run.add_argument("--only", action="append", metavar="KEY=VALUE", help="filter points")
+    _db_option(run, reads_only=False)
+    run.add_argument(
+        "--resume",
+        metavar="RUN",
+        help="run what run RUN (a number or 'latest') is missing or failed, under its stored "
+        "settings",
+    )
+    run.add_argument(
+        "--only",
+        action="append",
+        metavar="KEY=VALUE",
+        help="keep the points whose KEY (variant, library, scenario, name or an option) is "
+        "VALUE; repeatable, all must match",
+    )
     run.add_argument("--dry-run", action="store_true", help="list the points, run nothing")
     run.add_argument(
         "--repetitions",
@@ -318,40 +386,79 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--mode",
         choices=["time", "instructions"],
-        help="instructions: count instructions of the measured calls under callgrind "
-        "(identical run to run)",
+        help="time (default): the driver's clocks; instructions: instructions of the measured "
+        "calls counted under callgrind, identical run to run",
     )
-    run.add_argument("--quiet", action="store_true")
+    run.add_argument("--quiet", action="store_true", help="no progress line")
 
-    cmp = sub.add_parser("compare", help="B against A, per point: ratio, CI and verdict")
-    cmp.add_argument("a", metavar="A", help="run number or 'latest'")
-    cmp.add_argument("b", metavar="B", help="run number or 'latest'")
-    cmp.add_argument("--db", default=DEFAULT_DB)
-
-    report = sub.add_parser("report", help="tables and plots of a run")
-    report.add_argument("run", nargs="?", default="latest", help="run number or 'latest'")
-    report.add_argument("--format", default="md", help="md, csv, json or html (default md)")
-    report.add_argument("--out", help="write to FILE (and PNG/SVG plots beside it in plots/)")
-    report.add_argument("--db", default=DEFAULT_DB)
-
-    runs = sub.add_parser("runs", help="list the runs in the store")
-    runs.add_argument("--db", default=DEFAULT_DB)
-
-    migrate = sub.add_parser(
-        "migrate", help="bring a results store written by an older tlsbench up to date"
+    cmp = verb(
+        "compare",
+        "Compare run B against run A, per point and series",
+        "Prints the ratio B/A with its 95 % confidence interval and a verdict.",
     )
-    migrate.add_argument("--db", default=DEFAULT_DB, help=f"results store (default {DEFAULT_DB})")
+    cmp.add_argument("a", metavar="A", help="the baseline run: a number or 'latest'")
+    cmp.add_argument("b", metavar="B", help="the run compared with it: a number or 'latest'")
+    _db_option(cmp, reads_only=True)
 
-    lst = sub.add_parser("list", help="list variants and features")
+    report = verb(
+        "report",
+        "Tables and plots of a run",
+        "Markdown goes to the terminal unless --out is given; plots (PNG and SVG) go beside "
+        "the --out file in plots/.",
+    )
+    report.add_argument(
+        "run", nargs="?", default="latest", help="a run number or 'latest' (default)"
+    )
+    report.add_argument(
+        "--format", default="md", help="md (default), csv, json or html (one self-contained page)"
+    )
+    report.add_argument("--out", metavar="FILE", help="write to FILE instead of the terminal")
+    _db_option(report, reads_only=True)
+
+    runs = verb(
+        "runs",
+        "List the runs in the store",
+        "A run whose runner is gone shows as interrupted.",
+    )
+    _db_option(runs, reads_only=True)
+
+    cache = verb(
+        "cache",
+        "Prune the build cache",
+        "Removes library builds no current variant uses (defaults, named variants, shipped "
+        "experiments), drivers of older driver sources, unpacked trees and archives that are "
+        "no longer pinned, and what interrupted builds left. Certificates are kept.",
+    )
+    cache.add_argument("action", choices=["prune"])
+    cache.add_argument("--dry-run", action="store_true", help="list what would go, remove nothing")
+
+    migrate = verb(
+        "migrate",
+        "Bring a results store written by an older tlsbench up to date",
+        "Reading verbs (runs, report, compare) never migrate; writing ones (run) migrate "
+        "on their own.",
+    )
+    _db_option(migrate, reads_only=False)
+
+    lst = verb("list", "List lines, named variants and features")
     lst.add_argument("what", choices=["variants"])
-    lst.add_argument("--json", action="store_true")
+    lst.add_argument("--json", action="store_true", help="print JSON")
 
-    doctor = sub.add_parser("doctor", help="check tools and what could skew measurements")
-    doctor.add_argument("--json", action="store_true")
+    doctor = verb(
+        "doctor",
+        "Check tools and what could skew measurements",
+        "Prints what is missing with the command that installs it; exit 1 when something is.",
+    )
+    doctor.add_argument("--json", action="store_true", help="print JSON")
 
-    sources = sub.add_parser("sources", help="pinned sources: list, fetch, repin")
+    sources = verb(
+        "sources",
+        "Pinned library sources: list, fetch, repin",
+        "fetch downloads, hashes in full and unpacks; repin moves a line to another upstream "
+        "version Debian offers and records the move in sources/pin-moves.log.",
+    )
     sources.add_argument("action", choices=["list", "fetch", "repin"])
-    sources.add_argument("line", nargs="?", help="a pinned line, e.g. openssl-3.5.x")
+    sources.add_argument("line", nargs="?", help="a pinned line, e.g. openssl-3.5.x (default: all)")
     sources.add_argument("version", nargs="?", help="repin: the upstream version to move to")
     sources.add_argument("--offered", action="store_true", help="list: versions Debian offers")
     return top

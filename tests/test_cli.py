@@ -1,0 +1,50 @@
+"""The command line as users meet it: help written for them, errors that say what to do."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from tlsbench import paths
+from tlsbench.cli import parser
+
+VERBS = sorted(parser()._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
+
+
+def tlsbench(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(paths.REPO / "tlsbench"), *args], capture_output=True, text=True, check=False
+    )
+
+
+@pytest.mark.parametrize("verb", VERBS)
+def test_every_verb_explains_itself_and_its_defaults(verb: str) -> None:
+    proc = tlsbench(verb, "--help")
+    assert proc.returncode == 0
+    usage, _, rest = proc.stdout.partition("\n\n")
+    description = rest.split("\n\n")[0]
+    assert len(description.split()) >= 5, (verb, description)  # a sentence, not a fragment
+    if "--db" in usage:
+        assert "default results/tlsbench.db" in " ".join(proc.stdout.split())
+
+
+def test_an_unknown_certificate_kind_is_named_with_the_known_ones() -> None:
+    proc = tlsbench("drive", "null", "handshake", "--cert", "rsa999")
+    assert proc.returncode == 2
+    assert "unknown --cert 'rsa999'; known: rsa1024 rsa2048" in proc.stderr
+    assert "cert-dir" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["run", "--repetitions", "0"], "--repetitions: 0 is outside 1..1000"),
+        (["run", "--repetitions", "x"], "--repetitions: 'x' is not a whole number"),
+        (["run", "--timeout", "-1"], "--timeout: -1 is outside 0..86400 seconds"),
+    ],
+)
+def test_numeric_options_are_named_in_their_errors(args: list[str], message: str) -> None:
+    proc = tlsbench(*args)
+    assert proc.returncode == 2
+    assert message in proc.stderr
