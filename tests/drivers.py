@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from dataclasses import dataclass
 from typing import Any
@@ -18,10 +19,17 @@ class DriverRun:
     stderr: str
 
 
-def run_driver(build: Build, scenario: str, *args: str, timeout: float = 300) -> DriverRun:
+def run_driver(
+    build: Build,
+    scenario: str,
+    *args: str,
+    timeout: float = 300,
+    env: dict[str, str] | None = None,
+) -> DriverRun:
     proc = subprocess.run(
         [*driver_command(build, scenario, [*args, "--json"])],
         capture_output=True, text=True, timeout=timeout, check=False,
+        env={**os.environ, **(env or {})},
     )  # fmt: skip
     output = json.loads(proc.stdout) if proc.stdout.strip() else None
     return DriverRun(proc.returncode, output, proc.stderr)

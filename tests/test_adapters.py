@@ -157,3 +157,26 @@ def test_hybrid_ml_kem_is_negotiated_or_refused(spec, build_of) -> None:
         assert run.output["negotiated"]["group"] == "X25519MLKEM768"
     else:
         assert run.code == 3, (run.code, run.stderr)
+
+
+def _gcm_cycles_per_byte(build, env: dict[str, str] | None = None) -> tuple[float, str | None]:
+    run = run_driver(build, "aead", "--aead", "AES-128-GCM", "--payload", "16384",
+                     "--iterations", "300", "--warmup", "30", env=env)  # fmt: skip
+    assert run.code == 0, run.stderr
+    [row] = run.output["aead"]
+    return row["tsc_cycles_per_byte"], run.output.get("cpu_paths")
+
+
+@pytest.mark.parametrize("spec", ["openssl-3.5.x", "gnutls-3.8.x"])
+def test_accel_off_really_switches_the_cpu_crypto_off(spec, build_of) -> None:
+    """The run-time switch the runner uses for accel = "off" (generous bound: on this
+    machine the generic code is 10-100x slower than AES-NI + PCLMULQDQ)."""
+    from tlsbench.runner import ACCEL_OFF_ENV
+
+    build = build_of(spec)
+    on, paths_on = _gcm_cycles_per_byte(build)
+    off, paths_off = _gcm_cycles_per_byte(build, ACCEL_OFF_ENV[build.variant.library])
+    assert off > 3 * on, (spec, on, off)
+    if spec.startswith("openssl"):
+        assert paths_on is not None and "AES-NI on, PCLMULQDQ on" in paths_on
+        assert paths_off is not None and "AES-NI off, PCLMULQDQ off" in paths_off

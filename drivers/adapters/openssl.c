@@ -1005,6 +1005,32 @@ static tb_status ossl_info(tb_info *out, char *err) {
 
 /* ------------------------------------------------------------------------- the adapter */
 
+/* ------------------------------------------------------------------------- CPU paths */
+
+/* libcrypto's capability vector, after OPENSSL_ia32cap was applied. A static libcrypto
+ * exposes it as a common symbol; a shared one (the system's) does not export it, so the
+ * reference is weak and reads as "not exposed" there. */
+extern unsigned int OPENSSL_ia32cap_P[] __attribute__((weak));
+
+static void ossl_cpu_paths(char *out, size_t len) {
+  if (OPENSSL_ia32cap_P == NULL) {
+    snprintf(out, len, "OpenSSL capability vector: not exposed by this (shared) libcrypto");
+    return;
+  }
+  const unsigned int *cap = OPENSSL_ia32cap_P;
+  uint64_t word1 = (uint64_t)cap[1] << 32 | cap[0]; /* CPUID.1: ECX:EDX */
+  uint64_t word2 = (uint64_t)cap[3] << 32 | cap[2]; /* CPUID.7: ECX:EBX */
+#define TB_BIT(w, b) (((w) >> (b)) & 1 ? "on" : "off")
+  snprintf(out, len,
+           "OpenSSL ia32cap 0x%016llx:0x%016llx: AES-NI %s, PCLMULQDQ %s, SSSE3 %s, AVX %s, "
+           "AVX2 %s, AVX-512F %s, VAES %s, VPCLMULQDQ %s, SHA %s, ADX %s",
+           (unsigned long long)word1, (unsigned long long)word2, TB_BIT(word1, 57),
+           TB_BIT(word1, 33), TB_BIT(word1, 41), TB_BIT(word1, 60), TB_BIT(word2, 5),
+           TB_BIT(word2, 16), TB_BIT(word2, 41), TB_BIT(word2, 42), TB_BIT(word2, 29),
+           TB_BIT(word2, 19));
+#undef TB_BIT
+}
+
 const tb_adapter tb_adapter_impl = {
     .name = "openssl",
     .global_init = ossl_global_init,
@@ -1024,4 +1050,5 @@ const tb_adapter tb_adapter_impl = {
     .aead_seal = ossl_aead_seal,
     .aead_open = ossl_aead_open,
     .aead_free = ossl_aead_free,
+    .cpu_paths = ossl_cpu_paths,
 };

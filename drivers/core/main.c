@@ -574,6 +574,11 @@ int main(int argc, char **argv) {
   if (code == TB_EXIT_OK && TB_ON(TB_SIDE_GLOBAL, ad->info(&info, run.err)) == TB_OK) {
     tb_json_str(&j, "version", info.version);
   }
+  if (code == TB_EXIT_OK && ad->cpu_paths != NULL) {
+    char paths[512] = "";
+    ad->cpu_paths(paths, sizeof(paths));
+    tb_json_str(&j, "cpu_paths", paths);
+  }
   if (code == TB_EXIT_OK) {
     if (strcmp(opt.scenario, "handshake") == 0) {
       code = tb_scenario_handshake(&run);

@@ -177,6 +177,12 @@ typedef struct tb_adapter {
                          const unsigned char *ad, size_t ad_len, const unsigned char *in,
                          size_t len, unsigned char *out, char *err);
   void (*aead_free)(void *aead);
+
+  /* Optional (NULL when the library exposes nothing): the CPU code paths the library has
+   * selected at run time, as it reports them after global_init, e.g. OpenSSL's capability
+   * vector as read back. Written into `out` (NUL-terminated); shown with every result, so
+   * that "accel off" is seen to be in effect. */
+  void (*cpu_paths)(char *out, size_t len);
 } tb_adapter;
 
 /* Provided by exactly one adapter per driver executable. */

@@ -658,6 +658,14 @@ class _Loader:
         seen: set[tuple[str, str]] = set()
         for p in self.points:
             for result in self.ok(p):
+                # The CPU code paths the library selected, as it reports them: shows that
+                # accel = "off" is in effect (once per variant and accel setting).
+                cpu_paths = (result.output or {}).get("cpu_paths")
+                if cpu_paths:
+                    subject = p.variant + (" accel-off" if p.params.get("accel") == "off" else "")
+                    if (subject, cpu_paths) not in seen:
+                        seen.add((subject, cpu_paths))
+                        notes.append(NoteRow(subject, "cpu paths", str(cpu_paths)))
                 for message in (result.output or {}).get("warnings", []):
                     # The same warning from every point of a variant says one thing once.
                     if (p.variant, message) not in seen:

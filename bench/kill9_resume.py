@@ -1,0 +1,142 @@
+"""kill -9 at random moments of `tlsbench run` and of `tlsbench run --resume`.
+
+Each trial starts a small real experiment (the null baseline's records, 5 points x 4
+repetitions), kills the runner's whole process group with SIGKILL after a random delay,
+checks the store, resumes and kills the resume at a random moment too, then resumes to
+the end. After every kill and at the end: PRAGMA integrity_check is ok, no result is
+duplicated, no sample row is orphaned; at the end every (point, repetition) has exactly
+one ok result with all its samples. Prints a summary. Usage:
+
+    .venv/bin/python bench/kill9_resume.py [TRIALS] [SEED]     # default 20 trials
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tlsbench import paths
+from tlsbench.store import Store
+
+POINTS, REPETITIONS, ITERATIONS = 5, 4, 3000
+EXPERIMENT = f"""
+question = "Does a run killed at any moment resume to a complete, consistent store?"
+repetitions = {REPETITIONS}
+timeout = 60
+
+[defaults]
+scenario = "records"
+iterations = {ITERATIONS}
+warmup = 10
+
+[matrix]
+variant = ["null"]
+payload = [32, 64, 128, 256, 512]
+"""
+
+
+def start(args: list[str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [str(paths.REPO / "tlsbench"), *args, "--quiet"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # the kill takes the runner and its driver together
+    )
+
+
+def kill_after(proc: subprocess.Popen[bytes], delay: float) -> bool:
+    """SIGKILL the process group after `delay` s; False when it had already finished."""
+    try:
+        proc.wait(timeout=delay)
+        return False
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        return True
+
+
+def check(db: Path, complete: bool) -> list[str]:
+    if not db.exists():
+        return []
+    store = Store(db)
+    problems = store.check_consistent()
+    dupes = store.db.execute(
+        "SELECT COUNT(*) FROM (SELECT point_id, repetition FROM results "
+        "GROUP BY point_id, repetition HAVING COUNT(*) > 1)"
+    ).fetchone()[0]
+    if dupes:
+        problems.append(f"{dupes} duplicated results")
+    if complete:
+        for run in store.runs():
+            for point in store.points(run["id"]):
+                results = store.results(point.id)
+                if [r["repetition"] for r in results] != list(range(REPETITIONS)):
+                    problems.append(
+                        f"{point.name}: repetitions {[r['repetition'] for r in results]}"
+                    )
+                if any(r["status"] != "ok" for r in results):
+                    problems.append(f"{point.name}: not all ok")
+                if len(store.samples(point.id, "write_ns")) != REPETITIONS * ITERATIONS:
+                    problems.append(f"{point.name}: samples missing")
+            if run["status"] != "complete":
+                problems.append(f"run {run['id']} is {run['status']}")
+    store.close()
+    return problems
+
+
+def main() -> int:
+    trials = int(sys.argv[1]) if len(sys.argv) > 1 else 20
+    rng = random.Random(int(sys.argv[2]) if len(sys.argv) > 2 else 9)
+    killed = {"run": 0, "resume": 0}
+    stored_at_kill: list[int] = []
+    failures = []
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="tlsbench-kill9-") as tmp:
+        experiment = Path(tmp) / "kill9.toml"
+        experiment.write_text(EXPERIMENT)
+        for trial in range(trials):
+            db = Path(tmp) / f"t{trial}.db"
+            if kill_after(start(["run", str(experiment), "--db", str(db)]), rng.uniform(0.3, 4)):
+                killed["run"] += 1
+            if db.exists():
+                with sqlite3.connect(db) as conn:
+                    stored_at_kill.append(
+                        conn.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+                    )
+            problems = check(db, complete=False)
+            if not db.exists() or not Store(db).runs():
+                # Killed before the run was registered: nothing to resume, start again.
+                subprocess.run([str(paths.REPO / "tlsbench"), "run", str(experiment), "--db",
+                                str(db), "--quiet"], check=False, capture_output=True)  # fmt: skip
+            elif kill_after(start(["run", "--resume", "latest", "--db", str(db)]),
+                            rng.uniform(0.2, 2)):  # fmt: skip
+                killed["resume"] += 1
+                problems += check(db, complete=False)
+            final = subprocess.run(
+                [str(paths.REPO / "tlsbench"), "run", "--resume", "latest", "--db", str(db),
+                 "--quiet"], capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            if final.returncode != 0:
+                problems.append(f"final resume exit {final.returncode}: {final.stderr[-300:]}")
+            problems += check(db, complete=True)
+            if problems:
+                failures.append((trial, problems))
+            print(f"trial {trial + 1}/{trials}: {problems or 'ok'}", flush=True)
+    print(
+        f"\n{trials} trials in {time.monotonic() - started:.0f} s: runs killed {killed['run']}, "
+        f"resumes killed {killed['resume']}, results stored at a run kill: "
+        f"min {min(stored_at_kill, default=0)} max {max(stored_at_kill, default=0)} of "
+        f"{POINTS * REPETITIONS}; trials with a problem: {len(failures)}"
+    )
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
