@@ -1,5 +1,7 @@
 """Harness overhead: the null adapter's cost per 256-byte record as a fraction of the fastest
-library's, measured in the same run (interleaved processes).
+library's, measured in the same run (interleaved processes); and the cost of one malloc +
+free in a timed region with the heap driver's accounting and without it (the timing
+driver), which is why time and heap are measured in separate processes.
 
 Usage: .venv/bin/python bench/harness_overhead.py [ROUNDS]
 """
@@ -39,6 +41,18 @@ def main() -> int:
         print(f"| {variant} | {per_record[variant]:.0f} |")
     ratio = per_record["null"] / per_record[fastest]
     print(f"\nnull / fastest ({fastest}) = {ratio:.1%} (target: at most 5 %, aim 2 %)")
+    pairs: dict[str, list[float]] = {"time": [], "heap": []}
+    for _ in range(rounds):
+        for kind in pairs:
+            program = builds["null"].program(f"tlsbench-bench-malloc-{kind}")
+            out = subprocess.run([str(program)], capture_output=True, text=True, check=True)
+            pairs[kind].append(float(out.stdout.split()[0]))
+    plain, counted = statistics.median(pairs["time"]), statistics.median(pairs["heap"])
+    print("\n| malloc + free in a timed region | ns per pair (median) |")
+    print("| --- | ---: |")
+    print(f"| timing driver (glibc alone) | {plain:.1f} |")
+    print(f"| heap driver (accounting) | {counted:.1f} |")
+    print(f"\naccounting / glibc alone = {counted / plain:.1f}x")
     return 0
 
 

@@ -25,9 +25,10 @@ def run_driver(
     *args: str,
     timeout: float = 300,
     env: dict[str, str] | None = None,
+    measure: str = "time",
 ) -> DriverRun:
     proc = subprocess.run(
-        [*driver_command(build, scenario, [*args, "--json"])],
+        [*driver_command(build, scenario, [*args, "--json"], measure)],
         capture_output=True, text=True, timeout=timeout, check=False,
         env={**os.environ, **(env or {})},
     )  # fmt: skip

@@ -54,7 +54,7 @@ def expect_supported(spec: str, tls: str, run) -> bool:
 def test_handshake_negotiates_what_was_asked(spec, tls, cert, auth, build_of) -> None:
     run = run_driver(
         build_of(spec), "handshake", "--tls", tls, "--cert", cert, "--auth", auth,
-        "--iterations", "3", "--warmup", "1",
+        "--iterations", "3", "--warmup", "1", measure="heap",
     )  # fmt: skip
     if not expect_supported(spec, tls, run):
         return

@@ -26,7 +26,7 @@ def test_heap_counters_c_unit_test(null) -> None:
 
 
 def test_null_handshake_output_has_every_section(null) -> None:
-    run = run_driver(null, "handshake", "--iterations", "20", "--auth", "mutual")
+    run = run_driver(null, "handshake", "--iterations", "20", "--auth", "mutual", measure="heap")
     assert run.code == 0, run.stderr
     out = run.output
     assert out is not None
@@ -45,11 +45,18 @@ def test_null_handshake_output_has_every_section(null) -> None:
 
 
 def test_records_are_checked_and_timed(null) -> None:
-    run = run_driver(null, "records", "--iterations", "500", "--warmup", "10", "--payload", "300")
+    args = ["--iterations", "500", "--warmup", "10", "--payload", "300"]
+    run = run_driver(null, "records", *args, measure="heap")
     assert run.code == 0, run.stderr
-    assert run.output is not None
+    assert run.output is not None and run.output["measure"] == "heap"
     assert len(run.output["samples"]["write_ns"]) == 500
     assert run.output["summary"]["write_allocs"]["max"] == 0
+    # The timing driver has no accounting in the allocation path, so no heap figure at all.
+    timed = run_driver(null, "records", *args)
+    assert timed.code == 0, timed.stderr
+    assert timed.output is not None and timed.output["measure"] == "time"
+    assert timed.output["heap"] is None
+    assert set(timed.output["samples"]) == {"write_ns", "read_ns"}
 
 
 def test_a_negotiated_mismatch_is_an_error_without_samples(null) -> None:

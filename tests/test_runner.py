@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -68,6 +69,16 @@ def test_tiny_experiment_end_to_end(tmp_path: Path, build_of) -> None:
     assert statuses[("mbedtls-3.6.6", "records")] == {"ok"}
     records = next(p for p in points if p.name == "records" and p.variant == "null")
     assert len(store.samples(records.id, "write_ns")) == 400
+    # Time and heap come from separate processes: the timing driver (no accounting in the
+    # allocation path) and the heap driver, whose heap figures and allocation counts only
+    # are kept, and each result says which program produced what.
+    handshake = next(p for p in points if p.name == "handshake" and p.variant == "mbedtls-3.6.6")
+    for result in store.results(handshake.id):
+        output = json.loads(result["output"])
+        assert output["measure"]["time"] == "tlsbench-driver"
+        assert output["measure"]["heap"] == "tlsbench-driver-heap"
+        assert output["heap"]["client"]["peak"] > 0
+    assert len(store.samples(records.id, "write_allocs")) == 400
     assert store.check_consistent() == []
 
 

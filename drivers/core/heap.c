@@ -42,6 +42,8 @@ typedef struct slot {
   uint32_t side;
 } slot;
 
+const int tb_heap_accounting = 1;
+
 static slot *table;
 static int table_failed;
 static tb_heap_counters counters[TB_SIDES];

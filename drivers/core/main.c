@@ -464,6 +464,10 @@ static void write_side_heap(tb_json *j, const char *key, const tb_heap_report *h
 }
 
 static void write_heap(tb_json *j, const tb_run *r) {
+  if (!tb_heap_accounting) {
+    tb_json_null(j, "heap"); /* the timing driver: heap is measured by tlsbench-driver-heap */
+    return;
+  }
   tb_heap_counters process;
   tb_heap_get(TB_SIDES, &process);
   tb_json_object(j, "heap");
@@ -556,6 +560,8 @@ int main(int argc, char **argv) {
   tb_json_init(&j, json_out);
   tb_json_object(&j, NULL);
   tb_json_u64(&j, "schema", SCHEMA_VERSION);
+  /* Which kind of run this is: "time" (no accounting in the allocation path) or "heap". */
+  tb_json_str(&j, "measure", tb_heap_accounting ? "heap" : "time");
   tb_json_str(&j, "variant", opt.variant);
   tb_json_str(&j, "library", ad->name);
   tb_json_str(&j, "scenario", opt.scenario);

@@ -161,8 +161,11 @@ int tb_scenario_records(tb_run *r) {
   int code = data_session_open(r, len, &s);
   tb_series *write_ns = tb_series_get(r, "write_ns", "ns");
   tb_series *read_ns = tb_series_get(r, "read_ns", "ns");
-  tb_series *write_allocs = tb_series_get(r, "write_allocs", "allocations");
-  tb_series *read_allocs = tb_series_get(r, "read_allocs", "allocations");
+  /* Allocations per record are a heap figure: only the heap driver counts them. */
+  tb_series *write_allocs =
+      tb_heap_accounting ? tb_series_get(r, "write_allocs", "allocations") : NULL;
+  tb_series *read_allocs =
+      tb_heap_accounting ? tb_series_get(r, "read_allocs", "allocations") : NULL;
   for (long i = 0; i < r->opt->warmup + r->opt->iterations && code == TB_EXIT_OK; i++) {
     fill_pattern(s.data, len, (uint64_t)i);
     uint64_t send = 0, recv = 0, send_allocs = 0, recv_allocs = 0;
@@ -173,8 +176,8 @@ int tb_scenario_records(tb_run *r) {
     if (code != TB_EXIT_OK || i < r->opt->warmup) continue;
     if (tb_series_add(write_ns, ticks_to_ns(r, send)) ||
         tb_series_add(read_ns, ticks_to_ns(r, recv)) ||
-        tb_series_add(write_allocs, (double)send_allocs) ||
-        tb_series_add(read_allocs, (double)recv_allocs)) {
+        (tb_heap_accounting && (tb_series_add(write_allocs, (double)send_allocs) ||
+                                tb_series_add(read_allocs, (double)recv_allocs)))) {
       code = tb_fail_stage(r, TB_EXIT_ERROR, "samples");
     }
   }

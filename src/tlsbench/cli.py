@@ -94,7 +94,7 @@ def cmd_sources(args: argparse.Namespace) -> int:
 def cmd_drive(args: argparse.Namespace) -> int:
     from tlsbench.drive import drive
 
-    return drive(args.variant, args.scenario, args.driver_args)
+    return drive(args.variant, args.scenario, args.driver_args, measure=args.measure)
 
 
 def cmd_certs(args: argparse.Namespace) -> int:
@@ -335,6 +335,13 @@ def parser() -> argparse.ArgumentParser:
         "Run one scenario with one variant's driver (built if needed)",
         "Options after the scenario go to the driver unchanged; `tlsbench drive null info "
         "--help` lists them.",
+    )
+    drive.add_argument(
+        "--measure",
+        choices=["time", "heap"],
+        default="time",
+        help="time (default): the timing driver, no heap accounting in the allocation path; "
+        "heap: the driver that accounts heap per side (its times are not comparable)",
     )
     drive.add_argument("variant", help="a variant, e.g. openssl-3.5.x or wolfssl-5.7.2:intelasm")
     drive.add_argument(

@@ -8,7 +8,11 @@ from tlsbench import certs
 from tlsbench.build import Build, Builder
 from tlsbench.variants import Catalog
 
+# Two programs from the same sources: timing without heap accounting in the allocation path,
+# and heap accounting (malloc wrapped) whose times are not used.
 DRIVER = "tlsbench-driver"
+HEAP_DRIVER = "tlsbench-driver-heap"
+PROGRAMS = {"time": DRIVER, "heap": HEAP_DRIVER}
 # Scenarios that run TLS and so need certificates.
 TLS_SCENARIOS = {"handshake", "resume", "records", "bulk"}
 
@@ -23,8 +27,11 @@ def option_value(args: list[str], name: str, default: str) -> str:
     return default
 
 
-def driver_command(build: Build, scenario: str, args: list[str]) -> list[str]:
-    command = [str(build.program(DRIVER)), scenario, "--variant", build.variant.name]
+def driver_command(
+    build: Build, scenario: str, args: list[str], measure: str = "time"
+) -> list[str]:
+    """The command line of one driver run: `measure` "time" or "heap" picks the program."""
+    command = [str(build.program(PROGRAMS[measure])), scenario, "--variant", build.variant.name]
     if scenario in TLS_SCENARIOS and "--cert-dir" not in args:
         kind = option_value(args, "--cert", "rsa2048")
         if kind in certs.KINDS:  # an unknown kind is the driver's usage error to report
@@ -32,7 +39,14 @@ def driver_command(build: Build, scenario: str, args: list[str]) -> list[str]:
     return command + args
 
 
-def drive(spec: str, scenario: str, args: list[str], catalog: Catalog | None = None) -> int:
+def drive(
+    spec: str,
+    scenario: str,
+    args: list[str],
+    catalog: Catalog | None = None,
+    measure: str = "time",
+) -> int:
     catalog = catalog or Catalog()
     build = Builder().build(catalog.resolve(spec))
-    return subprocess.run(driver_command(build, scenario, args), check=False).returncode
+    command = driver_command(build, scenario, args, measure)
+    return subprocess.run(command, check=False).returncode

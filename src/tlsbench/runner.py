@@ -199,17 +199,61 @@ def run_instructions(point: RunPoint, build: Build, timeout: float, scratch: Pat
     return outcome
 
 
+# Scenarios whose figures include heap ones (heap per side, allocations per record): their
+# repetitions run both drivers. The others (bulk, aead) are timed only.
+HEAP_SCENARIOS = {"handshake", "resume", "records"}
+
+
+def run_time_and_heap(point: RunPoint, build: Build, timeout: float) -> Outcome:
+    """One repetition: the timing driver, then (where the scenario has heap figures) the
+    heap driver, in separate processes. The stored result carries the timing run's series
+    and the heap run's heap figures and allocation counts (never its times), and says which
+    program produced what in output["measure"]."""
+    timed = run_driver(point, build, timeout, measure="time")
+    if timed.status != "ok" or point.scenario not in HEAP_SCENARIOS:
+        if timed.output is not None:
+            timed.output["measure"] = {"time": "tlsbench-driver"}
+        return timed
+    heap = run_driver(point, build, timeout, measure="heap")
+    if heap.status != "ok" or heap.output is None:
+        heap.stderr_tail = f"(the heap run, tlsbench-driver-heap)\n{heap.stderr_tail}"
+        return heap
+    assert timed.output is not None
+    merged = dict(timed.output)
+    merged["heap"] = heap.output.get("heap")
+    heap_series = {k: v for k, v in heap.output.get("samples", {}).items() if k.endswith("_allocs")}
+    merged["samples"] = {**timed.output.get("samples", {}), **heap_series}
+    merged["summary"] = {
+        **timed.output.get("summary", {}),
+        **{k: v for k, v in heap.output.get("summary", {}).items() if k in heap_series},
+    }
+    merged["measure"] = {
+        "time": "tlsbench-driver",
+        "heap": "tlsbench-driver-heap",
+        "heap_series": sorted(heap_series),
+    }
+    return Outcome(
+        "ok",
+        0,
+        None,
+        timed.seconds + heap.seconds,
+        merged,
+        "\n".join(t for t in (timed.stderr_tail, heap.stderr_tail) if t),
+    )
+
+
 def run_driver(
     point: RunPoint,
     build: Build,
     timeout: float,
     prefix: list[str] | None = None,
     extra_env: dict[str, str] | None = None,
+    measure: str = "time",
 ) -> Outcome:
     env, refused = accel_env(point, build)
     if refused:
         return Outcome("unsupported", 3, None, 0.0, {"error": {"message": refused}}, refused)
-    command = driver_command(build, point.scenario, [*point.driver_args(), "--json"])
+    command = driver_command(build, point.scenario, [*point.driver_args(), "--json"], measure)
     command = [*(prefix or []), *command]
     env = {**env, **(extra_env or {})}
     started = time.monotonic()
@@ -395,7 +439,7 @@ class Runner:
                     outcome = run_instructions(point, builds[point.variant], timeout,
                                                Path(scratch))  # fmt: skip
             else:
-                outcome = run_driver(point, builds[point.variant], timeout)
+                outcome = run_time_and_heap(point, builds[point.variant], timeout)
             self.store.add_result(
                 stored_point.id, repetition, outcome.status, outcome.exit_code, outcome.signal,
                 outcome.seconds, started_at, outcome.output, outcome.stderr_tail,

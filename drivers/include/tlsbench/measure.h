@@ -38,6 +38,10 @@ static inline tb_side tb_heap_set_side(tb_side side) {
   tb_heap_current_side = side;
   return previous;
 }
+/* 1 in tlsbench-driver-heap (heap.c wraps malloc), 0 in tlsbench-driver (heap_off.c: no
+ * accounting in the allocation path; heap figures are not measured there). */
+extern const int tb_heap_accounting;
+
 /* Counters of one side, or of the whole process (all sides) with TB_SIDES. */
 void tb_heap_get(tb_side side, tb_heap_counters *out);
 /* Makes peak = live (for one side, or all with TB_SIDES). */
