@@ -331,11 +331,19 @@ def test_model_figures_follow_the_methodology(tmp_path: Path) -> None:
     m = load_run(store, "latest")
     assert m.run.id == run_id and m.run.status == "done"
 
-    # Handshake time: the median of client + server CPU ns per handshake, pooled.
+    # Handshake time: client + server CPU ns per handshake, the median of each repetition's
+    # median (the process is the statistical unit), not the median of pooled samples.
     point = next(p for p in store.points(run_id) if p.variant == WOLF and "rs4096" in p.name)
-    client = store.samples(point.id, "client_cpu_ns")
-    server = store.samples(point.id, "server_cpu_ns")
-    total = statistics.median(c + s for c, s in zip(client, server, strict=True))
+    client = store.samples_by_repetition(point.id, "client_cpu_ns")
+    server = store.samples_by_repetition(point.id, "server_cpu_ns")
+    total = statistics.median(
+        statistics.median(c + s for c, s in zip(cr, sr, strict=True))
+        for cr, sr in zip(client, server, strict=True)
+    )
+    pooled = statistics.median(
+        c + s for cr, sr in zip(client, server, strict=True) for c, s in zip(cr, sr, strict=True)
+    )
+    assert pooled != total  # the fixture tells the two apart
     row = next(r for r in m.handshakes if r.point == point.name)
     assert row.ms == pytest.approx(total / 1e6)
     assert row.handshakes_per_s == pytest.approx(1e9 / total)

@@ -207,12 +207,21 @@ def _summarize_run(run_id: int, tally: Any, store: Any) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from tlsbench.compare import compare_runs, table
+    from tlsbench.compare import compare_runs, run_warnings, table, to_json
+    from tlsbench.stats import DEFAULT_THRESHOLD
     from tlsbench.store import Store
 
+    if args.threshold is not None and not 0 <= args.threshold < 1:
+        raise UserError(
+            f"--threshold {args.threshold}: give a fraction from 0 to below 1 (0.05 = 5 %)"
+        )
     store = Store(Path(args.db), readonly=True)
     run_a, run_b = store.run(args.a)["id"], store.run(args.b)["id"]
-    print(table(compare_runs(store, run_a, run_b), run_a, run_b))
+    rows = compare_runs(store, run_a, run_b, threshold=args.threshold)
+    threshold = DEFAULT_THRESHOLD if args.threshold is None else args.threshold
+    notes = run_warnings(store, run_a, run_b)
+    render = to_json if args.json else table
+    print(render(rows, run_a, run_b, threshold, notes), end="\n" if not args.json else "")
     return 0
 
 
@@ -401,10 +410,19 @@ def parser() -> argparse.ArgumentParser:
     cmp = verb(
         "compare",
         "Compare run B against run A, per point and series",
-        "Prints the ratio B/A with its 95 % confidence interval and a verdict.",
+        "Prints the ratio B/A with its 95 % confidence interval and a verdict from the "
+        "per-repetition figures, with warnings where the runs are not comparable.",
     )
     cmp.add_argument("a", metavar="A", help="the baseline run: a number or 'latest'")
     cmp.add_argument("b", metavar="B", help="the run compared with it: a number or 'latest'")
+    cmp.add_argument(
+        "--threshold",
+        type=float,
+        default=None,
+        help="practical threshold as a fraction: smaller changes are 'no difference' even when "
+        "significant (default 0.05; instruction counts 0.01)",
+    )
+    cmp.add_argument("--json", action="store_true", help="one JSON object per point and series")
     _db_option(cmp, reads_only=True)
 
     report = verb(

@@ -1,19 +1,39 @@
-"""`tlsbench compare A B`: per point present in both runs, B against A.
+"""`tlsbench compare A B`: per point present in both runs, B against A, series by series.
 
-For every series of a point (times, throughput, instruction counts, AEAD cycles/byte):
-the ratio median(B) / median(A) with its bootstrap 95 % CI, and a Mann-Whitney U verdict
-(faster / slower / no difference). Higher is better for throughput (MB/s) only.
+Each repetition (one driver process) gives one figure per series: the median of its samples,
+or the driver's own per-run figure (AEAD cycles/byte). The verdict tests those per-repetition
+figures (`tlsbench.stats.compare_repetitions`): "faster"/"slower" only when significant AND
+beyond the practical threshold, "too few repetitions" when the test cannot decide, and
+"machine drift" when the calibration workload timed beside every point moved in the same
+direction by at least half as much as the series did. Higher is better for MB/s only.
+
+Warnings say where the two runs are not comparable: another build (cache key) of a variant,
+another machine or CPU flags, a point incomplete or partly failed, another experiment text.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
-from tlsbench.stats import compare
+import numpy as np
+
+from tlsbench.stats import (
+    DEFAULT_THRESHOLD,
+    FASTER,
+    MACHINE_DRIFT,
+    SLOWER,
+    compare_repetitions,
+)
 from tlsbench.store import Point, Store
 
 HIGHER_IS_BETTER_UNITS = {"MB/s", "1/s"}
+# Instruction counts barely move run to run: a smaller threshold fits their resolution.
+INSTRUCTION_THRESHOLD = 0.01
+# A quantised series (TSC ticks) needs a change of at least this many of its steps.
+QUANTUM_STEPS = 2
 
 
 @dataclass
@@ -21,73 +41,200 @@ class Row:
     variant: str
     point: str
     series: str
+    unit: str
+    repetitions_a: int
+    repetitions_b: int
     median_a: float
     median_b: float
     ratio: float
     ci_low: float
     ci_high: float
-    p_value: float
+    p_value: float | None
+    threshold: float
     verdict: str
+    calibration_ratio: float | None = None
+    warnings: list[str] = field(default_factory=list)
 
 
-def _series(store: Store, point: Point) -> dict[str, tuple[str, list[float]]]:
-    """Series name -> (unit, samples), AEAD rows included as one series each."""
-    found: dict[str, tuple[str, list[float]]] = {}
-    units = {}
+@dataclass
+class _Side:
+    """One point of one run: per-repetition figures per series, and what the point lacks."""
+
+    point: Point
+    figures: dict[str, tuple[str, list[float]]]  # series -> (unit, one figure per repetition)
+    steps: dict[str, float]  # series -> smallest step between distinct sample values
+    calibration: list[float]  # per repetition: mean of the workload's before/after ns
+    ok: int
+    bad: int
+
+
+def _smallest_step(groups: list[list[float]]) -> float:
+    values = np.unique(np.concatenate([np.asarray(g, dtype=float) for g in groups if g]))
+    gaps = np.diff(values)
+    gaps = gaps[gaps > 0]
+    return float(gaps.min()) if gaps.size else 0.0
+
+
+def _side(store: Store, point: Point) -> _Side:
+    figures: dict[str, tuple[str, list[float]]] = {}
+    steps: dict[str, float] = {}
+    units: dict[str, str] = {}
+    calibration: list[float] = []
+    ok = bad = 0
     for result in store.results(point.id):
+        if result["status"] == "failed":
+            bad += 1
         if result["status"] != "ok" or not result["output"]:
             continue
+        ok += 1
         output = json.loads(result["output"])
+        cal = output.get("calibration") or {}
+        if cal.get("before_ns") and cal.get("after_ns"):
+            calibration.append((float(cal["before_ns"]) + float(cal["after_ns"])) / 2)
         for name, summary in (output.get("summary") or {}).items():
             units[name] = summary.get("unit", "")
         for row in output.get("aead") or []:
             key = f"{row['aead']} {row['payload']} B cycles/byte"
-            found.setdefault(key, ("TSC cycles/byte", []))[1].append(row["tsc_cycles_per_byte"])
+            figures.setdefault(key, ("TSC cycles/byte", []))[1].append(row["tsc_cycles_per_byte"])
     for name in store.series_names(point.id):
-        found[name] = (units.get(name, ""), store.samples(point.id, name))
+        groups = [g for g in store.samples_by_repetition(point.id, name) if g]
+        if groups:
+            figures[name] = (units.get(name, ""), [float(np.median(g)) for g in groups])
+            steps[name] = _smallest_step(groups)
+    return _Side(point, figures, steps, calibration, ok, bad)
+
+
+def _threshold(series: str, base: float, explicit: bool, median_a: float, step: float) -> float:
+    if series.endswith("_instructions") and not explicit:
+        return INSTRUCTION_THRESHOLD
+    if step > 0 and median_a > 0:
+        # A median can only move in whole steps: smaller "changes" are the timer's resolution.
+        return max(base, QUANTUM_STEPS * step / abs(median_a))
+    return base
+
+
+def _drifted(ratio: float, calibration_ratio: float | None) -> bool:
+    """The machine itself moved in the same direction by at least half the series' change."""
+    if calibration_ratio is None or calibration_ratio <= 0 or ratio <= 0:
+        return False
+    moved, series = math.log(calibration_ratio), math.log(ratio)
+    return moved * series > 0 and abs(moved) >= abs(series) / 2
+
+
+def run_warnings(store: Store, run_a: int, run_b: int) -> list[str]:
+    """What makes the two runs less comparable as a whole."""
+    a, b = store.run(run_a), store.run(run_b)
+    env_a, env_b = json.loads(a["environment"]), json.loads(b["environment"])
+    found = []
+    if a["owner_host"] != b["owner_host"]:
+        found.append(f"the runs were made on different machines ({a['owner_host']} / "
+                     f"{b['owner_host']})")  # fmt: skip
+    if (env_a.get("cpu") or {}).get("model") != (env_b.get("cpu") or {}).get("model"):
+        found.append("the runs were made on different CPUs")
+    if env_a.get("cpu_flags") != env_b.get("cpu_flags"):
+        found.append("the runs were made with different CPU flags")
+    if a["experiment_text"] != b["experiment_text"]:
+        found.append("the runs come from different experiment texts")
+    if a["mode"] != b["mode"]:
+        found.append(f"the runs use different modes ({a['mode']} and {b['mode']})")
     return found
 
 
-def compare_runs(store: Store, run_a: int, run_b: int) -> list[Row]:
+def _point_warnings(a: _Side, b: _Side, repetitions: tuple[int, int]) -> list[str]:
+    found = []
+    key_a, key_b = a.point.build.get("cache_key"), b.point.build.get("cache_key")
+    if key_a != key_b:
+        found.append(f"variant {a.point.variant} was built differently ({key_a} / {key_b})")
+    for label, side, reps in (("A", a, repetitions[0]), ("B", b, repetitions[1])):
+        if side.bad:
+            found.append(f"{side.bad} of {reps} repetitions failed in {label}")
+        elif side.ok < reps:
+            found.append(f"only {side.ok} of {reps} repetitions in {label}")
+    return found
+
+
+def compare_runs(
+    store: Store, run_a: int, run_b: int, *, threshold: float | None = None
+) -> list[Row]:
+    explicit = threshold is not None
+    base = DEFAULT_THRESHOLD if threshold is None else threshold
+    repetitions = (int(store.run(run_a)["repetitions"]), int(store.run(run_b)["repetitions"]))
     points_b = {(p.variant, p.name): p for p in store.points(run_b)}
     rows = []
     for point_a in store.points(run_a):
         point_b = points_b.get((point_a.variant, point_a.name))
         if point_b is None:
             continue
-        series_b = _series(store, point_b)
-        for name, (unit, a) in _series(store, point_a).items():
-            if name not in series_b or not a or not series_b[name][1]:
+        a, b = _side(store, point_a), _side(store, point_b)
+        warnings = _point_warnings(a, b, repetitions)
+        calibration_ratio = None
+        if a.calibration and b.calibration:
+            calibration_ratio = float(np.median(b.calibration) / np.median(a.calibration))
+        for name, (unit, fig_a) in a.figures.items():
+            if name not in b.figures:
                 continue
-            b = series_b[name][1]
+            fig_b = b.figures[name][1]
+            median_a = float(np.median(fig_a))
+            limit = _threshold(name, base, explicit, median_a, a.steps.get(name, 0.0))
             try:
-                c = compare(a, b, lower_is_better=unit not in HIGHER_IS_BETTER_UNITS)
+                c = compare_repetitions(
+                    fig_a, fig_b, lower_is_better=unit not in HIGHER_IS_BETTER_UNITS,
+                    threshold=limit,
+                )  # fmt: skip
             except ValueError:  # a median of zero (e.g. no allocations): no ratio to give
                 continue
-            rows.append(Row(point_a.variant, point_a.name, name, _median(a), _median(b),
-                            c.ratio, c.ci_low, c.ci_high, c.p_value, c.verdict))  # fmt: skip
+            verdict = c.verdict
+            if verdict in (FASTER, SLOWER) and _drifted(c.ratio, calibration_ratio):
+                verdict = MACHINE_DRIFT
+            rows.append(Row(
+                point_a.variant, point_a.name, name, unit, len(fig_a), len(fig_b), median_a,
+                float(np.median(fig_b)), c.ratio, c.ci_low, c.ci_high, c.p_value, c.threshold,
+                verdict, calibration_ratio, list(warnings),
+            ))  # fmt: skip
     return rows
 
 
-def _median(values: list[float]) -> float:
-    s = sorted(values)
-    n = len(s)
-    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+def _fmt_p(p: float | None) -> str:
+    return "-" if p is None else f"{p:.3g}"
 
 
-def table(rows: list[Row], run_a: int, run_b: int) -> str:
+def table(rows: list[Row], run_a: int, run_b: int, threshold: float, run_notes: list[str]) -> str:
     lines = [
-        f"Run {run_b} against run {run_a} (ratio = median B / median A, 95 % CI; "
-        "Mann-Whitney U, alpha 0.05)",
+        f"Run {run_b} against run {run_a}: ratio = median B / median A of the per-repetition "
+        "medians, 95 % CI resampling repetitions; Mann-Whitney U on the per-repetition figures "
+        f"(alpha 0.05); a change counts only beyond the practical threshold of {threshold:.1%} "
+        f"(instruction counts {INSTRUCTION_THRESHOLD:.1%} unless --threshold is given; "
+        f"quantised series at least {QUANTUM_STEPS} timer steps).",
         "",
-        "| variant | point | series | median A | median B | ratio [95 % CI] | p | verdict |",
-        "| --- | --- | --- | ---: | ---: | --- | ---: | --- |",
+    ]
+    lines += [f"Warning: {note}." for note in run_notes]
+    if run_notes:
+        lines.append("")
+    lines += [
+        "| variant | point | series | reps A/B | median A | median B | ratio [95 % CI] | p "
+        "| threshold | verdict |",
+        "| --- | --- | --- | ---: | ---: | ---: | --- | ---: | ---: | --- |",
     ]
     for r in rows:
+        verdict = r.verdict + "".join(f" (warning: {w})" for w in r.warnings)
         lines.append(
-            f"| {r.variant} | {r.point} | {r.series} | {r.median_a:,.1f} | {r.median_b:,.1f} | "
-            f"{r.ratio:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}] | {r.p_value:.3g} | {r.verdict} |"
+            f"| {r.variant} | {r.point} | {r.series} | {r.repetitions_a}/{r.repetitions_b} | "
+            f"{r.median_a:,.1f} | {r.median_b:,.1f} | "
+            f"{r.ratio:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}] | {_fmt_p(r.p_value)} | "
+            f"{r.threshold:.1%} | {verdict} |"
         )
     if not rows:
-        lines.append("| (no point in common) | | | | | | | |")
+        lines.append("| (no point in common) | | | | | | | | | |")
     return "\n".join(lines)
+
+
+def to_json(rows: list[Row], run_a: int, run_b: int, threshold: float, run_notes: list[str]) -> str:
+    document: dict[str, Any] = {
+        "run_a": run_a,
+        "run_b": run_b,
+        "threshold": threshold,
+        "alpha": 0.05,
+        "warnings": run_notes,
+        "series": [asdict(r) for r in rows],
+    }
+    return json.dumps(document, indent=2, allow_nan=False) + "\n"

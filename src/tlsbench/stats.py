@@ -1,52 +1,72 @@
-"""Statistics for benchmark samples: summaries, outliers, warnings and A/B comparison.
+"""Statistics for benchmark samples with the repetition (one driver process) as the unit.
 
-Standard library only. Bootstrap confidence intervals are percentile bootstraps of the median
-(95 %, linear interpolation between order statistics of the bootstrap distribution).
+Iterations inside one process share its heap layout, caches, clock frequency and neighbours,
+so they are not independent samples. Every figure is therefore computed in two stages:
 
-Drawing a bootstrap resample of size n and taking its median costs O(n) per resample in Python,
-far too slow for 10 000 samples x 2 000 resamples. The median of a resample is, however, fully
-determined by the order statistics of the n resampled *indices* into the sorted data, and the
-k-th smallest of n uniform indices ``floor(n * U)`` is ``floor(n * U_(k))`` with
-``U_(k) ~ Beta(k, n + 1 - k)``; for an even n, ``U_(k+1) = U_(k) + (1 - U_(k)) * Beta(1, n - k)``
-(the minimum of the remaining n - k uniforms above ``U_(k)``). Sampling those directly gives the
-exact bootstrap distribution of the median in O(1) per resample.
+1. each repetition is summarised on its own (its median; its p99 only where the repetition
+   has at least TAIL_MIN_SAMPLES samples, since the nearest-rank p99 of 20 samples is the max);
+2. the figure is the median of those per-repetition figures, and its 95 % CI is a percentile
+   bootstrap that resamples *repetitions* (a cluster bootstrap), never pooled iterations.
+
+`compare_repetitions` tests two sets of per-repetition figures (Mann-Whitney U, exact where
+there are no ties) and only calls a change when it is significant *and* larger than a
+practical threshold; with too few repetitions for the test to ever reach significance it says
+so. numpy and scipy.stats do the numerical work.
 """
 
 from __future__ import annotations
 
 import math
-import random
-import statistics
-from collections import Counter
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+import numpy as np
+from scipy import stats as sps
+
 CONFIDENCE = 0.95
+RESAMPLES = 2000
 MAD_SCALE = 0.6745  # Iglewicz & Hoaglin modified z-score, as in hyperfine
+# A repetition's p99 is shown only with at least this many samples: 10 samples lie above it,
+# so it is neither the maximum nor decided by one stray sample.
+TAIL_MIN_SAMPLES = 1000
+# Default practical threshold of `compare`: smaller changes are "no difference" even when
+# significant (this machine's run-to-run drift is larger than that; see the README).
+DEFAULT_THRESHOLD = 0.05
+
+# Verdicts of a comparison.
+FASTER = "faster"
+SLOWER = "slower"
+NO_DIFFERENCE = "no difference"
+TOO_FEW = "too few repetitions"
+MACHINE_DRIFT = "machine drift"
 
 
 @dataclass(frozen=True)
 class Summary:
+    """A series summarised over repetitions. `n` counts samples, `repetitions` processes;
+    `p99` is None where the repetitions are too short for a tail ("n too small")."""
+
     n: int
+    repetitions: int
     min: float
-    median: float
-    mean: float
-    p99: float
+    median: float  # median over repetitions of each repetition's median
+    mean: float  # mean of all samples (allocations per record and the like)
+    p99: float | None  # median over repetitions of each repetition's nearest-rank p99
     max: float
-    stdev: float
-    cv: float
-    ci_low: float
+    cv: float  # coefficient of variation of the per-repetition medians
+    ci_low: float  # cluster-bootstrap 95 % CI of `median` (equal to it with one repetition)
     ci_high: float
-    outliers: int
+    outliers: int  # repetitions whose median is an outlier among the repetitions
 
 
 class WarningKind(StrEnum):
     """A str (and Enum): compares equal to its value and serialises to JSON as-is."""
 
     HIGH_CV = "high_cv"
-    FEW_SAMPLES = "few_samples"
+    FEW_REPETITIONS = "few_repetitions"
     OUTLIERS = "outliers"
     TSC_NOT_INVARIANT = "tsc_not_invariant"
     FREQUENCY_SCALING = "frequency_scaling"
@@ -60,155 +80,131 @@ class StatWarning:
 
 
 @dataclass(frozen=True)
-class MannWhitney:
-    u: float
-    p_value: float
-
-
-@dataclass(frozen=True)
 class Comparison:
-    ratio: float
-    ci_low: float
+    ratio: float  # median B / median A of the per-repetition figures
+    ci_low: float  # 95 % CI of the ratio, resampling repetitions on each side
     ci_high: float
-    p_value: float
+    p_value: float | None  # None where no test could be made (too few repetitions)
+    threshold: float  # the practical threshold applied (0.05 = 5 %)
     verdict: str
 
 
-def _require(samples: Sequence[float], name: str = "samples") -> list[float]:
-    values = [float(x) for x in samples]
-    if not values:
-        raise ValueError(f"{name} is empty")
-    return values
+def _groups(groups: Sequence[Sequence[float]]) -> list[np.ndarray]:
+    arrays = [np.asarray(g, dtype=float) for g in groups]
+    arrays = [a for a in arrays if a.size]
+    if not arrays:
+        raise ValueError("no samples")
+    return arrays
 
 
-def _median_sorted(xs: Sequence[float]) -> float:
-    n = len(xs)
-    mid = n // 2
-    return xs[mid] if n % 2 else (xs[mid - 1] + xs[mid]) / 2.0
-
-
-def percentile_nearest_rank(sorted_xs: Sequence[float], q: float) -> float:
+def percentile_nearest_rank(values: Sequence[float] | np.ndarray, q: float) -> float:
     """The ceil(q*n)-th smallest value (same formula as drivers/core/measure.c)."""
-    rank = math.ceil(q * len(sorted_xs))
-    return sorted_xs[max(rank, 1) - 1]
-
-
-def _quantile_linear(sorted_xs: Sequence[float], q: float) -> float:
-    """Quantile with linear interpolation between order statistics (numpy's default)."""
-    pos = q * (len(sorted_xs) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(sorted_xs) - 1)
-    return sorted_xs[lo] + (sorted_xs[hi] - sorted_xs[lo]) * (pos - lo)
-
-
-def _bootstrap_medians(
-    sorted_xs: Sequence[float], rng: random.Random, resamples: int
-) -> list[float]:
-    """Medians of `resamples` bootstrap resamples of `sorted_xs` (see the module docstring)."""
-    n = len(sorted_xs)
-    if n == 1:
-        return [sorted_xs[0]] * resamples
-    last = n - 1
-    out = []
-    if n % 2:
-        k = (n + 1) // 2
-        for _ in range(resamples):
-            u = rng.betavariate(k, n + 1 - k)
-            out.append(sorted_xs[min(int(n * u), last)])
-    else:
-        k = n // 2
-        for _ in range(resamples):
-            u1 = rng.betavariate(k, n + 1 - k)
-            u2 = u1 + (1.0 - u1) * rng.betavariate(1, n - k)
-            i, j = min(int(n * u1), last), min(int(n * u2), last)
-            out.append((sorted_xs[i] + sorted_xs[j]) / 2.0)
-    return out
-
-
-def _ci(stats: list[float]) -> tuple[float, float]:
-    stats.sort()
-    tail = (1.0 - CONFIDENCE) / 2.0
-    return _quantile_linear(stats, tail), _quantile_linear(stats, 1.0 - tail)
-
-
-def _check_resamples(resamples: int) -> None:
-    if resamples < 1:
-        raise ValueError("resamples must be >= 1")
+    return float(np.percentile(np.asarray(values, dtype=float), q * 100, method="inverted_cdf"))
 
 
 def mad_outliers(samples: Sequence[float], threshold: float = 3.5) -> list[bool]:
     """Flag x when |0.6745 * (x - median) / MAD| > threshold; no flags when MAD == 0."""
-    values = [float(x) for x in samples]
-    if not values:
+    xs = np.asarray(samples, dtype=float)
+    if not xs.size:
         return []
-    med = statistics.median(values)
-    mad = statistics.median([abs(x - med) for x in values])
+    mad = float(sps.median_abs_deviation(xs))
     if mad == 0:
-        return [False] * len(values)
-    return [abs(MAD_SCALE * (x - med) / mad) > threshold for x in values]
+        return [False] * int(xs.size)
+    return [bool(v) for v in np.abs(MAD_SCALE * (xs - np.median(xs)) / mad) > threshold]
 
 
-def summarize(samples: Sequence[float], *, seed: int = 0, resamples: int = 2000) -> Summary:
-    values = _require(samples)
-    _check_resamples(resamples)
-    xs = sorted(values)
-    n = len(xs)
-    median = _median_sorted(xs)
-    mean = statistics.fmean(xs)
-    stdev = statistics.stdev(xs) if n >= 2 else 0.0
-    cv = stdev / mean if mean != 0 else 0.0
-    if n == 1:
-        ci_low = ci_high = xs[0]
+def _percentile_ci(data: tuple[np.ndarray, ...], statistic: Any, seed: int) -> tuple[float, float]:
+    """Percentile bootstrap CI resampling each array of `data` (repetitions) independently."""
+    if all(np.all(d == d[0]) for d in data):
+        value = float(statistic(*data, axis=-1))
+        return value, value
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scipy warns that 2 or 3 repetitions are few: we do too
+        res = sps.bootstrap(
+            data,
+            statistic,
+            n_resamples=RESAMPLES,
+            confidence_level=CONFIDENCE,
+            method="percentile",
+            vectorized=True,
+            rng=np.random.default_rng(seed),
+        )
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def _median(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.median(x, axis=axis)
+
+
+def repetition_figures(groups: Sequence[Sequence[float]]) -> list[float]:
+    """Each repetition's median: the per-process figures every statistic starts from."""
+    return [float(np.median(g)) for g in _groups(groups)]
+
+
+def summarize(groups: Sequence[Sequence[float]], *, seed: int = 0) -> Summary:
+    """Summary of a series given as one sequence of samples per repetition."""
+    arrays = _groups(groups)
+    medians = np.array([np.median(a) for a in arrays])
+    pooled = np.concatenate(arrays)
+    tails = [percentile_nearest_rank(a, 0.99) for a in arrays if a.size >= TAIL_MIN_SAMPLES]
+    centre = float(np.median(medians))
+    spread = float(np.std(medians, ddof=1)) if medians.size >= 2 else 0.0
+    if medians.size >= 2:
+        ci_low, ci_high = _percentile_ci((medians,), _median, seed)
     else:
-        ci_low, ci_high = _ci(_bootstrap_medians(xs, random.Random(seed), resamples))
+        ci_low = ci_high = centre
     return Summary(
-        n=n,
-        min=xs[0],
-        median=median,
-        mean=mean,
-        p99=percentile_nearest_rank(xs, 0.99),
-        max=xs[-1],
-        stdev=stdev,
-        cv=cv,
+        n=int(pooled.size),
+        repetitions=int(medians.size),
+        min=float(pooled.min()),
+        median=centre,
+        mean=float(pooled.mean()),
+        # Every repetition must support a tail, or a short one would hide behind the others.
+        p99=float(np.median(tails)) if len(tails) == len(arrays) else None,
+        max=float(pooled.max()),
+        cv=spread / abs(float(medians.mean())) if medians.mean() != 0 else 0.0,
         ci_low=ci_low,
         ci_high=ci_high,
-        outliers=sum(mad_outliers(xs)),
+        outliers=sum(mad_outliers(medians.tolist())),
     )
 
 
 def sample_warnings(
-    summary: Summary, *, cv_limit: float = 0.10, min_samples: int = 5
+    summary: Summary, *, cv_limit: float = 0.10, min_repetitions: int = 3
 ) -> list[StatWarning]:
-    warnings = []
+    warnings_ = []
     if summary.cv > cv_limit:
-        warnings.append(
+        warnings_.append(
             StatWarning(
                 WarningKind.HIGH_CV,
-                f"coefficient of variation {summary.cv:.1%} exceeds {cv_limit:.1%}",
+                f"repetition medians vary by {summary.cv:.1%} (coefficient of variation, "
+                f"limit {cv_limit:.1%})",
             )
         )
-    if summary.n < min_samples:
-        warnings.append(
+    if summary.repetitions < min_repetitions:
+        warnings_.append(
             StatWarning(
-                WarningKind.FEW_SAMPLES,
-                f"only {summary.n} samples (at least {min_samples} recommended)",
+                WarningKind.FEW_REPETITIONS,
+                f"only {summary.repetitions} repetition(s): the CI rests on too few processes "
+                f"(at least {min_repetitions} recommended)",
             )
         )
     if summary.outliers > 0:
-        warnings.append(
+        warnings_.append(
             StatWarning(
                 WarningKind.OUTLIERS,
-                f"{summary.outliers} of {summary.n} samples are outliers (modified z-score > 3.5)",
+                f"{summary.outliers} of {summary.repetitions} repetitions have an outlying "
+                "median (modified z-score > 3.5)",
             )
         )
-    return warnings
+    return warnings_
 
 
 def environment_warnings(cpu: dict[str, Any]) -> list[StatWarning]:
     """Warnings from `tlsbench.doctor.cpu_facts()`; missing keys count as unknown, not bad."""
-    warnings = []
+    warnings_ = []
     if cpu.get("invariant_tsc", True) is False:
-        warnings.append(
+        warnings_.append(
             StatWarning(
                 WarningKind.TSC_NOT_INVARIANT,
                 "TSC not invariant: cycle figures drift with frequency",
@@ -221,83 +217,65 @@ def environment_warnings(cpu: dict[str, Any]) -> list[StatWarning]:
     if cpu.get("turbo") is True:
         reasons.append("turbo boost is on")
     if reasons:
-        warnings.append(StatWarning(WarningKind.FREQUENCY_SCALING, "; ".join(reasons)))
+        warnings_.append(StatWarning(WarningKind.FREQUENCY_SCALING, "; ".join(reasons)))
     virt = cpu.get("virtualization")
     if virt:
-        warnings.append(
+        warnings_.append(
             StatWarning(
                 WarningKind.VIRTUAL_MACHINE,
                 f"virtual machine ({virt}): steal time and shared caches add noise",
             )
         )
-    return warnings
+    return warnings_
 
 
-def _ranks(values: Sequence[float]) -> list[float]:
-    """1-based ranks, ties get the average rank."""
-    order = sorted(range(len(values)), key=values.__getitem__)
-    ranks = [0.0] * len(values)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        avg = (i + j) / 2.0 + 1.0
-        for m in range(i, j + 1):
-            ranks[order[m]] = avg
-        i = j + 1
-    return ranks
+def min_p_value(n_a: int, n_b: int) -> float:
+    """The smallest two-sided p-value an exact Mann-Whitney test of n_a against n_b can give."""
+    return min(1.0, 2.0 / math.comb(n_a + n_b, n_a))
 
 
-def mann_whitney(a: Sequence[float], b: Sequence[float]) -> MannWhitney:
-    """Two-sided Mann-Whitney U test (U of `a`), normal approximation with tie and continuity
-    correction, like scipy.stats.mannwhitneyu(method='asymptotic', use_continuity=True)."""
-    xa, xb = _require(a, "a"), _require(b, "b")
-    n1, n2 = len(xa), len(xb)
-    n = n1 + n2
-    ranks = _ranks(xa + xb)
-    u1 = sum(ranks[:n1]) - n1 * (n1 + 1) / 2.0
-    u2 = n1 * n2 - u1
-    tie_term = sum(t**3 - t for t in Counter(xa + xb).values())
-    var = n1 * n2 / 12.0 * ((n + 1) - tie_term / (n * (n - 1)))
-    if var <= 0:
-        return MannWhitney(u=u1, p_value=1.0)
-    z = (max(u1, u2) - n1 * n2 / 2.0 - 0.5) / math.sqrt(var)
-    p = min(1.0, math.erfc(z / math.sqrt(2.0)))  # 2 * sf(z)
-    return MannWhitney(u=u1, p_value=p)
+def _ratio_of_medians(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.median(b, axis=axis) / np.median(a, axis=axis)
 
 
-def _ratio(num: float, den: float) -> float:
-    if den == 0:
-        return 1.0 if num == 0 else math.copysign(math.inf, num)
-    return num / den
-
-
-def compare(
+def compare_repetitions(
     a: Sequence[float],
     b: Sequence[float],
     *,
     lower_is_better: bool = True,
+    threshold: float = DEFAULT_THRESHOLD,
     alpha: float = 0.05,
     seed: int = 0,
-    resamples: int = 2000,
 ) -> Comparison:
-    """Compare B against A: ratio = median(B) / median(A) with a bootstrap CI and a verdict."""
-    xa, xb = sorted(_require(a, "a")), sorted(_require(b, "b"))
-    _check_resamples(resamples)
-    med_a = _median_sorted(xa)
+    """Compare B against A, each given as one figure per repetition (e.g. its median).
+
+    ratio = median(B) / median(A). The verdict is "faster"/"slower" only when the two-sided
+    Mann-Whitney p-value is below `alpha`, the ratio's CI excludes 1, and the ratio is beyond
+    1 +- `threshold`; "too few repetitions" when even complete separation could not reach
+    `alpha`; "no difference" otherwise.
+    """
+    xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if not xa.size or not xb.size:
+        raise ValueError("a comparison needs at least one repetition on each side")
+    med_a = float(np.median(xa))
     if med_a == 0:
         raise ValueError("median of a is 0: the ratio is undefined")
-    ratio = _median_sorted(xb) / med_a
-    rng = random.Random(seed)
-    boot_a = _bootstrap_medians(xa, rng, resamples)
-    boot_b = _bootstrap_medians(xb, rng, resamples)
-    ci_low, ci_high = _ci([_ratio(mb, ma) for ma, mb in zip(boot_a, boot_b, strict=True)])
-    p_value = mann_whitney(xa, xb).p_value
-    if p_value >= alpha or ci_low <= 1.0 <= ci_high:
-        verdict = "no difference"
-    elif (ratio > 1.0) == lower_is_better:
-        verdict = "slower"
+    ratio = float(np.median(xb)) / med_a
+    if xa.size >= 2 and xb.size >= 2:
+        ci_low, ci_high = _percentile_ci((xa, xb), _ratio_of_medians, seed)
     else:
-        verdict = "faster"
-    return Comparison(ratio=ratio, ci_low=ci_low, ci_high=ci_high, p_value=p_value, verdict=verdict)
+        ci_low = ci_high = ratio
+    if min_p_value(xa.size, xb.size) >= alpha:
+        return Comparison(ratio, ci_low, ci_high, None, threshold, TOO_FEW)
+    if np.all(xa == xa[0]) and np.array_equal(np.unique(xa), np.unique(xb)):
+        p_value = 1.0  # identical constant figures (e.g. instruction counts): nothing to test
+    else:
+        p_value = float(sps.mannwhitneyu(xa, xb, alternative="two-sided").pvalue)
+    significant = p_value < alpha and not ci_low <= 1.0 <= ci_high
+    if not significant or abs(ratio - 1.0) <= threshold:
+        verdict = NO_DIFFERENCE
+    elif (ratio > 1.0) == lower_is_better:
+        verdict = SLOWER
+    else:
+        verdict = FASTER
+    return Comparison(ratio, ci_low, ci_high, p_value, threshold, verdict)

@@ -481,6 +481,19 @@ class Store:
             values.extend(json.loads(row[0]))
         return values
 
+    def samples_by_repetition(self, point_id: int, series: str) -> list[list[float]]:
+        """The samples of one series of a point, one list per successful repetition (the
+        process is the statistical unit: see tlsbench.stats)."""
+        return [
+            json.loads(row[0])
+            for row in self.db.execute(
+                'SELECT s."values" FROM samples s JOIN results r ON r.id = s.result_id '
+                "WHERE r.point_id = ? AND s.series = ? AND r.status = 'ok' "
+                "ORDER BY r.repetition",
+                (point_id, series),
+            )
+        ]
+
     def series_names(self, point_id: int) -> list[str]:
         rows = self.db.execute(
             "SELECT DISTINCT s.series FROM samples s JOIN results r ON r.id = s.result_id "

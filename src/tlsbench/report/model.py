@@ -5,12 +5,14 @@ format and lay out. Figures follow the README's Methodology section:
 
 - heap (handshake, resume): the median over a point's ok repetitions of each figure the
   driver reports per side (a repetition is one driver process, so one figure each);
-- handshake time: client + server CPU ns of each handshake, pooled over the repetitions,
-  summarised by `tlsbench.stats` (median and its bootstrap 95 % CI); handshakes per second
-  = 1e9 / that median (the CI maps through the same monotone function);
-- record latency: write_ns and read_ns samples pooled over the repetitions; allocations
-  per record = the mean of write_allocs / read_allocs;
-- bulk: sender_MBps and receiver_MBps samples pooled, median and CI;
+- handshake time: client + server CPU ns of each handshake, summarised by `tlsbench.stats`
+  with the repetition as the unit (the median over repetitions of each repetition's median,
+  and a 95 % CI that resamples repetitions); handshakes per second = 1e9 / that median (the
+  CI maps through the same monotone function);
+- record latency: write_ns and read_ns per repetition, summarised the same way; p99 only
+  where every repetition has enough samples for a tail ("n too small" otherwise);
+  allocations per record = the mean of write_allocs / read_allocs;
+- bulk: sender_MBps and receiver_MBps per repetition, median and CI as above;
 - AEAD: the median over repetitions of the driver's own per-run figures (each already the
   median of its `runs` measurements).
 """
@@ -117,7 +119,7 @@ class LatencyRow:
     min_ns: float
     avg_ns: float
     p50_ns: float
-    p99_ns: float
+    p99_ns: float | None  # None: too few samples per repetition for a tail
     max_ns: float
     p50_ci_low_ns: float
     p50_ci_high_ns: float
@@ -406,8 +408,8 @@ class _Loader:
         resolved.update(point.params)
         return resolved
 
-    def summarize(self, point: Point, series: str, values: Sequence[float]) -> Summary:
-        summary = summarize(values)
+    def summarize(self, point: Point, series: str, groups: Sequence[Sequence[float]]) -> Summary:
+        summary = summarize(groups)
         self.note_warnings(f"{point.variant} {point.name}", series, sample_warnings(summary))
         return summary
 
@@ -452,12 +454,19 @@ class _Loader:
         cases = case_labels(params, always=("suite",))
         rows = []
         for p in points:
-            client = self.store.samples(p.id, "client_cpu_ns")
-            server = self.store.samples(p.id, "server_cpu_ns")
+            client_reps = self.store.samples_by_repetition(p.id, "client_cpu_ns")
+            server_reps = self.store.samples_by_repetition(p.id, "server_cpu_ns")
+            client = [x for rep in client_reps for x in rep]
+            server = [x for rep in server_reps for x in rep]
             if not client or len(client) != len(server):
                 continue  # both series are written per handshake, so this means no data
             total = self.summarize(
-                p, "client + server CPU ns", [c + s for c, s in zip(client, server, strict=True)]
+                p,
+                "client + server CPU ns",
+                [
+                    [c + s for c, s in zip(cr, sr, strict=True)]
+                    for cr, sr in zip(client_reps, server_reps, strict=True)
+                ],
             )
             wall = self.store.samples(p.id, "wall_ns")
             rows.append(
@@ -494,11 +503,12 @@ class _Loader:
             payload = _int_or_none(params[p.id].get("payload"))
             by_op: dict[str, list[float]] = {}
             for op in ("write", "read"):
-                values = self.store.samples(p.id, f"{op}_ns")
+                groups = self.store.samples_by_repetition(p.id, f"{op}_ns")
+                values = [x for rep in groups for x in rep]
                 if not values:
                     continue
                 by_op[op] = values
-                s = self.summarize(p, f"{op} ns", values)
+                s = self.summarize(p, f"{op} ns", groups)
                 allocs = self.store.samples(p.id, f"{op}_allocs")
                 rows.append(
                     LatencyRow(
@@ -533,9 +543,9 @@ class _Loader:
         cases = case_labels(params)
         rows = []
         for p in points:
-            sender = self.store.samples(p.id, "sender_MBps")
-            receiver = self.store.samples(p.id, "receiver_MBps")
-            if not sender or not receiver:
+            sender = self.store.samples_by_repetition(p.id, "sender_MBps")
+            receiver = self.store.samples_by_repetition(p.id, "receiver_MBps")
+            if not any(sender) or not any(receiver):
                 continue
             s = self.summarize(p, "sender MB/s", sender)
             r = self.summarize(p, "receiver MB/s", receiver)

@@ -32,6 +32,10 @@ def fmt_bytes(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
 
+def _p99(value: float | None) -> str:
+    return "n too small" if value is None else fmt_sig(value)
+
+
 def fmt_sig(value: float | None, digits: int = SIGNIFICANT) -> str:
     """`digits` significant digits, never fewer than the integer part: 0.01234 -> 0.0123,
     1.234 -> 1.23, 123.4 -> 123, 12345.6 -> 12,346."""
@@ -161,13 +165,14 @@ def _views(model: RunModel) -> list[View]:
                 "record_latency",
                 "Record latency (ns)",
                 "Per application record after warm-up: `write` encrypts and frames, `read` "
-                "decrypts; samples pooled over repetitions.",
+                "decrypts; p50 and p99 are medians over repetitions of each repetition's own "
+                "(p99 only from repetitions of at least 1,000 records, else \"n too small\").",
                 ["variant", "case", "payload", "op", "n", "min", "avg", "p50", "p99", "max",
                  "allocs/record"],
                 [False, False, True, False] + [True] * 7,
                 [
                     [_variant(r), r.case, fmt_size(r.payload), r.op, str(r.n), fmt_sig(r.min_ns),
-                     fmt_sig(r.avg_ns), fmt_sig(r.p50_ns), fmt_sig(r.p99_ns), fmt_sig(r.max_ns),
+                     fmt_sig(r.avg_ns), fmt_sig(r.p50_ns), _p99(r.p99_ns), fmt_sig(r.max_ns),
                      fmt_count(r.allocs_per_record)]
                     for r in model.latency
                 ],

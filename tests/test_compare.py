@@ -1,0 +1,139 @@
+"""`tlsbench compare`: verdicts from per-repetition figures, warnings, --json, --threshold.
+
+The stores are written through the store's own API with the shape the driver produces
+(statistics of figures, no driver involved); the CLI is run as a user runs it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tlsbench import paths
+from tlsbench.compare import compare_runs, run_warnings
+from tlsbench.stats import MACHINE_DRIFT, NO_DIFFERENCE, SLOWER, TOO_FEW
+from tlsbench.store import Store
+
+ENV = {"cpu": {"model": "Test CPU"}, "cpu_flags": "aes sse2"}
+BUILD = {"library": "null", "cache_key": "k1"}
+
+
+def _run(
+    store: Store,
+    centres: list[float],
+    *,
+    text: str = "# experiment\n",
+    env: dict[str, Any] | None = None,
+    build: dict[str, Any] | None = None,
+    failed: int = 0,
+    calibration: list[float] | None = None,
+    seed: int = 0,
+) -> int:
+    """One point, one repetition per centre: 50 handshake times around that centre."""
+    rng = np.random.default_rng(seed)
+    run = store.new_run("t", "?", "measure", len(centres) + failed, env or ENV, text, "c0")
+    point = {"name": "handshake_1.3", "variant": "null", "library": "null",
+             "scenario": "handshake", "params": {}, "build": build or BUILD}  # fmt: skip
+    store.add_points(run, [point])
+    point = store.points(run)[0]
+    for rep, centre in enumerate(centres):
+        output: dict[str, Any] = {
+            "summary": {"client_cpu_ns": {"unit": "ns"}},
+            "samples": {"client_cpu_ns": [float(x) for x in rng.normal(centre, 5, 50)]},
+        }
+        if calibration:
+            output["calibration"] = {"workload": "test", "before_ns": calibration[rep],
+                                     "after_ns": calibration[rep]}  # fmt: skip
+        store.add_result(point.id, rep, "ok", 0, None, 0.1, "t", output, "")
+    for rep in range(len(centres), len(centres) + failed):
+        store.add_result(point.id, rep, "failed", 1, None, 0.1, "t", None, "boom")
+    store.finish_run(run, "done")
+    return run
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(paths.REPO / "tlsbench"), *args], capture_output=True, text=True, check=False
+    )
+
+
+def test_same_machine_state_is_no_difference_and_slowdown_is_slower(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    a = _run(store, [1000, 1010, 990, 1005, 995], seed=1)
+    b = _run(store, [1003, 992, 1008, 998, 1001], seed=2)
+    c = _run(store, [1200, 1210, 1190, 1205, 1195], seed=3)
+    (same,) = compare_runs(store, a, b)
+    assert (same.verdict, same.repetitions_a, same.warnings) == (NO_DIFFERENCE, 5, [])
+    (slow,) = compare_runs(store, a, c)
+    assert slow.verdict == SLOWER and slow.ratio == pytest.approx(1.2, rel=0.01)
+    assert slow.p_value is not None and slow.p_value < 0.05
+    # The same 20 % is "no difference" under a 25 % threshold.
+    assert compare_runs(store, a, c, threshold=0.25)[0].verdict == NO_DIFFERENCE
+
+
+def test_three_repetitions_cannot_decide(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    a, b = _run(store, [1000, 1000, 1000]), _run(store, [2000, 2000, 2000])
+    assert compare_runs(store, a, b)[0].verdict == TOO_FEW
+
+
+def test_calibration_moving_with_the_series_is_machine_drift(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    a = _run(store, [1000, 1010, 990, 1005, 995], calibration=[500.0] * 5)
+    b = _run(store, [1200, 1210, 1190, 1205, 1195], calibration=[590.0] * 5)
+    c = _run(store, [1200, 1210, 1190, 1205, 1195], calibration=[501.0] * 5)
+    (drift,) = compare_runs(store, a, b)
+    assert drift.verdict == MACHINE_DRIFT and drift.calibration_ratio == pytest.approx(1.18)
+    assert compare_runs(store, a, c)[0].verdict == SLOWER  # the machine held still
+
+
+def test_warnings_for_what_is_not_comparable(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    a = _run(store, [1000] * 5)
+    b = _run(
+        store, [1000] * 4, text="# other\n", env={"cpu": {"model": "Other"}, "cpu_flags": "sse2"},
+        build={"library": "null", "cache_key": "k2"}, failed=1,
+    )  # fmt: skip
+    notes = run_warnings(store, a, b)
+    assert any("different CPUs" in n for n in notes)
+    assert any("different CPU flags" in n for n in notes)
+    assert any("different experiment texts" in n for n in notes)
+    (row,) = compare_runs(store, a, b)
+    assert any("built differently (k1 / k2)" in w for w in row.warnings)
+    assert any("1 of 5 repetitions failed in B" in w for w in row.warnings)
+
+
+def test_cli_json_and_markdown(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    store = Store(db)
+    _run(store, [1000, 1010, 990, 1005, 995], seed=1)
+    _run(store, [1200, 1210, 1190, 1205, 1195], seed=2)
+    store.close()
+    proc = _cli("compare", "1", "2", "--json", "--threshold", "0.1", "--db", str(db))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["threshold"] == 0.1
+    (series,) = doc["series"]
+    assert series["verdict"] == "slower" and series["threshold"] == 0.1
+    assert series["ci_low"] <= series["ratio"] <= series["ci_high"]
+    assert {"p_value", "warnings", "point", "series", "variant"} <= set(series)
+    md = _cli("compare", "1", "2", "--db", str(db))
+    assert md.returncode == 0 and "practical threshold of 5.0%" in md.stdout
+    assert "| slower |" in md.stdout
+
+
+@pytest.mark.parametrize("value", ["-0.1", "1.5", "nan", "x"])
+def test_cli_bad_threshold(tmp_path: Path, value: str) -> None:
+    db = tmp_path / "s.db"
+    store = Store(db)
+    _run(store, [1000] * 5)
+    store.close()
+    before = db.read_bytes()
+    proc = _cli("compare", "1", "1", "--threshold", value, "--db", str(db))
+    assert proc.returncode == 2 and "threshold" in proc.stderr
+    assert "Traceback" not in proc.stderr and db.read_bytes() == before
