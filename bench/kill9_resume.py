@@ -4,8 +4,10 @@ Each trial starts a small real experiment (the null baseline's records, 5 points
 repetitions), kills the runner's whole process group with SIGKILL after a random delay,
 checks the store, resumes and kills the resume at a random moment too, then resumes to
 the end. After every kill and at the end: PRAGMA integrity_check is ok, no result is
-duplicated, no sample row is orphaned; at the end every (point, repetition) has exactly
-one ok result with all its samples. Prints a summary. Usage:
+duplicated, no sample row is orphaned, the run reads as interrupted (not running) once its
+runner is dead, and every result stored before a kill is still there unchanged (a resume
+re-runs only what is missing); at the end every (point, repetition) has exactly one ok
+result with all its samples and the run is complete. Prints a summary. Usage:
 
     .venv/bin/python bench/kill9_resume.py [TRIALS] [SEED]     # default 20 trials
 """
@@ -62,11 +64,35 @@ def kill_after(proc: subprocess.Popen[bytes], delay: float) -> bool:
         return True
 
 
-def check(db: Path, complete: bool) -> list[str]:
+def stored_results(db: Path) -> set[tuple]:
+    """The final results stored so far (ok or unsupported): a resume must keep every one."""
+    if not db.exists():
+        return set()
+    with sqlite3.connect(db) as conn:
+        return set(
+            conn.execute(
+                "SELECT id, point_id, repetition, status, started_at, output FROM results "
+                "WHERE status IN ('ok', 'unsupported')"
+            )
+        )
+
+
+def check(db: Path, complete: bool, kept: set[tuple]) -> list[str]:
+    """Problems of the store after a kill (or at the end, `complete`); `kept` are results
+    stored before an earlier kill, which must all still be there unchanged."""
     if not db.exists():
         return []
-    store = Store(db)
+    with sqlite3.connect(db) as conn:
+        if not conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]:
+            return []  # killed before the store had its tables: nothing was stored
+    store = Store(db, readonly=True)  # as `tlsbench runs` sees it
     problems = store.check_consistent()
+    lost = kept - stored_results(db)
+    if lost:
+        problems.append(f"{len(lost)} results stored before a kill were lost or changed")
+    for run in store.runs():
+        if not complete and store.status_of(run) not in ("interrupted", "complete", "failed"):
+            problems.append(f"run {run['id']} reads {store.status_of(run)} after the kill")
     dupes = store.db.execute(
         "SELECT COUNT(*) FROM (SELECT point_id, repetition FROM results "
         "GROUP BY point_id, repetition HAVING COUNT(*) > 1)"
@@ -91,12 +117,21 @@ def check(db: Path, complete: bool) -> list[str]:
     return problems
 
 
+def _has_run(db: Path) -> bool:
+    if not db.exists():
+        return False
+    with sqlite3.connect(db) as conn:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        return "runs" in tables and bool(conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+
+
 def main() -> int:
     trials = int(sys.argv[1]) if len(sys.argv) > 1 else 20
     rng = random.Random(int(sys.argv[2]) if len(sys.argv) > 2 else 9)
     killed = {"run": 0, "resume": 0}
     stored_at_kill: list[int] = []
     failures = []
+    kept_total = 0  # results stored before a kill, each checked to be there at the end
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="tlsbench-kill9-") as tmp:
         experiment = Path(tmp) / "kill9.toml"
@@ -110,22 +145,25 @@ def main() -> int:
                     stored_at_kill.append(
                         conn.execute("SELECT COUNT(*) FROM results").fetchone()[0]
                     )
-            problems = check(db, complete=False)
-            if not db.exists() or not Store(db).runs():
+            kept = stored_results(db)
+            problems = check(db, complete=False, kept=kept)
+            if not kept and not _has_run(db):
                 # Killed before the run was registered: nothing to resume, start again.
                 subprocess.run([str(paths.REPO / "tlsbench"), "run", str(experiment), "--db",
                                 str(db), "--quiet"], check=False, capture_output=True)  # fmt: skip
             elif kill_after(start(["run", "--resume", "latest", "--db", str(db)]),
                             rng.uniform(0.2, 2)):  # fmt: skip
                 killed["resume"] += 1
-                problems += check(db, complete=False)
+                problems += check(db, complete=False, kept=kept)
+                kept |= stored_results(db)
             final = subprocess.run(
                 [str(paths.REPO / "tlsbench"), "run", "--resume", "latest", "--db", str(db),
                  "--quiet"], capture_output=True, text=True, check=False,
             )  # fmt: skip
             if final.returncode != 0:
                 problems.append(f"final resume exit {final.returncode}: {final.stderr[-300:]}")
-            problems += check(db, complete=True)
+            problems += check(db, complete=True, kept=kept)
+            kept_total += len(kept)
             if problems:
                 failures.append((trial, problems))
             print(f"trial {trial + 1}/{trials}: {problems or 'ok'}", flush=True)
@@ -133,7 +171,8 @@ def main() -> int:
         f"\n{trials} trials in {time.monotonic() - started:.0f} s: runs killed {killed['run']}, "
         f"resumes killed {killed['resume']}, results stored at a run kill: "
         f"min {min(stored_at_kill, default=0)} max {max(stored_at_kill, default=0)} of "
-        f"{POINTS * REPETITIONS}; trials with a problem: {len(failures)}"
+        f"{POINTS * REPETITIONS}; {kept_total} results stored before a kill all kept; "
+        f"trials with a problem: {len(failures)}"
     )
     return 1 if failures else 0
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import os
 import shutil
 import tarfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,13 @@ from tlsbench.sources import (
     sha256_of,
     upstream_of,
 )
+
+
+def _trees(cache: Path) -> list[str]:
+    src = cache / "src"
+    return (
+        sorted(p.name for p in src.iterdir() if not p.name.startswith(".")) if src.exists() else []
+    )
 
 
 def test_every_pinned_archive_matches_its_sha256() -> None:
@@ -50,7 +59,7 @@ def test_a_tampered_archive_is_rejected_and_not_unpacked(tmp_path: Path) -> None
     assert pin.file in message
     assert f"expected {pin.sha256}" in message
     assert f"actual   {sha256_of(copy)}" in message
-    assert not (tmp_path / "src").exists() or not any((tmp_path / "src").iterdir())
+    assert _trees(tmp_path) == []  # nothing unpacked (an unpacker's lock file aside)
 
 
 def test_a_version_no_longer_offered_lists_what_is(tmp_path: Path) -> None:
@@ -109,7 +118,7 @@ def test_a_byte_flipped_in_place_is_caught_though_size_and_mtime_are_kept(tmp_pa
     assert copy.stat().st_mtime_ns == before.st_mtime_ns
     with pytest.raises(UserError, match="sha256 mismatch"):
         Sources(cache=tmp_path).source_dir(pin.line)
-    assert not (tmp_path / "src").exists() or not any((tmp_path / "src").iterdir())
+    assert _trees(tmp_path) == []  # nothing unpacked (an unpacker's lock file aside)
 
 
 def _tar_with_a_corrupt_second_header(path: Path, tmp_path: Path) -> None:
@@ -144,3 +153,41 @@ def test_a_truncated_compressed_archive_is_an_error(tmp_path: Path) -> None:
     cut.write_bytes(archive.read_bytes()[: archive.stat().st_size // 2])
     with pytest.raises(UserError, match="completely"):
         extract_complete(cut, tmp_path / "out")
+
+
+def test_two_unpacks_of_one_tree_at_once_leave_the_first_tree_in_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Builds of two variants of one line run at once: the second must not replace the tree
+    the first one already builds from (it waits, then finds it unpacked)."""
+    (tmp_path / "archives").mkdir()
+    archive = tmp_path / "archives" / "tiny.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(Path(__file__), arcname="tiny/test_sources.py")
+    pin = Pin("tiny-1.x", "tiny", "tiny", "1.0", archive.name, sha256_of(archive))
+    import tlsbench.sources as sources_module
+
+    real_extract = sources_module.extract_complete
+    entered = threading.Barrier(2, timeout=5)
+
+    def slow_extract(path: Path, dest: Path) -> None:
+        with contextlib.suppress(threading.BrokenBarrierError):
+            entered.wait()  # both unpackers are inside at once unless one waits for the other
+        real_extract(path, dest)
+
+    monkeypatch.setattr(sources_module, "extract_complete", slow_extract)
+    trees: list[tuple[Path, int]] = []
+
+    def unpack() -> None:
+        tree = Sources(cache=tmp_path, pins={pin.line: pin}).source_dir(pin.line)
+        trees.append((tree, (tree / "test_sources.py").stat().st_ino))
+
+    workers = [threading.Thread(target=unpack) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert len(trees) == 2 and trees[0][0] == trees[1][0]
+    # Both got the same files: the tree the first returned was not replaced under it.
+    assert trees[0][1] == trees[1][1] == (trees[0][0] / "test_sources.py").stat().st_ino
+    assert _trees(tmp_path) == [f"tiny-1.x-{pin.sha256[:12]}"]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -103,22 +105,52 @@ def test_read_only_verbs_neither_migrate_nor_switch_the_journal_mode(tmp_path: P
     assert _cli("runs", "--db", str(db)).returncode == 0
 
 
-def test_a_read_only_store_can_be_read_but_not_written(tmp_path: Path) -> None:
-    folder = tmp_path / "ro"
-    folder.mkdir()
-    db = folder / "tlsbench.db"
-    Store(db).close()
-    sqlite3.connect(db).execute("PRAGMA journal_mode = DELETE").close()
-    db.chmod(0o444)
-    folder.chmod(0o555)
+@contextlib.contextmanager
+def _read_only_view(folder: Path) -> Iterator[Path]:
+    """`folder` as a read-only folder: by permissions for a normal user; for root, whom
+    permissions do not stop, as a read-only bind mount (skipped where mounting is denied)."""
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        try:
+            yield folder
+        finally:
+            folder.chmod(0o755)
+        return
+    view = folder.with_name(folder.name + "-ro")
+    view.mkdir()
+    mounted = subprocess.run(["mount", "--bind", str(folder), str(view)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"root cannot bind-mount here: {mounted.stderr.decode().strip()}")
     try:
-        assert _cli("runs", "--db", str(db)).returncode == 0
-        if os.geteuid() != 0:  # root writes through permission bits
-            with pytest.raises(UserError, match="read-only"):
-                Store(db)
+        remount = ["mount", "-o", "remount,ro,bind", str(view)]
+        assert subprocess.run(remount, capture_output=True).returncode == 0
+        yield view
     finally:
-        folder.chmod(0o755)
-        db.chmod(0o644)
+        subprocess.run(["umount", str(view)], check=True)
+
+
+def test_a_store_in_a_read_only_folder_can_be_read_but_not_written(tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    store = Store(folder / "tlsbench.db")
+    store.new_run("e", "q", "time", 1, {}, "", "c")
+    store.finish_run(1, "complete")
+    store.close()
+    # As tlsbench leaves it: WAL mode, closed cleanly (no -wal file), and no -shm file that
+    # SQLite could use, as in a copy or on a read-only mount.
+    (folder / "tlsbench.db-shm").unlink(missing_ok=True)
+    assert _listing(folder) == ["tlsbench.db"]
+    with _read_only_view(folder) as ro:
+        db = str(ro / "tlsbench.db")
+        listed = _cli("runs", "--db", db)
+        assert listed.returncode == 0, listed.stderr
+        assert "complete" in listed.stdout
+        assert _cli("report", "--db", db).returncode == 0
+        for verb in (["migrate"],):
+            proc = _cli(*verb, "--db", db)
+            assert proc.returncode == 2, (verb, proc.stderr)
+            assert "choose another --db" in proc.stderr and "Traceback" not in proc.stderr
+    assert _listing(folder) == ["tlsbench.db"]
 
 
 @pytest.mark.parametrize("kind", ["text", "foreign", "directory"])

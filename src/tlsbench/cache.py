@@ -86,6 +86,8 @@ def plan(builder: Builder, catalog: Catalog) -> list[Stale]:
     unpacked = builder.sources.unpacked
     if unpacked.exists():
         for entry in sorted(unpacked.iterdir()):
+            if entry.name.startswith(".") and entry.name.endswith(".lock"):
+                continue  # an unpacker's lock: tiny, and may be held right now
             if entry.name not in keep_src and not _pid_alive(entry.name):
                 stale.append(Stale(entry, "not a pinned source", _size(entry)))
     keep_archives = {pin.file for pin in pins.values()}

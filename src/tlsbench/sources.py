@@ -9,6 +9,7 @@ against the sha256 pinned in `sources/pins.toml` before anything unpacks it.
 from __future__ import annotations
 
 import datetime as _dt
+import fcntl
 import hashlib
 import lzma
 import os
@@ -299,6 +300,16 @@ class Sources:
         done = dest / UNPACKED_MARKER
         if done.exists() and done.read_text() == pin.sha256:
             return self._top_dir(dest)
+        # One unpacker per tree: builds of two variants of a line run at once (other cache
+        # keys), and a second unpack must not replace the tree the first one builds from.
+        self.unpacked.mkdir(parents=True, exist_ok=True)
+        with (self.unpacked / f".{dest.name}.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if done.exists() and done.read_text() == pin.sha256:
+                return self._top_dir(dest)
+            return self._unpack(line, pin, dest)
+
+    def _unpack(self, line: str, pin: Pin, dest: Path) -> Path:
         archive = self.archive(line)  # hashed in full here
         tmp = dest.with_name(dest.name + f".tmp-{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)

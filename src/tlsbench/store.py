@@ -160,9 +160,7 @@ class Store:
         self._check_path()
         try:
             if readonly:
-                self.db = sqlite3.connect(
-                    f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None, timeout=30
-                )
+                self.db = self._connect_readonly()
             else:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 self.db = sqlite3.connect(path, isolation_level=None, timeout=30)
@@ -183,6 +181,33 @@ class Store:
         except UserError:
             self.db.close()
             raise
+
+    def _connect_readonly(self) -> sqlite3.Connection:
+        """A read-only connection, also where SQLite cannot create its -shm file.
+
+        A store is kept in WAL mode; reading one needs its -shm file, which SQLite cannot
+        create in a read-only folder (a read-only mount, an archive copy). A store closed
+        cleanly has no -wal file, so nothing can change it there: it is opened as immutable.
+        """
+        uri = self.path.resolve().as_uri()
+        db = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None, timeout=30)
+        try:
+            db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+            return db
+        except sqlite3.OperationalError:
+            db.close()
+            if os.access(self.path.parent, os.W_OK):
+                raise
+        wal = self.path.with_name(self.path.name + "-wal")
+        if wal.exists() and wal.stat().st_size > 0:
+            raise UserError(
+                f"{self.path} was not closed cleanly (its {wal.name} file holds results) and "
+                f"its folder {self.path.parent} is read-only, so SQLite cannot read it there; "
+                "copy the store with its -wal file to a writable folder and read it there"
+            )
+        return sqlite3.connect(
+            f"{uri}?mode=ro&immutable=1", uri=True, isolation_level=None, timeout=30
+        )
 
     def _check_path(self) -> None:
         """What can be told from the file system, before SQLite creates anything."""
