@@ -176,6 +176,10 @@ iterations = 9
             "payload = [4096]\n",
             r"payload = 4096 .* at most the record size \(1024\)",
         ),
+        (
+            "[matrix]\nvariant = ['null', 'nul']\nscenario = ['handshake']\n",
+            r"exp.toml:\d+: variant = 'nul' .* unknown variant 'nul'\. Did you mean null",
+        ),
     ],
 )
 def test_bad_experiments_say_what_and_where(tmp_path: Path, body: str, message: str) -> None:

@@ -20,6 +20,7 @@ from tlsbench import experiments, paths
 from tlsbench.cli import main
 from tlsbench.errors import UserError
 from tlsbench.sources import load_pins
+from tlsbench.store import Store
 from tlsbench.variants import Catalog
 
 COUNT = int(os.environ.get("TLSBENCH_FUZZ_COUNT", "60"))
@@ -98,7 +99,12 @@ def _digest(path: Path) -> str | None:
 
 def test_mutated_experiments_exit_0_or_2_and_never_touch_the_store(tmp_path: Path, capsys) -> None:
     files = sorted(experiments.EXPERIMENTS_DIR.glob("*.toml"))
+    # A store with a run in it, as a user's is: a refused experiment must leave it as it was.
     db = tmp_path / "results" / "r.db"
+    store = Store(db)
+    store.new_run("earlier", "q", "time", 1, {}, "", "c")
+    store.close()
+    listing = sorted(p.name for p in db.parent.iterdir())
     seen: dict[int, int] = {}
     for label, _source, data in _mutants(files, COUNT, SEED):
         path = tmp_path / "mutant.toml"
@@ -123,12 +129,13 @@ def test_mutated_experiments_exit_0_or_2_and_never_touch_the_store(tmp_path: Pat
             seen[0] = seen.get(0, 0) + 1
     print(f"fuzz: {COUNT} mutated experiments (seed {SEED}): exit 0 x{seen.get(0, 0)}, "
           f"exit 2 x{seen.get(2, 0)}, 0 tracebacks")  # fmt: skip
-    assert not db.exists()  # nothing ran, nothing was created
+    assert sorted(p.name for p in db.parent.iterdir()) == listing  # no -wal, no new file
     assert seen.get(2, 0) > COUNT // 4, seen  # the mutations do reach the validation
 
 
 def test_mutated_variants_and_pins_give_clear_errors(tmp_path: Path) -> None:
     targets = [paths.VARIANTS_FILE, paths.PINS_FILE]
+    seen = {0: 0, 2: 0}
     for label, source, data in _mutants(targets, COUNT, SEED + 1):
         path = tmp_path / source.name
         path.write_bytes(data)
@@ -141,5 +148,12 @@ def test_mutated_variants_and_pins_give_clear_errors(tmp_path: Path) -> None:
                     catalog.resolve(spec).options()
         except UserError as exc:
             assert str(exc).strip(), label
+            assert exc.exit_code == 2, (label, str(exc))  # bad input, as the CLI reports it
+            seen[2] += 1
         except Exception as exc:
             pytest.fail(f"{label}: {type(exc).__name__}: {exc}\n{data.decode(errors='replace')}")
+        else:
+            seen[0] += 1
+    print(f"fuzz: {COUNT} mutated variants.toml / pins.toml (seed {SEED + 1}): exit 0 "
+          f"x{seen[0]}, exit 2 x{seen[2]}, 0 tracebacks")  # fmt: skip
+    assert seen[2] > COUNT // 4, seen

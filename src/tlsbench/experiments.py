@@ -316,7 +316,10 @@ class _Loader:
         if not isinstance(raw["variant"], str):
             raise self.value_error("variant", raw["variant"], "a variant name (tlsbench list "
                                    "variants)")  # fmt: skip
-        variant = self.catalog.resolve(raw["variant"])  # unknown variant -> clear error
+        try:
+            variant = self.catalog.resolve(raw["variant"])
+        except UserError as exc:  # unknown line or feature: say where it is asked for
+            raise self.value_error("variant", raw["variant"], str(exc)) from None
         scenario = values["scenario"]
         self.check_combination(scenario, values)
         relevant = SCENARIO_KEYS[scenario]
