@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
+import time
+from pathlib import Path
 
 import pytest
 
@@ -48,3 +53,37 @@ def test_numeric_options_are_named_in_their_errors(args: list[str], message: str
     proc = tlsbench(*args)
     assert proc.returncode == 2
     assert message in proc.stderr
+
+
+def _children(pid: int) -> list[int]:
+    """Every descendant of a process (the tlsbench wrapper, Python, the driver)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError):
+            for child in (task / "children").read_text().split():
+                found += [int(child), *_children(int(child))]
+    return found
+
+
+def test_a_driver_killed_by_a_signal_is_named(build_of) -> None:
+    program = str(build_of("null").program("tlsbench-driver"))
+    proc = subprocess.Popen(
+        [str(paths.REPO / "tlsbench"), "drive", "null", "records", "--iterations", "100000000"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    driver = None
+    for _ in range(600):  # the wrapper starts Python, which starts the driver
+        for pid in _children(proc.pid):
+            with contextlib.suppress(OSError):
+                if os.readlink(f"/proc/{pid}/exe") == program:
+                    driver = pid
+        if driver is not None:
+            break
+        time.sleep(0.05)
+    assert driver is not None, "the driver never started"
+    os.kill(driver, signal.SIGSEGV)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGSEGV
+    assert "killed by signal 11 (SIGSEGV)" in err

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
+import sys
 
 from tlsbench import certs
 from tlsbench.build import Build, Builder
@@ -49,4 +51,12 @@ def drive(
     catalog = catalog or Catalog()
     build = Builder().build(catalog.resolve(spec))
     command = driver_command(build, scenario, args, measure)
-    return subprocess.run(command, check=False).returncode
+    code = subprocess.run(command, check=False).returncode
+    if code < 0:  # killed by a signal: say which, and exit as a shell would (128 + n)
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = "an unknown signal"
+        print(f"tlsbench: the driver was killed by signal {-code} ({name})", file=sys.stderr)
+        return 128 - code
+    return code
