@@ -181,7 +181,7 @@ warmup = 0
 
 [[include]]
 variant = "null"
-iterations = 1000000000
+iterations = 99999999
 
 [[include]]
 variant = "null"
@@ -213,7 +213,7 @@ warmup = 0
 
 [[include]]
 variant = "null"
-iterations = 987654321
+iterations = 98765431
 
 [[include]]
 variant = "null"
@@ -300,15 +300,15 @@ iterations = 100
 
 [[include]]
 variant = "null"
-iterations = 987654322
+iterations = 98765432
 """)
     db = tmp_path / "r.db"
     runner = subprocess.Popen([str(paths.REPO / "tlsbench"), "run", str(experiment), "--db",
                                str(db), "--quiet"], stderr=subprocess.PIPE, text=True)  # fmt: skip
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not _drivers_running("987654322"):
+    while time.monotonic() < deadline and not _drivers_running("98765432"):
         time.sleep(0.1)
-    assert _drivers_running("987654322"), "the long driver never started"
+    assert _drivers_running("98765432"), "the long driver never started"
     second = tlsbench("run", "--resume", "latest", "--db", str(db))
     assert second.returncode == 1
     assert "is being executed by process" in second.stderr
@@ -317,7 +317,7 @@ iterations = 987654322
     runner.send_signal(signal.SIGTERM)
     _, err = runner.communicate(timeout=60)
     assert runner.returncode == 143, err
-    assert _drivers_running("987654322") == []  # the driver did not outlive the runner
+    assert _drivers_running("98765432") == []  # the driver did not outlive the runner
     store = Store(db)
     assert store.run("latest")["status"] == "interrupted", (
         err,
@@ -331,16 +331,16 @@ def test_a_killed_runner_leaves_a_run_that_reads_as_interrupted(tmp_path: Path, 
     build_of("null")
     experiment = tmp_path / "long.toml"
     experiment.write_text(HANG.replace("timeout = 1", "timeout = 600").replace(
-        "987654321", "987654323"))  # fmt: skip
+        "98765431", "98765433"))  # fmt: skip
     db = tmp_path / "r.db"
     runner = subprocess.Popen([str(paths.REPO / "tlsbench"), "run", str(experiment), "--db",
                                str(db), "--quiet"], start_new_session=True)  # fmt: skip
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not _drivers_running("987654323"):
+    while time.monotonic() < deadline and not _drivers_running("98765433"):
         time.sleep(0.1)
     os.kill(runner.pid, signal.SIGKILL)  # the runner only: its driver is orphaned
     runner.wait()
-    for pid in _drivers_running("987654323"):
+    for pid in _drivers_running("98765433"):
         os.kill(pid, signal.SIGKILL)
     assert " interrupted " in tlsbench("runs", "--db", str(db)).stdout
 

@@ -48,7 +48,33 @@ static tb_status info(tb_info *out, char *err) {
   return TB_OK;
 }
 
+static int one_of(const char *value, const char *const *names) {
+  for (; *names != NULL; names++) {
+    if (value != NULL && strcmp(value, *names) == 0) return 1;
+  }
+  return 0;
+}
+
+/* The baseline negotiates nothing and verifies nothing: it takes the driver's defaults
+ * (the suite, group and signature scheme a point gets when it names none) and refuses any
+ * other choice, and a wrong CA, as unsupported, rather than pretend to honour them. */
 static tb_status ctx_new(const tb_config *cfg, void **ctx, char *err) {
+  static const char *const suites[] = {"TLS_AES_128_GCM_SHA256",
+                                       "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+                                       "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", NULL};
+  static const char *const groups[] = {"x25519", "secp256r1", "secp384r1", NULL};
+  if (!one_of(cfg->suite, suites)) {
+    return tb_fail(err, TB_UNSUPPORTED, "the null adapter has no cipher suites (asked: %s)",
+                   cfg->suite);
+  }
+  if (!one_of(cfg->group, groups)) {
+    return tb_fail(err, TB_UNSUPPORTED, "the null adapter has no key exchange (asked: %s)",
+                   cfg->group);
+  }
+  const char *ca = cfg->ca_file ? strrchr(cfg->ca_file, '/') : NULL;
+  if (ca != NULL && strcmp(ca, "/wrong-ca.pem") == 0) {
+    return tb_fail(err, TB_UNSUPPORTED, "the null adapter verifies no certificate (--wrong-ca)");
+  }
   null_ctx *c = calloc(1, sizeof(*c));
   if (c == NULL) return tb_fail(err, TB_FAILED, "out of memory");
   c->cfg = *cfg;

@@ -33,6 +33,8 @@ extern const tb_name tb_suite_names[], tb_group_names[], tb_sigalg_names[], tb_a
     tb_cert_kinds[];
 const tb_name *tb_name_find(const tb_name *table, const char *name);
 
+int tb_fault_known(const char *name);
+
 #define TB_N_SCENARIOS 6
 extern const char *const tb_scenario_names[TB_N_SCENARIOS];
 
@@ -64,6 +66,9 @@ typedef struct tb_options {
   long iterations;
   long warmup;
   const char *aead; /* aead: one algorithm only (NULL = all) */
+  /* Test hook (--fault NAME): misconfigure on purpose so that a check must fire. NULL in
+   * every measurement; the runner never passes it. See tb_apply_fault (session.c). */
+  const char *fault;
   const char *cert_dir;
   int json;
   char ca_file[PATH_MAX];

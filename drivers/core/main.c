@@ -71,6 +71,9 @@ static void usage(FILE *out) {
           "  --chain 1|2|3            leaf; + intermediate; + root sent too (default 1)\n"
           "  --auth none|server|mutual  who verifies (default server)\n"
           "  --wrong-ca               negative control: verify against a wrong CA\n"
+          "  --fault NAME             test hook: misconfigure so that a check must fire\n"
+          "                           (server-tickets suite group sigalg version verify\n"
+          "                           resume); never used in measurements\n"
           "  --cert-dir DIR           certificates from `tlsbench certs`\n"
           "  --record-size N          max plaintext per record (default: library's)\n"
           "  --payload N              bytes per record (records, bulk) or AEAD payload\n"
@@ -156,6 +159,7 @@ static int parse_options(int argc, char **argv, tb_options *o) {
                                         {"chain", required_argument, 0, 'C'},
                                         {"auth", required_argument, 0, 'a'},
                                         {"wrong-ca", no_argument, 0, 'W'},
+                                        {"fault", required_argument, 0, 'F'},
                                         {"record-size", required_argument, 0, 'r'},
                                         {"payload", required_argument, 0, 'p'},
                                         {"bytes", required_argument, 0, 'b'},
@@ -219,6 +223,16 @@ static int parse_options(int argc, char **argv, tb_options *o) {
         break;
       case 'W':
         o->wrong_ca = 1;
+        break;
+      case 'F':
+        o->fault = optarg;
+        if (!tb_fault_known(optarg)) {
+          fprintf(stderr,
+                  "tlsbench-driver: unknown --fault '%s'; known: server-tickets suite group "
+                  "sigalg version verify resume\n",
+                  optarg);
+          return -1;
+        }
         break;
       case 'r':
         if (parse_count("record-size", optarg, TB_RECORD_SIZE_MIN, TB_RECORD_SIZE_MAX,

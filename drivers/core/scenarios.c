@@ -110,7 +110,9 @@ int tb_scenario_resume(tb_run *r) {
     uint64_t client_ns = 0, server_ns = 0;
     tb_collect_measuring(i >= r->opt->warmup);
     uint64_t t0 = tb_mono_ns();
-    code = tb_connect(r, session, &conns, &client_ns, &server_ns);
+    /* --fault resume: offer no session, so that the resumption check must fire. */
+    int fault_resume = r->opt->fault != NULL && strcmp(r->opt->fault, "resume") == 0;
+    code = tb_connect(r, fault_resume ? NULL : session, &conns, &client_ns, &server_ns);
     tb_collect_measuring(0);
     uint64_t t1 = tb_mono_ns();
     if (code == TB_EXIT_OK) code = tb_check_negotiated(r, &conns, 1);

@@ -45,9 +45,87 @@ static void fill_config(tb_run *r, tb_config *cfg, tb_role role, int resumption)
   }
 }
 
+/* ------------------------------------------------------------------------- faults */
+
+/* --fault: each one makes the library, through its own API, negotiate or send something
+ * other than what the checks expect, so that a test can see the check fire (exit 4). Both
+ * sides get the same changed configuration (so the handshake completes), except
+ * server-tickets, which turns tickets on at the server only. */
+static const char *const fault_names[] = {"server-tickets", "suite",  "group", "sigalg",
+                                          "version",        "verify", "resume"};
+
+int tb_fault_known(const char *name) {
+  for (size_t i = 0; i < sizeof(fault_names) / sizeof(fault_names[0]); i++) {
+    if (strcmp(name, fault_names[i]) == 0) return 1;
+  }
+  return 0;
+}
+
+static int fault_is(const tb_run *r, const char *name) {
+  return r->opt->fault != NULL && strcmp(r->opt->fault, name) == 0;
+}
+
+/* The other member of a pair of names, or NULL. */
+static const char *swap(const char *value, const char *const pairs[][2], size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(value, pairs[i][0]) == 0) return pairs[i][1];
+    if (strcmp(value, pairs[i][1]) == 0) return pairs[i][0];
+  }
+  return NULL;
+}
+
+static int apply_fault(tb_run *r) {
+  static const char *const suites[][2] = {
+      {"TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384"},
+      {"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"},
+      {"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"}};
+  static const char *const groups[][2] = {{"x25519", "secp384r1"}};
+  static const char *const sigalgs[][2] = {{"rsa_pss_rsae_sha256", "rsa_pss_rsae_sha384"},
+                                           {"rsa_pkcs1_sha256", "rsa_pkcs1_sha384"}};
+  tb_config *cfgs[2] = {&r->server_cfg, &r->client_cfg};
+  const char *fault = r->opt->fault;
+  const char *other = NULL;
+  if (fault == NULL || fault_is(r, "resume")) return TB_EXIT_OK; /* resume: in its scenario */
+  if (fault_is(r, "server-tickets")) {
+    r->server_cfg.resumption = 1;
+    return TB_EXIT_OK;
+  }
+  if (fault_is(r, "verify")) {
+    if (r->opt->auth != TB_AUTH_MUTUAL) goto no_fault;
+    for (int i = 0; i < 2; i++) cfgs[i]->auth = TB_AUTH_SERVER;
+    return TB_EXIT_OK;
+  }
+  if (fault_is(r, "version")) {
+    if (strncmp(r->opt->cert, "rsa", 3) != 0) goto no_fault;
+    for (int i = 0; i < 2; i++) {
+      cfgs[i]->tls_version = r->opt->tls == 13 ? 12 : 13;
+      cfgs[i]->suite =
+          r->opt->tls == 13 ? "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256" : "TLS_AES_128_GCM_SHA256";
+      cfgs[i]->sigalg = r->opt->tls == 13 ? "rsa_pkcs1_sha256" : "rsa_pss_rsae_sha256";
+      cfgs[i]->group = "x25519";
+    }
+    return TB_EXIT_OK;
+  }
+  if (fault_is(r, "suite")) other = swap(r->opt->suite, suites, 3);
+  if (fault_is(r, "group")) other = swap(r->opt->group, groups, 1);
+  if (fault_is(r, "sigalg") && r->opt->sigalg) other = swap(r->opt->sigalg, sigalgs, 2);
+  if (other == NULL) goto no_fault;
+  for (int i = 0; i < 2; i++) {
+    if (fault_is(r, "suite")) cfgs[i]->suite = other;
+    if (fault_is(r, "group")) cfgs[i]->group = other;
+    if (fault_is(r, "sigalg")) cfgs[i]->sigalg = other;
+  }
+  return TB_EXIT_OK;
+no_fault:
+  snprintf(r->err, sizeof(r->err), "--fault %s has no counterpart for this point", fault);
+  return tb_fail_stage(r, TB_EXIT_USAGE, "fault");
+}
+
 int tb_setup_contexts(tb_run *r, int resumption) {
   fill_config(r, &r->server_cfg, TB_SERVER, resumption);
   fill_config(r, &r->client_cfg, TB_CLIENT, resumption);
+  int fault = apply_fault(r);
+  if (fault != TB_EXIT_OK) return fault;
   if (tb_memory_pair_init(&r->pair) != 0) {
     snprintf(r->err, sizeof(r->err), "out of memory for the transport queues");
     return tb_fail_stage(r, TB_EXIT_ERROR, "transport");
@@ -164,7 +242,24 @@ static int check_side(tb_run *r, const char *side, const tb_negotiated *n, int v
   return TB_EXIT_OK;
 }
 
+/* Without resumption nothing may follow the handshake: a byte left in flight either way is
+ * a NewSessionTicket (or another post-handshake message) that was meant to be off. */
+static int check_quiet(tb_run *r) {
+  size_t to_client = tb_queue_len(&r->pair.to_client);
+  size_t to_server = tb_queue_len(&r->pair.to_server);
+  if (to_client == 0 && to_server == 0) return TB_EXIT_OK;
+  snprintf(r->err, sizeof(r->err),
+           "%zu bytes in flight to the client and %zu to the server after the handshake: a "
+           "post-handshake message (NewSessionTicket?) though tickets were asked off",
+           to_client, to_server);
+  return tb_fail_stage(r, TB_EXIT_MISMATCH, "no tickets");
+}
+
 int tb_check_negotiated(tb_run *r, tb_conn_pair *conns, int expect_resumed) {
+  if (!r->client_cfg.resumption) {
+    int quiet = check_quiet(r);
+    if (quiet != TB_EXIT_OK) return quiet;
+  }
   tb_status st = TB_ON(TB_SIDE_CLIENT, r->ad->negotiated(conns->client, &r->client_neg, r->err));
   if (st != TB_OK) return tb_fail_stage(r, status_exit(st), "negotiated (client)");
   st = TB_ON(TB_SIDE_SERVER, r->ad->negotiated(conns->server, &r->server_neg, r->err));

@@ -1,0 +1,92 @@
+"""Every check seen to fire, on every library: a check never seen failing is not a check.
+
+The driver's test hook `--fault NAME` makes the library, through its own API, negotiate or
+send something other than what the checks expect (tickets switched on at the server, the
+other suite, group, signature scheme or version on both sides, no client verification,
+no session offered). Each must end the run with exit 4 and a message that names the field,
+the value asked for and the value the library reports.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from drivers import run_driver
+
+LIBRARIES = [
+    "mbedtls-3.6.6",
+    "mbedtls-2.28.x",
+    "wolfssl-5.7.2",
+    "openssl-3.5.x",
+    "openssl-system",
+    "gnutls-3.8.x",
+    "gnutls-system",
+]
+
+# fault -> (scenario, extra options, what the message must say)
+FAULTS = {
+    "server-tickets": ("handshake", [], "bytes in flight to the client"),
+    "suite": ("handshake", [], "negotiated suite"),
+    "group": ("handshake", [], "negotiated group 'secp384r1', the run asked for 'x25519'"),
+    "sigalg": ("handshake", [], "negotiated signature scheme"),
+    "version": ("handshake", [], "negotiated version"),
+    "verify": (
+        "handshake",
+        ["--auth", "mutual"],
+        "server negotiated peer verification 'not verified', the run asked for 'verified'",
+    ),
+    "resume": (
+        "resume",
+        [],
+        "negotiated resumption 'full handshake', the run asked for 'resumed'",
+    ),
+}
+SUITE_SWAP = {
+    "1.3": ("TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384"),
+    "1.2": ("TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"),
+}
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+@pytest.mark.parametrize("spec", LIBRARIES)
+def test_each_check_fires(spec: str, fault: str, build_of) -> None:
+    tls = "1.2" if spec == "mbedtls-2.28.x" else "1.3"
+    if spec == "mbedtls-2.28.x" and fault == "server-tickets":
+        pytest.skip("TLS 1.2 sends a ticket inside the handshake, and only when the client "
+                    "asks for one, which it does not")  # fmt: skip
+    if spec == "mbedtls-2.28.x" and fault == "version":
+        pytest.skip("mbedTLS 2.28 has no TLS 1.3 to switch to")
+    scenario, extra, message = FAULTS[fault]
+    run = run_driver(build_of(spec), scenario, "--tls", tls, *extra, "--iterations", "2",
+                     "--warmup", "0", "--fault", fault)  # fmt: skip
+    assert run.code == 4, (run.code, run.stderr)
+    assert message in run.stderr, run.stderr
+    if fault == "suite":
+        asked, other = SUITE_SWAP[tls]
+        assert f"negotiated suite '{other}', the run asked for '{asked}'" in run.stderr
+    assert run.output is not None and "samples" not in run.output
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--auth", "server", "--wrong-ca"], "verifies no certificate"),
+        (["--suite", "TLS_AES_256_GCM_SHA384"], "has no cipher suites"),
+        (["--group", "ffdhe2048"], "has no key exchange"),
+    ],
+)
+def test_the_null_baseline_refuses_what_it_cannot_do(args: list[str], message: str,
+                                                      build_of) -> None:  # fmt: skip
+    run = run_driver(build_of("null"), "handshake", *args, "--iterations", "1")
+    assert run.code == 3, run.stderr
+    assert message in run.output["error"]["message"]
+
+
+def test_without_a_fault_every_library_passes_the_same_checks(build_of) -> None:
+    """The control: the same runs without --fault complete (exit 0)."""
+    for spec in LIBRARIES:
+        tls = "1.2" if spec == "mbedtls-2.28.x" else "1.3"
+        for scenario, extra, _ in FAULTS.values():
+            run = run_driver(build_of(spec), scenario, "--tls", tls, *extra, "--iterations",
+                             "2", "--warmup", "0")  # fmt: skip
+            assert run.code == 0, (spec, scenario, run.stderr)
