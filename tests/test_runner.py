@@ -133,8 +133,8 @@ def test_an_unwritable_results_location_is_refused_before_running(tmp_path: Path
     blocked = tmp_path / "file"
     blocked.write_text("not a folder")
     proc = tlsbench("run", "quick", "--db", str(blocked / "r.db"))
-    assert proc.returncode == 1
-    assert "cannot write results to" in proc.stderr
+    assert proc.returncode == 2
+    assert "cannot write results to" in proc.stderr and "choose another --db" in proc.stderr
     assert "building" not in proc.stderr
 
 
@@ -279,6 +279,21 @@ def test_resume_refuses_a_variant_built_differently(tmp_path: Path, build_of) ->
     assert proc.returncode == 2, proc.stderr
     assert "variant null was built with cache key f00d" in proc.stderr
     assert "would now be built with" in proc.stderr
+
+
+def test_resume_refuses_driver_programs_built_from_other_sources(tmp_path: Path, build_of) -> None:
+    build_of("null")
+    experiment = tmp_path / "hang.toml"
+    experiment.write_text(HANG)
+    db = tmp_path / "r.db"
+    tlsbench("run", str(experiment), "--db", str(db), "--quiet")
+    with sqlite3.connect(db) as conn:
+        stored = conn.execute("SELECT json_extract(build, '$.drivers_key') FROM points").fetchone()
+        assert stored[0] and len(stored[0]) == 16
+        conn.execute("UPDATE points SET build = json_set(build, '$.drivers_key', 'beef')")
+    proc = tlsbench("run", "--resume", "latest", "--db", str(db))
+    assert proc.returncode == 2, proc.stderr
+    assert "driver programs were built with drivers key beef" in proc.stderr
 
 
 def test_a_run_has_one_owner_and_sigterm_stops_it_cleanly(tmp_path: Path, build_of) -> None:

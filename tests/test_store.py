@@ -146,7 +146,7 @@ def test_a_store_in_a_read_only_folder_can_be_read_but_not_written(tmp_path: Pat
         assert listed.returncode == 0, listed.stderr
         assert "complete" in listed.stdout
         assert _cli("report", "--db", db).returncode == 0
-        for verb in (["migrate"],):
+        for verb in (["migrate"], ["run", "quick", "--only", "variant=null"]):
             proc = _cli(*verb, "--db", db)
             assert proc.returncode == 2, (verb, proc.stderr)
             assert "choose another --db" in proc.stderr and "Traceback" not in proc.stderr

@@ -67,6 +67,8 @@ class Build:
             "features": list(self.variant.features),
             "options": self.variant.options(),
             "cache_key": self.key,
+            # The driver programs' own key (drivers/ sources, cmake): a resume checks it too.
+            "drivers_key": self.drivers_folder.name.removeprefix("drivers-"),
             "folder": str(self.folder),
             "library_files": self.manifest["link"]["library_files"],
             "compiler": self.manifest["inputs"]["compiler"],

@@ -107,7 +107,10 @@ def check_results_location(db_path: Path) -> None:
         probe.write_bytes(b"x" * 4096)
         probe.unlink()
     except OSError as exc:
-        raise UserError(f"cannot write results to {folder}: {exc.strerror or exc}", 1) from exc
+        raise UserError(
+            f"--db {db_path}: cannot write results to {folder} ({exc.strerror or exc}); "
+            "choose another --db (reading verbs work on a read-only store as is)"
+        ) from exc
     if shutil.disk_usage(folder).free < MIN_FREE_BYTES:
         raise UserError(
             f"{folder} has less than {MIN_FREE_BYTES // 2**20} MiB free: free some space or "
@@ -389,6 +392,15 @@ class Runner:
                     f"cache key {stored_key}, and would now be built with {current} (its "
                     "sources, options, compiler or recipe changed). Resuming would mix two "
                     "builds in one run: start a new run instead."
+                )
+            stored_drivers = point.build.get("drivers_key")
+            drivers = self.builder.drivers_key(current)[:16]
+            if stored_drivers and stored_drivers != drivers:
+                raise UserError(
+                    f"run {run_id} cannot be resumed: variant {point.variant}'s driver programs "
+                    f"were built with drivers key {stored_drivers}, and would now be built with "
+                    f"{drivers} (the drivers/ sources or cmake changed). Resuming would mix two "
+                    "driver builds in one run: start a new run instead."
                 )
 
     def execute(self, run_id: int, timeout: float) -> Tally:
