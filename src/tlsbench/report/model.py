@@ -156,10 +156,12 @@ class AeadRow:
     ad: int
     runs: int  # measurements over all repetitions
     repetitions: int
-    tsc_cycles_per_byte: float
+    tsc_cycles_per_byte: float  # seal (encrypt + tag)
     ns_per_byte: float
     mbps: float
     failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
+    open_tsc_cycles_per_byte: float | None = None  # open (decrypt + tag check)
+    batch: int | None = None  # operations per timed region (one sample = one batch)
 
 
 @dataclass(frozen=True)
@@ -611,6 +613,14 @@ class _Loader:
                         ),
                         ns_per_byte=statistics.median(float(i["ns_per_byte"]) for i in items),
                         mbps=statistics.median(float(i["MBps"]) for i in items),
+                        open_tsc_cycles_per_byte=(
+                            statistics.median(float(i["open_tsc_cycles_per_byte"]) for i in items)
+                            if all("open_tsc_cycles_per_byte" in i for i in items)
+                            else None
+                        ),
+                        batch=min(int(i["batch"]) for i in items)
+                        if all("batch" in i for i in items)
+                        else None,
                     )
                 )
         return rows
