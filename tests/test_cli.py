@@ -87,3 +87,19 @@ def test_a_driver_killed_by_a_signal_is_named(build_of) -> None:
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 128 + signal.SIGSEGV
     assert "killed by signal 11 (SIGSEGV)" in err
+
+
+def test_a_report_out_that_is_a_directory_or_unwritable_is_bad_input(tmp_path: Path) -> None:
+    from tlsbench.store import Store
+
+    store = Store(tmp_path / "r.db")
+    store.finish_run(store.new_run("e", "q", "time", 1, {}, "", "c"), "complete")
+    store.close()
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    for out, message in ((tmp_path, "is a directory; give a file name"),
+                         (blocked / "report.md", "cannot write the report there")):  # fmt: skip
+        proc = tlsbench("report", "--db", str(tmp_path / "r.db"), "--out", str(out))
+        assert proc.returncode == 2, proc.stderr
+        assert message in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr and "Errno" not in proc.stderr

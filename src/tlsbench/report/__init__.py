@@ -37,11 +37,17 @@ def export(model: RunModel, fmt: str, out_path: Path | None = None) -> str:
         raise UserError(f"unknown report format {fmt!r}; choose one of: {', '.join(FORMATS)}")
     text = exporter.render(model)
     if out_path is not None:
+        if out_path.is_dir():
+            example = out_path / f"report.{'md' if fmt == 'markdown' else fmt}"
+            raise UserError(f"--out {out_path} is a directory; give a file name, e.g. {example}")
         try:
             out_path.parent.mkdir(parents=True, exist_ok=True)
             out_path.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise UserError(f"cannot write the report to {out_path}: {exc}", 1) from exc
+        except OSError as exc:  # a read-only or missing place: choose another --out
+            raise UserError(
+                f"--out {out_path}: cannot write the report there ({exc.strerror or exc}); "
+                "choose another --out"
+            ) from exc
     return text
 
 
