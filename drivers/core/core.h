@@ -158,19 +158,21 @@ void tb_warn(tb_run *r, const char *warning);
 
 /* The same for a measured call: adds the thread CPU time of the call to *(acc) when acc is
  * not NULL, and brackets it for the deterministic (callgrind) mode. */
-#define TB_ON_TIMED(side, acc, expr)               \
-  ({                                               \
-    tb_side tb_prev_ = tb_heap_set_side(side);     \
-    if ((acc) != NULL) tb_collect(side);           \
-    uint64_t tb_t0_ = tb_thread_cpu_ns();          \
-    tb_status tb_st_ = (expr);                     \
-    uint64_t tb_dt_ = tb_thread_cpu_ns() - tb_t0_; \
-    if ((acc) != NULL) {                           \
-      tb_collect(side);                            \
-      *(acc) += tb_dt_;                            \
-    }                                              \
-    tb_heap_set_side(tb_prev_);                    \
-    tb_st_;                                        \
+#define TB_ON_TIMED(side, acc, expr)                  \
+  ({                                                  \
+    tb_side tb_prev_ = tb_heap_set_side(side);        \
+    if ((acc) != NULL) tb_collect(side);              \
+    uint64_t tb_t0_ = tb_thread_cpu_ns();             \
+    tb_status tb_st_ = (expr);                        \
+    uint64_t tb_dt_ = tb_thread_cpu_ns() - tb_t0_;    \
+    uint64_t tb_ovh_ = tb_thread_cpu_overhead();      \
+    tb_dt_ = tb_dt_ > tb_ovh_ ? tb_dt_ - tb_ovh_ : 0; \
+    if ((acc) != NULL) {                              \
+      tb_collect(side);                               \
+      *(acc) += tb_dt_;                               \
+    }                                                 \
+    tb_heap_set_side(tb_prev_);                       \
+    tb_st_;                                           \
   })
 
 #endif /* TLSBENCH_CORE_H */

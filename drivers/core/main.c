@@ -565,6 +565,8 @@ int main(int argc, char **argv) {
   run.opt = &opt;
   run.tsc_hz = tb_tsc_hz();
   (void)tb_tsc_overhead(); /* calibrated before anything is measured */
+  (void)tb_thread_cpu_overhead();
+  (void)tb_tsc_step();
   tb_collect_init();
   if (strcmp(ad->name, "null") == 0) tb_warn(&run, "null adapter: no TLS, the harness baseline");
 
@@ -619,6 +621,10 @@ int main(int argc, char **argv) {
 
   tb_json_double(&j, "tsc_hz", run.tsc_hz);
   tb_json_u64(&j, "tsc_overhead_cycles", tb_tsc_overhead());
+  /* The resolution of one TSC sample (single-record latencies are multiples of it), and
+   * the thread-CPU-clock cost subtracted from every per-call CPU interval. */
+  tb_json_double(&j, "tsc_step_ns", (double)tb_tsc_step() * 1e9 / run.tsc_hz);
+  tb_json_u64(&j, "thread_cpu_overhead_ns", tb_thread_cpu_overhead());
   tb_json_str(&j, "collect", tb_collect_mode());
   if (code == TB_EXIT_OK) {
     write_negotiated(&j, &run);

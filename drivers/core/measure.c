@@ -77,6 +77,50 @@ double tb_tsc_hz(void) {
   return hz;
 }
 
+/* What one read of the thread CPU clock adds to a timed library call: the median of many
+ * back-to-back pairs (the median, not the minimum: every call pays a typical read, and on a
+ * virtual machine a read costs hundreds of ns). Subtracted from every per-call interval. */
+uint64_t tb_thread_cpu_overhead(void) {
+  static uint64_t overhead = UINT64_MAX;
+  if (overhead == UINT64_MAX) {
+    enum { N = 2001 };
+    static uint64_t pairs[N];
+    for (int i = 0; i < N; i++) {
+      uint64_t t0 = tb_thread_cpu_ns();
+      uint64_t t1 = tb_thread_cpu_ns();
+      pairs[i] = t1 - t0;
+    }
+    /* Insertion sort of a small array: no allocation before the measurements. */
+    for (int i = 1; i < N; i++) {
+      uint64_t v = pairs[i];
+      int k = i - 1;
+      while (k >= 0 && pairs[k] > v) {
+        pairs[k + 1] = pairs[k];
+        k--;
+      }
+      pairs[k + 1] = v;
+    }
+    overhead = pairs[N / 2];
+  }
+  return overhead;
+}
+
+/* The smallest step the TSC advances by, in cycles: the resolution of one TSC sample. */
+uint64_t tb_tsc_step(void) {
+  static uint64_t step;
+  if (step == 0) {
+    uint64_t least = UINT64_MAX;
+    for (int i = 0; i < 100000 && least > 1; i++) {
+      uint64_t t0 = tb_tsc(), t1;
+      while ((t1 = tb_tsc()) == t0) {
+      }
+      if (t1 - t0 < least) least = t1 - t0;
+    }
+    step = least;
+  }
+  return step;
+}
+
 uint64_t tb_tsc_overhead(void) {
   static uint64_t overhead = UINT64_MAX;
   if (overhead == UINT64_MAX) {

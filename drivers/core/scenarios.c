@@ -75,7 +75,8 @@ int tb_scenario_handshake(tb_run *r) {
     if (i < r->opt->warmup) continue;
     if (tb_series_add(client, (double)client_ns) || tb_series_add(server, (double)server_ns) ||
         tb_series_add(wall, (double)(t1 - t0)) ||
-        tb_series_add(per_second, 1e9 / (double)(client_ns + server_ns))) {
+        tb_series_add(per_second,
+                      1e9 / (double)(client_ns + server_ns ? client_ns + server_ns : 1))) {
       return tb_fail_stage(r, TB_EXIT_ERROR, "samples");
     }
   }

@@ -67,6 +67,11 @@ double tb_tsc_hz(void);          /* time-stamp counter rate, calibrated once */
 /* Cycles an empty timed region costs (two tb_tsc() reads back to back, the minimum of
  * many): subtracted from every TSC interval so that a figure is the code's own time. */
 uint64_t tb_tsc_overhead(void);
+/* Nanoseconds one thread-CPU-clock read adds to a timed call (median of back-to-back pairs),
+ * subtracted from every per-call CPU interval. */
+uint64_t tb_thread_cpu_overhead(void);
+/* The smallest increment of the TSC, in cycles: the resolution of one TSC sample. */
+uint64_t tb_tsc_step(void);
 /* An interval net of the timer's own cost (never below zero). */
 static inline uint64_t tb_tsc_net(uint64_t ticks) {
   uint64_t overhead = tb_tsc_overhead();
