@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tlsbench import paths
+from tlsbench.runner import PINNED_CPU, _pin, driver_environment, run_order
 from tlsbench.store import Store
 
 pytestmark = pytest.mark.slow
@@ -387,3 +388,68 @@ variant = ["null"]
         out = tlsbench("report", "latest", "--format", fmt, "--db", str(db))
         assert out.returncode == 0, out.stderr
         assert "1 of 3 repetitions failed" in out.stdout, fmt
+
+
+def test_run_order_is_shuffled_per_repetition_by_the_stored_seed(tmp_path: Path, build_of) -> None:
+    build_of("null")
+    experiment = tmp_path / "order.toml"
+    experiment.write_text("""
+question = "Does the run order follow the seed?"
+repetitions = 3
+
+[defaults]
+scenario = "records"
+iterations = 20
+warmup = 1
+
+[matrix]
+variant = ["null"]
+payload = [16, 32, 64, 128, 256]
+""")
+    db = tmp_path / "r.db"
+    orders = []
+    stray = {**os.environ, "OPENSSL_ia32cap": "~0x0", "GNUTLS_CPUID_OVERRIDE": "1"}
+    for seed in ("7", "7", "8"):
+        proc = tlsbench("run", str(experiment), "--seed", seed, "--db", str(db), "--quiet",
+                        env=stray)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        store = Store(db)
+        run = store.run("latest")
+        env = json.loads(run["environment"])
+        assert env["order_seed"] == int(seed)
+        # Stray library switches in the user's shell are recorded as filtered out.
+        assert {"OPENSSL_ia32cap", "GNUTLS_CPUID_OVERRIDE"} <= set(env["filtered_env"])
+        points = {p.id: p for p in store.points(run["id"])}
+        executed = store.db.execute(
+            "SELECT point_id, repetition FROM results WHERE point_id IN "
+            f"({','.join('?' * len(points))}) ORDER BY id",
+            list(points),
+        ).fetchall()
+        assert [(r, p.id) for r, p in run_order(list(points.values()), 3, int(seed))] == [
+            (rep, pid) for pid, rep in executed
+        ]
+        # Every round runs every point once before the next round starts.
+        assert [rep for _, rep in executed] == [0] * 5 + [1] * 5 + [2] * 5
+        orders.append([points[pid].name for pid, _ in executed])
+        store.close()
+    assert orders[0] == orders[1] and orders[0] != orders[2]
+    rounds = [orders[0][i : i + 5] for i in range(0, 15, 5)]
+    assert len({tuple(r) for r in rounds}) > 1  # not the same order in every repetition
+
+
+def test_driver_environment_drops_library_switches(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENSSL_ia32cap", "~0x200000000000000")
+    monkeypatch.setenv("NETTLE_FAT_OVERRIDE", "none")
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.tcache_count=0")
+    env = driver_environment({"NETTLE_FAT_OVERRIDE": "x86_64"})
+    assert "OPENSSL_ia32cap" not in env and "GLIBC_TUNABLES" not in env
+    assert env["NETTLE_FAT_OVERRIDE"] == "x86_64"  # what the point asks for stays
+    assert env["PATH"] == os.environ["PATH"]
+
+
+def test_drivers_are_pinned_to_one_cpu_where_allowed() -> None:
+    if PINNED_CPU is None:
+        pytest.skip("one CPU only, or pinning not allowed: nothing to pin")
+    proc = subprocess.run(["grep", "Cpus_allowed_list", "/proc/self/status"],
+                          capture_output=True, text=True, check=True, preexec_fn=_pin)  # fmt: skip
+    assert proc.stdout.split()[-1] == str(PINNED_CPU)

@@ -147,6 +147,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 ("--repetitions", args.repetitions is not None),
                 ("--mode", args.mode is not None),
                 ("--timeout", args.timeout is not None),
+                ("--seed", args.seed is not None),
                 ("--dry-run", args.dry_run),
             )
             if present
@@ -178,7 +179,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     runner = Runner(store, quiet=args.quiet)
     runner.mode = args.mode or "time"
     timeout = args.timeout if args.timeout is not None else experiment.timeout
-    run_id = runner.start(experiment, points, repetitions, timeout)
+    run_id = runner.start(experiment, points, repetitions, timeout, seed=args.seed)
     return _summarize_run(run_id, runner.execute(run_id, timeout), store)
 
 
@@ -404,6 +405,12 @@ def parser() -> argparse.ArgumentParser:
         choices=["time", "instructions"],
         help="time (default): the driver's clocks; instructions: instructions of the measured "
         "calls counted under callgrind, identical run to run",
+    )
+    run.add_argument(
+        "--seed",
+        type=_whole(0, 2**32 - 1),
+        help="seed of the run order: each repetition runs the points in an order shuffled by "
+        "it (default: a random seed; stored in the run, shown in its environment)",
     )
     run.add_argument("--quiet", action="store_true", help="no progress line")
 

@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import platform
+import random
 import shutil
 import signal
 import subprocess
@@ -33,7 +34,7 @@ from tlsbench.drive import TLS_SCENARIOS, driver_command
 from tlsbench.errors import UserError
 from tlsbench.experiments import Experiment, RunPoint
 from tlsbench.recipes.base import tool_version
-from tlsbench.store import Store, now
+from tlsbench.store import Point, Store, now
 from tlsbench.variants import Catalog
 
 STDERR_TAIL_LINES = 20
@@ -87,6 +88,10 @@ def environment(builder: Builder) -> dict[str, Any]:
         "warnings": measurement_warnings(cpu),
         "commit": commit_id(),
         "cmake": tool_version(["cmake", "--version"]),
+        "pinned_cpu": PINNED_CPU,
+        "filtered_env": sorted(
+            n for n in os.environ if n.startswith(FILTERED_ENV_PREFIXES) or n in FILTERED_ENV_NAMES
+        ),
     }
 
 
@@ -245,6 +250,33 @@ def run_time_and_heap(point: RunPoint, build: Build, timeout: float) -> Outcome:
     )
 
 
+# Variables that change what a library or the allocator does. A driver gets them only when a
+# point asks (accel=off sets its own); a stray one in the user's shell would silently change
+# every figure of a run.
+FILTERED_ENV_PREFIXES = ("OPENSSL_", "GNUTLS_", "NETTLE_", "WOLFSSL_", "MBEDTLS_", "MALLOC_")
+FILTERED_ENV_NAMES = {"GLIBC_TUNABLES", "LD_PRELOAD", "LD_BIND_NOW", "SSLKEYLOGFILE"}
+
+
+def driver_environment(point_env: dict[str, str]) -> dict[str, str]:
+    """The runner's environment without library and allocator switches, plus the point's."""
+    kept = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(FILTERED_ENV_PREFIXES) and name not in FILTERED_ENV_NAMES
+    }
+    return {**kept, **point_env}
+
+
+def pinning_cpu() -> int | None:
+    """The CPU drivers are pinned to: the last one this process may use, as CPU 0 takes most
+    interrupts; None where there is only one or the machine does not allow pinning."""
+    try:
+        allowed = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+    return allowed[-1] if len(allowed) > 1 else None
+
+
 def run_driver(
     point: RunPoint,
     build: Build,
@@ -265,8 +297,9 @@ def run_driver(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, **env},
+        env=driver_environment(env),
         start_new_session=True,  # a timeout kills the whole process group
+        preexec_fn=_pin if PINNED_CPU is not None else None,
     )
     try:
         out, err = proc.communicate(timeout=timeout)
@@ -297,6 +330,17 @@ def run_driver(
         return Outcome("ok", 0, None, seconds, output, tail)
     status = "unsupported" if code == 3 else "failed"
     return Outcome(status, code if sig is None else None, sig, seconds, output, tail)
+
+
+PINNED_CPU = pinning_cpu()
+
+
+def _pin() -> None:
+    """In the child before exec: one CPU, so that the scheduler does not move the driver
+    between cores in the middle of a timed region."""
+    if PINNED_CPU is not None:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, {PINNED_CPU})
 
 
 class Progress:
@@ -336,6 +380,20 @@ def interleaved(points: list[RunPoint]) -> list[RunPoint]:
     return sorted(points, key=lambda p: (p.scenario, p.name, p.variant))
 
 
+def run_order(points: list[Point], repetitions: int, seed: int) -> list[tuple[int, Point]]:
+    """(repetition, point) in the order they run: repetition by repetition, so that every
+    round spans the whole run's time, and the points of each round shuffled by the run's
+    seed, so that no point or library is always first or always after the same neighbour.
+    The same seed gives the same order (resume follows it)."""
+    rng = random.Random(seed)
+    order = []
+    for repetition in range(repetitions):
+        round_ = list(points)
+        rng.shuffle(round_)
+        order += [(repetition, p) for p in round_]
+    return order
+
+
 class Runner:
     def __init__(self, store: Store, builder: Builder | None = None, quiet: bool = False):
         self.store = store
@@ -360,11 +418,14 @@ class Runner:
         points: list[RunPoint],
         repetitions: int,
         timeout: float | None = None,
+        seed: int | None = None,
     ) -> int:
         builds = self.prepare(points)
+        env = environment(self.builder)
+        env["order_seed"] = seed if seed is not None else random.SystemRandom().randrange(2**32)
         run_id = self.store.new_run(
             experiment.name, experiment.question, self.mode, repetitions,
-            environment(self.builder), experiment.text, commit_id(),
+            env, experiment.text, commit_id(),
             timeout if timeout is not None else experiment.timeout,
         )  # fmt: skip
         self.store.add_points(
@@ -427,11 +488,13 @@ class Runner:
     def _execute(self, run_id: int, timeout: float) -> Tally:
         run = self.store.run(run_id)
         stored = self.store.points(run_id)
-        todo = []
-        for repetition in range(run["repetitions"]):
-            for candidate in stored:
-                if repetition not in self.store.done_repetitions(candidate.id):
-                    todo.append((repetition, candidate))
+        seed = int(json.loads(run["environment"]).get("order_seed", 0))
+        done = {p.id: self.store.done_repetitions(p.id) for p in stored}
+        todo = [
+            (repetition, candidate)
+            for repetition, candidate in run_order(stored, run["repetitions"], seed)
+            if repetition not in done[candidate.id]
+        ]
         builds: dict[str, Build] = {}
         tally = Tally()
         progress = Progress(len(todo), self.quiet)
