@@ -230,3 +230,18 @@ def test_only_filters_points() -> None:
     assert [p.variant for p in kept] == ["openssl-3.5.x"]
     with pytest.raises(UserError, match="--only takes KEY=VALUE"):
         experiments.only(exp.points, ["color=red"])
+
+
+def test_static_rsa_points_carry_no_group_or_signature_scheme(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "[defaults]\nscenario = 'handshake'\ntls = '1.2'\n[matrix]\nvariant = ['null']\n"
+        "suite = ['TLS_RSA_WITH_AES_128_GCM_SHA256', 'TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256']\n"
+        "group = ['x25519', 'secp256r1']\n",
+    )
+    points = experiments.load(str(path)).points
+    static = [p for p in points if "rsa_aes" in p.name and "ecdhe" not in p.name]
+    assert len(static) == 1  # one point, not one per group it would not negotiate
+    assert "group" not in static[0].options and "sigalg" not in static[0].options
+    assert static[0].name == "handshake_1.2_rsa_aes_128_gcm_sha256"
+    assert len([p for p in points if "ecdhe" in p.name]) == 2

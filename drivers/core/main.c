@@ -375,8 +375,10 @@ static void write_params(tb_json *j, const tb_options *o) {
   if (needs_tls(o->scenario)) {
     tb_json_str(j, "tls", o->tls == 13 ? "1.3" : "1.2");
     tb_json_str(j, "suite", o->suite);
-    tb_json_str(j, "group", o->group);
-    tb_json_str(j, "sigalg", o->sigalg);
+    /* Static RSA (TLS 1.2) negotiates no group and signs nothing: no such parameters. */
+    int static_rsa = o->tls == 12 && strncmp(o->suite, "TLS_RSA_WITH_", 13) == 0;
+    tb_json_str(j, "group", static_rsa ? NULL : o->group);
+    tb_json_str(j, "sigalg", static_rsa ? NULL : o->sigalg);
     tb_json_str(j, "cert", o->cert);
     tb_json_u64(j, "chain", (uint64_t)o->chain);
     tb_json_str(j, "auth", auth_name(o->auth));

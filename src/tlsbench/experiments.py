@@ -280,12 +280,18 @@ class _Loader:
         raw = [self.merge(defaults, per_scenario, p) for p in own]
         raw = [p for p in raw if not any(_matches(p, ex) for ex in excludes)]
         raw += [self.merge(defaults, per_scenario, inc) for inc in data.get("include", [])]
-        points = [self.point(p) for p in raw]
+        points = []
         seen: dict[tuple[str, str], RunPoint] = {}
-        for point in points:
+        for entry in raw:
+            point = self.point(entry)
             if point.key in seen:
+                if negotiates_no_key_exchange(point.options) and (
+                    "group" in entry or "sigalg" in entry
+                ):
+                    continue  # the same point once its group / sigalg were dropped
                 raise self.error(f"two points are the same: {point.name} on {point.variant}")
             seen[point.key] = point
+            points.append(point)
         if not points:
             raise self.error("the matrix expands to no point")
         return Experiment(
@@ -325,6 +331,11 @@ class _Loader:
         relevant = SCENARIO_KEYS[scenario]
         options = {k: values[k] for k in (*OPTION_ORDER, *TUNING_KEYS)
                    if k in values and k in relevant}  # fmt: skip
+        if negotiates_no_key_exchange(options):
+            # Static RSA: no group is negotiated and nothing is signed, so neither belongs
+            # in the point's name or stored options.
+            options.pop("group", None)
+            options.pop("sigalg", None)
         return RunPoint(
             name=point_name(scenario, options),
             variant=variant.name,
@@ -354,6 +365,13 @@ class _Loader:
 
 
 TLS_SCENARIO_NAMES = ("handshake", "resume", "records", "bulk")
+
+
+def negotiates_no_key_exchange(options: dict[str, Any]) -> bool:
+    """TLS 1.2 static-RSA suites: the key is transported, no group, no signature."""
+    return options.get("tls") == "1.2" and str(options.get("suite", "")).startswith(
+        "TLS_RSA_WITH_"
+    )
 
 
 def _short(choices: tuple[str, ...] | None, limit: int = 12) -> str:
