@@ -431,6 +431,12 @@ payload = [16, 32, 64, 128, 256]
         # Every round runs every point once before the next round starts.
         assert [rep for _, rep in executed] == [0] * 5 + [1] * 5 + [2] * 5
         orders.append([points[pid].name for pid, _ in executed])
+        # Every repetition times the calibration workload before and after its point.
+        for pid in points:
+            for result in store.results(pid):
+                calibration = json.loads(result["output"])["calibration"]
+                assert calibration["workload"].startswith("xorshift64*")
+                assert calibration["before_ns"] > 0 and calibration["after_ns"] > 0
         store.close()
     assert orders[0] == orders[1] and orders[0] != orders[2]
     rounds = [orders[0][i : i + 5] for i in range(0, 15, 5)]

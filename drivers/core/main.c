@@ -570,6 +570,7 @@ int main(int argc, char **argv) {
   (void)tb_thread_cpu_overhead();
   (void)tb_tsc_step();
   tb_collect_init();
+  double calibration_before_ns = tb_calibration_ns(run.tsc_hz);
   if (strcmp(ad->name, "null") == 0) tb_warn(&run, "null adapter: no TLS, the harness baseline");
 
   /* In text mode the JSON goes nowhere; the same code path runs either way. */
@@ -621,6 +622,11 @@ int main(int argc, char **argv) {
   }
   tb_teardown(&run);
 
+  tb_json_object(&j, "calibration");
+  tb_json_str(&j, "workload", tb_calibration_workload);
+  tb_json_double(&j, "before_ns", calibration_before_ns);
+  tb_json_double(&j, "after_ns", tb_calibration_ns(run.tsc_hz));
+  tb_json_object_end(&j);
   tb_json_double(&j, "tsc_hz", run.tsc_hz);
   tb_json_u64(&j, "tsc_overhead_cycles", tb_tsc_overhead());
   /* The resolution of one TSC sample (single-record latencies are multiples of it), and

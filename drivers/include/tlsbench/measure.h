@@ -78,6 +78,11 @@ static inline uint64_t tb_tsc_net(uint64_t ticks) {
   return ticks > overhead ? ticks - overhead : 0;
 }
 
+/* The calibration workload (calibrate.c): its description, and its time in ns (median of
+ * several rounds), measured before and after the point to expose machine drift. */
+extern const char *const tb_calibration_workload;
+double tb_calibration_ns(double tsc_hz);
+
 /* Serialising read of the time-stamp counter (lfence keeps earlier work inside). */
 static inline uint64_t tb_tsc(void) {
 #if defined(__x86_64__) || defined(__i386__)
