@@ -156,41 +156,52 @@ def _point_warnings(a: _Side, b: _Side, repetitions: tuple[int, int]) -> list[st
 def compare_runs(
     store: Store, run_a: int, run_b: int, *, threshold: float | None = None
 ) -> list[Row]:
-    explicit = threshold is not None
-    base = DEFAULT_THRESHOLD if threshold is None else threshold
-    repetitions = (int(store.run(run_a)["repetitions"]), int(store.run(run_b)["repetitions"]))
     points_b = {(p.variant, p.name): p for p in store.points(run_b)}
     rows = []
     for point_a in store.points(run_a):
         point_b = points_b.get((point_a.variant, point_a.name))
-        if point_b is None:
+        if point_b is not None:
+            rows += compare_points(store, point_a, point_b, threshold=threshold)
+    return rows
+
+
+def compare_points(
+    store: Store, point_a: Point, point_b: Point, *, threshold: float | None = None
+) -> list[Row]:
+    """Point B against point A, series by series (same or different runs or variants)."""
+    explicit = threshold is not None
+    base = DEFAULT_THRESHOLD if threshold is None else threshold
+    repetitions = (
+        int(store.run(point_a.run_id)["repetitions"]),
+        int(store.run(point_b.run_id)["repetitions"]),
+    )
+    rows = []
+    a, b = _side(store, point_a), _side(store, point_b)
+    warnings = _point_warnings(a, b, repetitions) if point_a.variant == point_b.variant else []
+    calibration_ratio = None
+    if a.calibration and b.calibration:
+        calibration_ratio = float(np.median(b.calibration) / np.median(a.calibration))
+    for name, (unit, fig_a) in a.figures.items():
+        if name not in b.figures:
             continue
-        a, b = _side(store, point_a), _side(store, point_b)
-        warnings = _point_warnings(a, b, repetitions)
-        calibration_ratio = None
-        if a.calibration and b.calibration:
-            calibration_ratio = float(np.median(b.calibration) / np.median(a.calibration))
-        for name, (unit, fig_a) in a.figures.items():
-            if name not in b.figures:
-                continue
-            fig_b = b.figures[name][1]
-            median_a = float(np.median(fig_a))
-            limit = _threshold(name, base, explicit, median_a, a.steps.get(name, 0.0))
-            try:
-                c = compare_repetitions(
-                    fig_a, fig_b, lower_is_better=unit not in HIGHER_IS_BETTER_UNITS,
-                    threshold=limit,
-                )  # fmt: skip
-            except ValueError:  # a median of zero (e.g. no allocations): no ratio to give
-                continue
-            verdict = c.verdict
-            if verdict in (FASTER, SLOWER) and _drifted(c.ratio, calibration_ratio):
-                verdict = MACHINE_DRIFT
-            rows.append(Row(
-                point_a.variant, point_a.name, name, unit, len(fig_a), len(fig_b), median_a,
-                float(np.median(fig_b)), c.ratio, c.ci_low, c.ci_high, c.p_value, c.threshold,
-                verdict, calibration_ratio, list(warnings),
-            ))  # fmt: skip
+        fig_b = b.figures[name][1]
+        median_a = float(np.median(fig_a))
+        limit = _threshold(name, base, explicit, median_a, a.steps.get(name, 0.0))
+        try:
+            c = compare_repetitions(
+                fig_a, fig_b, lower_is_better=unit not in HIGHER_IS_BETTER_UNITS,
+                threshold=limit,
+            )  # fmt: skip
+        except ValueError:  # a median of zero (e.g. no allocations): no ratio to give
+            continue
+        verdict = c.verdict
+        if verdict in (FASTER, SLOWER) and _drifted(c.ratio, calibration_ratio):
+            verdict = MACHINE_DRIFT
+        rows.append(Row(
+            point_a.variant, point_a.name, name, unit, len(fig_a), len(fig_b), median_a,
+            float(np.median(fig_b)), c.ratio, c.ci_low, c.ci_high, c.p_value, c.threshold,
+            verdict, calibration_ratio, list(warnings),
+        ))  # fmt: skip
     return rows
 
 

@@ -369,9 +369,7 @@ TLS_SCENARIO_NAMES = ("handshake", "resume", "records", "bulk")
 
 def negotiates_no_key_exchange(options: dict[str, Any]) -> bool:
     """TLS 1.2 static-RSA suites: the key is transported, no group, no signature."""
-    return options.get("tls") == "1.2" and str(options.get("suite", "")).startswith(
-        "TLS_RSA_WITH_"
-    )
+    return options.get("tls") == "1.2" and str(options.get("suite", "")).startswith("TLS_RSA_WITH_")
 
 
 def _short(choices: tuple[str, ...] | None, limit: int = 12) -> str:
