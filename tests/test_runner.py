@@ -459,3 +459,31 @@ def test_drivers_are_pinned_to_one_cpu_where_allowed() -> None:
     proc = subprocess.run(["grep", "Cpus_allowed_list", "/proc/self/status"],
                           capture_output=True, text=True, check=True, preexec_fn=_pin)  # fmt: skip
     assert proc.stdout.split()[-1] == str(PINNED_CPU)
+
+
+def test_three_runs_writing_one_store_at_once_all_complete(tmp_path: Path, build_of) -> None:
+    build_of("null")
+    experiment = tmp_path / "small.toml"
+    experiment.write_text(
+        'question = "Do concurrent runs share one store?"\nrepetitions = 2\ntimeout = 60\n'
+        '[defaults]\nscenario = "records"\niterations = 500\nwarmup = 5\n'
+        '[matrix]\nvariant = ["null"]\npayload = [32, 64, 128]\n'
+    )
+    db = tmp_path / "results" / "shared.db"  # created by whichever runner comes first
+    runners = [
+        subprocess.Popen(
+            [str(paths.REPO / "tlsbench"), "run", str(experiment), "--db", str(db), "--quiet"],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(3)
+    ]
+    errors = [runner.communicate(timeout=300)[1] for runner in runners]
+    assert [runner.returncode for runner in runners] == [0, 0, 0], errors
+    store = Store(db, readonly=True)
+    assert store.check_consistent() == []
+    runs = store.runs()
+    assert [store.status_of(run) for run in runs] == ["complete"] * 3
+    for run in runs:
+        for point in store.points(run["id"]):
+            assert [r["repetition"] for r in store.results(point.id)] == [0, 1]
