@@ -177,6 +177,10 @@ iterations = 9
             r"payload = 4096 .* at most the record size \(1024\)",
         ),
         (
+            "[matrix]\nvariant = ['null']\nscenario = ['info']\n",
+            r"exp.toml:\d+: scenario = 'info' .* known: handshake, resume, records, bulk, aead$",
+        ),
+        (
             "[matrix]\nvariant = ['null', 'nul']\nscenario = ['handshake']\n",
             r"exp.toml:\d+: variant = 'nul' .* unknown variant 'nul'\. Did you mean null",
         ),

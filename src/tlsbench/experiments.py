@@ -47,7 +47,8 @@ from tlsbench.scenarios import declared
 from tlsbench.variants import Catalog
 
 EXPERIMENTS_DIR = paths.REPO / "experiments"
-SCENARIOS = ("handshake", "resume", "records", "bulk", "aead", "info")
+# What an experiment can measure: the driver's scenarios but `info`, which measures nothing.
+SCENARIOS = ("handshake", "resume", "records", "bulk", "aead")
 
 # Option keys of a point, in the order they appear in names; value -> name fragment.
 OPTION_ORDER = (
@@ -67,7 +68,6 @@ SCENARIO_KEYS = {
     "records": (*TLS_KEYS, "payload", *TUNING_KEYS),
     "bulk": (*TLS_KEYS, "payload", "bytes", *TUNING_KEYS),
     "aead": ("aead", "payload", "accel", *TUNING_KEYS),
-    "info": (),
 }
 INT_KEYS = {"chain", "record_size", "payload", "bytes", "iterations", "warmup"}
 # Choices fixed by the experiment format itself; names of suites, groups, signature schemes,
@@ -205,6 +205,8 @@ class _Loader:
                 raise self.value_error(key, value, f"{bounds.min}..{bounds.max}")
             return value
         choices = CHOICES.get(key) or self.declared.choices(key)
+        if key == "scenario" and choices is not None:
+            choices = tuple(c for c in choices if c in SCENARIOS)
         if not isinstance(value, str):
             raise self.value_error(key, value, "a string" + (
                 f", one of {_short(choices)}" if choices else ""))  # fmt: skip
