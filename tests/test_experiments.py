@@ -234,6 +234,9 @@ def test_only_filters_points() -> None:
     assert [p.variant for p in kept] == ["openssl-3.5.x"]
     with pytest.raises(UserError, match="--only takes KEY=VALUE"):
         experiments.only(exp.points, ["color=red"])
+    # A filter that matches nothing says what the experiment has for that key.
+    with pytest.raises(UserError, match=r"leaves no point .* variant: .*null, openssl-3\.5\.x"):
+        experiments.only(exp.points, ["variant=opensl-3.5.x"])
 
 
 def test_static_rsa_points_carry_no_group_or_signature_scheme(tmp_path: Path) -> None:

@@ -166,8 +166,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     # Everything about the request is checked before the store is touched.
     experiment = experiments.load(args.experiment or "quick")
     points = experiments.only(experiment.points, args.only or [])
-    if not points:
-        raise UserError(f"--only {' '.join(args.only)} leaves no point of {experiment.name}")
     repetitions = args.repetitions or experiment.repetitions
     if args.dry_run:
         for point in points:

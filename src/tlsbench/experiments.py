@@ -389,6 +389,11 @@ def load(name_or_path: str, catalog: Catalog | None = None) -> Experiment:
     return _Loader(find(name_or_path), catalog or Catalog()).load()
 
 
+def _fields(p: RunPoint) -> dict[str, str]:
+    return {"variant": p.variant, "library": p.library, "scenario": p.scenario, "name": p.name,
+            **{k: str(v) for k, v in p.options.items()}}  # fmt: skip
+
+
 def only(points: list[RunPoint], filters: list[str]) -> list[RunPoint]:
     """--only KEY=VALUE filters (all must match; variant matches its canonical name)."""
     parsed = []
@@ -400,9 +405,15 @@ def only(points: list[RunPoint], filters: list[str]) -> list[RunPoint]:
             )
         parsed.append((key, value))
 
-    def keep(p: RunPoint) -> bool:
-        fields = {"variant": p.variant, "library": p.library, "scenario": p.scenario,
-                  "name": p.name, **{k: str(v) for k, v in p.options.items()}}  # fmt: skip
-        return all(fields.get(k) == v for k, v in parsed)
-
-    return [p for p in points if keep(p)]
+    kept = [p for p in points if all(_fields(p).get(k) == v for k, v in parsed)]
+    if not kept:
+        # Say what the experiment has for each key asked about (what --only could match).
+        present = []
+        for key in dict.fromkeys(k for k, _ in parsed if k != "name"):
+            values = sorted({_fields(p)[key] for p in points if key in _fields(p)})
+            present.append(f"{key}: {', '.join(values) if values else '(no point sets it)'}")
+        raise UserError(
+            f"--only {' '.join(filters)} leaves no point of the experiment"
+            + (f"; it has {'; '.join(present)}" if present else "")
+        )
+    return kept
