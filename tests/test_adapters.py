@@ -71,7 +71,7 @@ def test_handshake_negotiates_what_was_asked(spec, tls, cert, auth, build_of) ->
     }
     assert negotiated["resumed"] is False
     assert len(out["samples"]["client_cpu_ns"]) == 3
-    for side in ("client", "server"):
+    for side in ("client", "server", "client_warm", "server_warm"):
         heap = out["heap"][side]
         assert heap["conn_peak"] > 0 and heap["peak"] >= heap["retained"] >= heap["start"]
 

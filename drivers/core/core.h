@@ -106,6 +106,8 @@ typedef struct tb_run {
   tb_negotiated client_neg, server_neg;
   int have_negotiated;
   tb_heap_report heap_client, heap_server;
+  /* A later (warm) connection on the same contexts: what each further connection costs. */
+  tb_heap_report heap_client_warm, heap_server_warm;
   tb_heap_counters heap_global;
   tb_series series[TB_MAX_SERIES];
   int n_series;

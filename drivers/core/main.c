@@ -494,6 +494,10 @@ static void write_heap(tb_json *j, const tb_run *r) {
   tb_json_object_end(j);
   write_side_heap(j, "client", &r->heap_client);
   write_side_heap(j, "server", &r->heap_server);
+  if (r->heap_client_warm.valid) {
+    write_side_heap(j, "client_warm", &r->heap_client_warm);
+    write_side_heap(j, "server_warm", &r->heap_server_warm);
+  }
   tb_json_object(j, "process");
   tb_json_u64(j, "peak", process.peak);
   tb_json_u64(j, "peak_usable", process.peak_usable);

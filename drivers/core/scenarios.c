@@ -37,8 +37,10 @@ static void heap_after_handshake(tb_side side, tb_heap_report *h, const tb_heap_
   h->handshake_allocs = c.allocs - before->allocs;
 }
 
-/* One full handshake with heap figures per side; leaves the connection open. */
-static int first_connection(tb_run *r, tb_conn_pair *conns, int expect_resumed) {
+/* One full handshake with heap figures per side into `client` and `server` (start and ctx
+ * as the contexts left them); leaves the connection open. */
+static int measured_connection(tb_run *r, tb_conn_pair *conns, int expect_resumed,
+                               tb_heap_report *client, tb_heap_report *server) {
   tb_heap_counters client_before, server_before;
   tb_heap_reset_peak(TB_SIDE_CLIENT);
   tb_heap_reset_peak(TB_SIDE_SERVER);
@@ -46,9 +48,32 @@ static int first_connection(tb_run *r, tb_conn_pair *conns, int expect_resumed) 
   tb_heap_get(TB_SIDE_SERVER, &server_before);
   int code = tb_connect(r, NULL, conns, NULL, NULL);
   if (code != TB_EXIT_OK) return code;
-  heap_after_handshake(TB_SIDE_CLIENT, &r->heap_client, &client_before);
-  heap_after_handshake(TB_SIDE_SERVER, &r->heap_server, &server_before);
+  heap_after_handshake(TB_SIDE_CLIENT, client, &client_before);
+  heap_after_handshake(TB_SIDE_SERVER, server, &server_before);
   return tb_check_negotiated(r, conns, expect_resumed);
+}
+
+/* The first (cold) connection on fresh contexts. */
+static int first_connection(tb_run *r, tb_conn_pair *conns, int expect_resumed) {
+  return measured_connection(r, conns, expect_resumed, &r->heap_client, &r->heap_server);
+}
+
+/* A second connection on the same contexts after the first was closed: what a server
+ * with many connections pays per connection (caches, pools and lazy initialisation of the
+ * contexts are already paid). start/ctx are the live bytes just before it. */
+static int warm_connection(tb_run *r) {
+  tb_heap_report *sides[2] = {&r->heap_client_warm, &r->heap_server_warm};
+  tb_side ids[2] = {TB_SIDE_CLIENT, TB_SIDE_SERVER};
+  for (int i = 0; i < 2; i++) {
+    tb_heap_counters c;
+    tb_heap_get(ids[i], &c);
+    sides[i]->start = sides[i]->ctx = c.live;
+    sides[i]->start_usable = sides[i]->ctx_usable = c.live_usable;
+  }
+  tb_conn_pair conns;
+  int code = measured_connection(r, &conns, 0, &r->heap_client_warm, &r->heap_server_warm);
+  tb_disconnect(r, &conns);
+  return code;
 }
 
 int tb_scenario_handshake(tb_run *r) {
@@ -57,6 +82,7 @@ int tb_scenario_handshake(tb_run *r) {
   tb_conn_pair conns;
   code = first_connection(r, &conns, 0);
   tb_disconnect(r, &conns);
+  if (code == TB_EXIT_OK && tb_heap_accounting) code = warm_connection(r);
   if (code != TB_EXIT_OK) return code;
   tb_series *client = tb_series_get(r, "client_cpu_ns", "ns");
   tb_series *server = tb_series_get(r, "server_cpu_ns", "ns");

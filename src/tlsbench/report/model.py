@@ -426,10 +426,13 @@ class _Loader:
         cases = case_labels({p.id: self.params(p) for p in points}, skip=("record_size",))
         rows = []
         for p in points:
-            heaps = [r.output["heap"] for r in self.ok(p) if r.output and "heap" in r.output]
+            heaps = [r.output["heap"] for r in self.ok(p) if r.output and r.output.get("heap")]
             if not heaps:
                 continue
-            for side in SIDES:
+            # The first (cold) connection per side, then, where measured, a later (warm)
+            # connection on the same contexts: "client-warm", "server-warm".
+            warm = [f"{s}_warm" for s in SIDES if all(h.get(f"{s}_warm") for h in heaps)]
+            for side in (*SIDES, *warm):
                 figures: dict[str, Any] = {
                     name: statistics.median(float(h[side][name]) for h in heaps)
                     for name in HEAP_FIGURES
@@ -442,7 +445,7 @@ class _Loader:
                         point=p.name,
                         scenario=p.scenario,
                         case=cases[p.id],
-                        side=side,
+                        side=side.replace("_", "-"),
                         record_size=_record_size(p, self.params(p)),
                         repetitions=len(heaps),
                         **figures,

@@ -87,7 +87,8 @@ def _grouped_bars(ax: Axes, categories: list[str], series: list[Series]) -> None
 
 
 def heap_vs_record_size(model: RunModel) -> Plot | None:
-    rows = [r for r in model.memory if r.record_size]
+    # The first connection per side (warm connections are in the table).
+    rows = [r for r in model.memory if r.record_size and r.side in ("client", "server")]
     if not rows:
         return None
     colours = {line: matplotlib.colormaps["tab10"](i % 10) for i, line in

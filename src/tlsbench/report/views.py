@@ -127,7 +127,10 @@ def _views(model: RunModel) -> list[View]:
                 "Handshake heap (bytes)",
                 "Requested heap bytes per side: `start` before the context exists, `peak` until "
                 "the first handshake completes, `retained` after it with the connection open; "
-                "`conn` figures exclude the context. Median over repetitions.",
+                "`conn` figures exclude the context. `client-warm` / `server-warm`: a second "
+                "connection on the same contexts, after the first was closed (what each "
+                "further connection costs; start = live bytes before it). Median over "
+                "repetitions.",
                 ["variant", "case", "side", "record size", "start", "peak", "retained",
                  "peak - start", "retained - start", "conn peak", "conn retained", "allocs"],
                 [False, False, False, True] + [True] * 8,
