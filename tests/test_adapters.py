@@ -20,6 +20,7 @@ LIBRARIES = [
     "gnutls-3.8.x",
     "openssl-system",
     "gnutls-system",
+    "openssl-1.1.1w",
 ]
 # What a build cannot do, with the reason the driver must give (exit 3, never a sample).
 UNSUPPORTED = {("mbedtls-2.28.x", "1.3"): "TLS 1.3"}

@@ -26,7 +26,7 @@ def test_every_default_variant_builds_and_reports_its_version(catalog: Catalog, 
         assert info["probe"]["pointer_bits"] == 64
         pin = build.variant.line.pin
         if pin is not None:
-            assert pin.upstream in info["probe"]["version"], (spec, info["probe"])
+            assert pin.library_version in info["probe"]["version"], (spec, info["probe"])
             for library_file in info["library_files"]:
                 assert library_file.endswith(".a")
 

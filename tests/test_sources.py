@@ -191,3 +191,38 @@ def test_two_unpacks_of_one_tree_at_once_leave_the_first_tree_in_place(
     # Both got the same files: the tree the first returned was not replaced under it.
     assert trees[0][1] == trees[1][1] == (trees[0][0] / "test_sources.py").stat().st_ino
     assert _trees(tmp_path) == [f"tiny-1.x-{pin.sha256[:12]}"]
+
+
+def test_a_crate_pin_is_fetched_with_cargo_and_its_tree_is_the_subdir(tmp_path: Path) -> None:
+    pin = load_pins()["openssl-1.1.1w"]
+    assert pin.kind == "crate"
+    fresh = Sources(cache=tmp_path)  # an empty cache: cargo really fetches
+    tree = fresh.source_dir(pin.line)
+    assert sha256_of(tmp_path / "archives" / pin.file) == pin.sha256
+    assert tree.name == "openssl" and (tree / "Configure").is_file()
+    with pytest.raises(UserError, match="crate archive"):
+        fresh.repin(pin.line, "1.1.1v")
+
+
+def test_a_crate_that_is_not_the_pinned_one_is_rejected(tmp_path: Path) -> None:
+    pin = load_pins()["openssl-1.1.1w"]
+    wrong = Pin(pin.line, pin.library, pin.package, pin.upstream, pin.file, "0" * 64,
+                kind="crate", subdir="openssl")  # fmt: skip
+    with pytest.raises(UserError, match="sha256 mismatch"):
+        Sources(cache=tmp_path, pins={pin.line: wrong}).source_dir(pin.line)
+    assert _trees(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [('kind = "git"', "kind must be one of debian, crate"),
+     ('subdir = "../x"', "subdir must be a relative folder")],
+)  # fmt: skip
+def test_a_wrong_kind_or_subdir_is_a_message(tmp_path: Path, extra: str, message: str) -> None:
+    pins_file = tmp_path / "pins.toml"
+    pins_file.write_text(
+        f'["x-1"]\npackage = "x"\nupstream = "1"\nfile = "x.crate"\nsha256 = "{"0" * 64}"\n'
+        f"{extra}\n"
+    )
+    with pytest.raises(UserError, match=message):
+        load_pins(pins_file)

@@ -1,8 +1,10 @@
 /*
- * OpenSSL adapter: OpenSSL 3.5 built from source and the machine's OpenSSL 3.0, one file.
+ * OpenSSL adapter: OpenSSL 3.5 built from source, the machine's OpenSSL 3.0 and OpenSSL
+ * 1.1.1, one file.
  *
- * Where the two differ the code tests for the API itself (#ifdef on the macro) rather than
- * the version number, so that a 3.x in between takes whichever path it has.
+ * Where 3.0 and 3.5 differ the code tests for the API itself (#ifdef on the macro) rather
+ * than the version number, so that a 3.x in between takes whichever path it has. 1.1.1
+ * lacks the 3.0 API as a whole: the few places that differ are under OSSL_111 below.
  *
  * Transport: a custom BIO_METHOD whose read/write callbacks call the tb_transport and map
  * TB_IO_WOULD_BLOCK to OpenSSL's retry flags, so SSL_do_handshake / SSL_read report
@@ -29,6 +31,23 @@
 #include <openssl/x509_vfy.h>
 
 #include "tlsbench/driver.h"
+
+#if OPENSSL_VERSION_NUMBER < 0x30000000L
+/* OpenSSL 1.1.1: the 3.0 names of what it already has. */
+#define OSSL_111 1
+#define EVP_PKEY_get_bits EVP_PKEY_bits
+#define EVP_PKEY_get_id EVP_PKEY_id
+#define EVP_CIPHER_get_key_length EVP_CIPHER_key_length
+#define EVP_CIPHER_CTX_get_iv_length EVP_CIPHER_CTX_iv_length
+/* 1.1.1's getter takes a reference; the session keeps its own, so dropping ours at once
+ * leaves the certificate valid for as long as the connection is. */
+static X509 *ossl111_peer_certificate(const SSL *ssl) {
+  X509 *cert = SSL_get_peer_certificate(ssl);
+  X509_free(cert);
+  return cert;
+}
+#define SSL_get0_peer_certificate ossl111_peer_certificate
+#endif
 
 /* ------------------------------------------------------------------------- names */
 
@@ -200,6 +219,10 @@ typedef struct ossl_aead {
  * management / exchange / signature / KDF / KEM methods a handshake fetches, the PEM
  * decoders (one encode/decode round trip of a key), the random generators and this
  * thread's error queue. */
+#ifdef OSSL_111
+/* 1.1.1 has no providers: its method tables are static, nothing is fetched lazily. */
+static void warm_methods(void) {}
+#else
 static const char *const kWarmKeymgmt[] = {"RSA",        "RSA-PSS",       "EC",    "X25519",
                                            "X448",       "ED25519",       "ED448", "DH",
                                            "ML-KEM-768", "X25519MLKEM768"};
@@ -225,6 +248,7 @@ static void warm_methods(void) {
     EVP_CIPHER_free(EVP_CIPHER_fetch(NULL, kWarmCipher[i], NULL));
   EVP_MAC_free(EVP_MAC_fetch(NULL, "HMAC", NULL));
 }
+#endif
 
 /* Decoders are cached per key type, for both the PKCS#8 private key (PEM) and the
  * SubjectPublicKeyInfo inside every certificate: one round trip of each per key type. */
@@ -245,10 +269,15 @@ static void warm_decoders_for(EVP_PKEY *key) {
 }
 
 static void warm_decoders(void) {
+#ifdef OSSL_111
+  /* 1.1.1 decodes keys with static ASN.1 method tables: no decoder cache to fill. */
+  (void)warm_decoders_for;
+#else
   /* Small keys: the caches are per type, not per size, and RSA key generation is slow. */
   warm_decoders_for(EVP_PKEY_Q_keygen(NULL, NULL, "RSA", (size_t)512));
   warm_decoders_for(EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256"));
   warm_decoders_for(EVP_PKEY_Q_keygen(NULL, NULL, "ED25519"));
+#endif
 }
 
 static tb_status ossl_global_init(char *err) {
@@ -358,6 +387,13 @@ static tb_status pin_suite(SSL_CTX *ctx, const tb_config *cfg, int *kx_nid, char
 /* TLS 1.2 DHE servers do not negotiate RFC 7919 groups in OpenSSL (they pick RFC 3526
  * primes by key size): the requested ffdhe group is installed as the DH parameters. */
 static tb_status set_dhe_params(SSL_CTX *ctx, const char *group, char *err) {
+#ifdef OSSL_111
+  DH *dh = DH_new_by_nid(OBJ_sn2nid(group));
+  if (dh == NULL) return ossl_fail(err, TB_FAILED, "DH parameters");
+  int ok = SSL_CTX_set_tmp_dh(ctx, dh) == 1;
+  DH_free(dh); /* the context keeps a copy */
+  return ok ? TB_OK : ossl_fail(err, TB_FAILED, "SSL_CTX_set_tmp_dh");
+#else
   EVP_PKEY_CTX *pctx = EVP_PKEY_CTX_new_from_name(NULL, "DH", NULL);
   EVP_PKEY *params = NULL;
   if (pctx == NULL || EVP_PKEY_paramgen_init(pctx) <= 0 ||
@@ -371,6 +407,7 @@ static tb_status set_dhe_params(SSL_CTX *ctx, const char *group, char *err) {
     return ossl_fail(err, TB_FAILED, "SSL_CTX_set0_tmp_dh_pkey");
   }
   return TB_OK;
+#endif
 }
 
 /* Chains to the library's default policy and notes the group of TLS 1.2 DHE parameters
@@ -384,12 +421,35 @@ static int note_dhe_group(const SSL *s, const SSL_CTX *ctx, int op, int bits, in
   int ok = g_default_security_cb(s, ctx, op, bits, nid, other, ex);
   if (ok && s != NULL && op == SSL_SECOP_TMP_DH && other != NULL) {
     ossl_conn *c = SSL_get_app_data(s);
+#ifdef OSSL_111
+    /* 1.1.1 passes the DH parameters themselves (a DH, not an EVP_PKEY). */
+    int nid = DH_get_nid(other);
+    if (c != NULL && nid != NID_undef)
+      snprintf(c->dhe_group, sizeof(c->dhe_group), "%s", OBJ_nid2sn(nid));
+    else if (c != NULL)
+      snprintf(c->dhe_group, sizeof(c->dhe_group), "unnamed DH group (%d bits)", DH_bits(other));
+#else
     size_t len = 0;
     if (c != NULL && !EVP_PKEY_get_group_name(other, c->dhe_group, sizeof(c->dhe_group), &len))
       snprintf(c->dhe_group, sizeof(c->dhe_group), "unnamed DH group (%d bits)",
                EVP_PKEY_get_bits(other));
+#endif
   }
   return ok;
+}
+
+/* Offers exactly one group. 1.1.1's groups list knows the NIST and OpenSSL short names
+ * (P-256, X25519), not the IANA ones 3.0 added. */
+static int set_one_group(SSL_CTX *ctx, const char *name) {
+#ifdef OSSL_111
+  static const char *const kSpelling111[][2] = {
+      {"x25519", "X25519"},   {"x448", "X448"},       {"secp256r1", "P-256"},
+      {"secp384r1", "P-384"}, {"secp521r1", "P-521"},
+  };
+  for (size_t i = 0; i < ARRAY_LEN(kSpelling111); i++)
+    if (strcmp(name, kSpelling111[i][0]) == 0) name = kSpelling111[i][1];
+#endif
+  return SSL_CTX_set1_groups_list(ctx, name);
 }
 
 static tb_status pin_group(SSL_CTX *ctx, const tb_config *cfg, int kx_nid, char *err) {
@@ -398,7 +458,7 @@ static tb_status pin_group(SSL_CTX *ctx, const tb_config *cfg, int kx_nid, char 
   const group_name *g = find_group(cfg->group);
   if (g == NULL) return tb_fail(err, TB_UNSUPPORTED, "unknown group '%s'", cfg->group);
   /* One name and nothing else: 3.5 would otherwise also send an X25519MLKEM768 share. */
-  if (!SSL_CTX_set1_groups_list(ctx, g->name)) {
+  if (!set_one_group(ctx, g->name)) {
     char what[TB_NAME_LEN + 48];
     snprintf(what, sizeof(what), "this OpenSSL build cannot offer group %s", g->name);
     return ossl_fail(err, TB_UNSUPPORTED, what);
@@ -447,10 +507,17 @@ static tb_status check_tls12_ecdsa_curve(SSL_CTX *ctx, const tb_config *cfg, int
   X509 *leaf = SSL_CTX_get0_certificate(ctx);
   EVP_PKEY *key = leaf != NULL ? X509_get0_pubkey(leaf) : NULL;
   char curve[TB_NAME_LEN] = "";
+#ifdef OSSL_111
+  const EC_KEY *ec = key != NULL ? EVP_PKEY_get0_EC_KEY(key) : NULL;
+  int curve_nid = ec != NULL ? EC_GROUP_get_curve_name(EC_KEY_get0_group(ec)) : NID_undef;
+  if (curve_nid == NID_undef) return TB_OK;
+  snprintf(curve, sizeof(curve), "%s", OBJ_nid2sn(curve_nid));
+#else
   size_t len = 0;
   if (key == NULL || !EVP_PKEY_is_a(key, "EC") ||
       !EVP_PKEY_get_group_name(key, curve, sizeof(curve), &len))
     return TB_OK;
+#endif
   const group_name *g = find_group(curve);
   const group_name *want = find_group(cfg->group);
   if (g == NULL || g != want)
@@ -710,9 +777,28 @@ static void read_group(ossl_conn *c, const SSL_CIPHER *cipher, char *out) {
   }
   /* TLS 1.3: the group of this handshake's key share (OpenSSL reports s3.group_id when a
    * key exchange ran; we never enable psk_ke-only resumption, so one always runs). */
+#ifdef OSSL_111
+  /* 1.1.1 has no getter for the negotiated group. The client reads the type (and curve)
+   * of the server's ephemeral key; the server, whose own ephemeral key is already freed,
+   * takes its first shared group, the one it picks (the offer is pinned to one). */
+  int nid = NID_undef;
+  EVP_PKEY *key = NULL;
+  if (SSL_is_server(c->ssl)) {
+    nid = SSL_get_shared_group(c->ssl, 0);
+  } else if (SSL_get_peer_tmp_key(c->ssl, &key)) {
+    nid = EVP_PKEY_id(key);
+    if (nid == EVP_PKEY_EC)
+      nid = EC_GROUP_get_curve_name(EC_KEY_get0_group(EVP_PKEY_get0_EC_KEY(key)));
+    else if (nid == EVP_PKEY_DH)
+      nid = DH_get_nid(EVP_PKEY_get0_DH(key));
+    EVP_PKEY_free(key);
+  }
+  if (nid != NID_undef) copy_name(out, canonical_group(OBJ_nid2sn(nid)));
+#else
   int nid = SSL_get_negotiated_group(c->ssl);
   if (nid == NID_undef) return;
   copy_name(out, canonical_group(SSL_group_to_name(c->ssl, nid)));
+#endif
 }
 
 #ifndef SSL_get0_peer_signature_name
@@ -748,7 +834,13 @@ static void read_sigalg(ossl_conn *c, const SSL_CIPHER *cipher, char *out) {
 #else
   int type = NID_undef, hash = NID_undef;
   if (server) {
+#ifdef OSSL_111
+    /* 1.1.1 tells the server the digest of its own signature but not the scheme: the first
+     * shared scheme is the one it picked (the offer is pinned to one scheme anyway). */
+    if (SSL_get_shared_sigalgs(c->ssl, 0, &type, &hash, NULL, NULL, NULL) > 0)
+#else
     if (SSL_get_signature_type_nid(c->ssl, &type) && SSL_get_signature_nid(c->ssl, &hash))
+#endif
       copy_name(out, sigalg_from_nids(type, hash, SSL_get_certificate(c->ssl)));
   } else {
     if (SSL_get_peer_signature_type_nid(c->ssl, &type) && SSL_get_peer_signature_nid(c->ssl, &hash))
@@ -824,7 +916,17 @@ static tb_status ossl_aead_new(tb_aead_alg alg, const unsigned char *key, size_t
   ERR_clear_error();
   const char *name = aead_name(alg);
   if (name == NULL) return tb_fail(err, TB_UNSUPPORTED, "unknown AEAD %d", (int)alg);
+#ifdef OSSL_111
+  /* 1.1.1: static cipher tables, nothing to fetch or free. */
+  const EVP_CIPHER *cipher = EVP_get_cipherbyname(name);
+#define EVP_CIPHER_free(cipher) ((void)(cipher))
+#define EVP_EncryptInit_ex2(ctx, cipher, key, iv, params) \
+  EVP_EncryptInit_ex(ctx, cipher, NULL, key, iv)
+#define EVP_DecryptInit_ex2(ctx, cipher, key, iv, params) \
+  EVP_DecryptInit_ex(ctx, cipher, NULL, key, iv)
+#else
   EVP_CIPHER *cipher = EVP_CIPHER_fetch(NULL, name, NULL);
+#endif
   if (cipher == NULL) return ossl_fail(err, TB_UNSUPPORTED, name);
   if ((size_t)EVP_CIPHER_get_key_length(cipher) != key_len) {
     EVP_CIPHER_free(cipher);
@@ -910,11 +1012,14 @@ static void fill_build_options(SSL_CTX *ctx) {
     const char *name;
     int which;
   } kReports[] = {
+#ifdef OSSL_111
+      {"OPENSSL_FULL_VERSION", OPENSSL_VERSION},
+#else
       {"OPENSSL_FULL_VERSION", OPENSSL_FULL_VERSION_STRING},
-      {"OPENSSL_CFLAGS", OPENSSL_CFLAGS},
-      {"OPENSSL_PLATFORM", OPENSSL_PLATFORM},
-      {"OPENSSL_BUILT_ON", OPENSSL_BUILT_ON},
       {"OPENSSL_MODULES_DIR", OPENSSL_MODULES_DIR},
+#endif
+      {"OPENSSL_CFLAGS", OPENSSL_CFLAGS},        {"OPENSSL_PLATFORM", OPENSSL_PLATFORM},
+      {"OPENSSL_BUILT_ON", OPENSSL_BUILT_ON},
 #ifdef OPENSSL_CPU_INFO
       {"OPENSSL_CPU_INFO", OPENSSL_CPU_INFO},
 #endif
@@ -957,7 +1062,7 @@ static void fill_suites(SSL_CTX *ctx) {
 static void fill_groups_and_sigalgs(SSL_CTX *ctx) {
   size_t n = 0;
   for (size_t i = 0; i < ARRAY_LEN(kGroupCandidates); i++)
-    if (SSL_CTX_set1_groups_list(ctx, kGroupCandidates[i])) g_groups[n++] = kGroupCandidates[i];
+    if (set_one_group(ctx, kGroupCandidates[i])) g_groups[n++] = kGroupCandidates[i];
   g_groups[n] = NULL;
   n = 0;
   for (size_t i = 0; i < ARRAY_LEN(kSigalgs); i++) {

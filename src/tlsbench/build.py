@@ -187,7 +187,7 @@ class Builder:
         elapsed = time.monotonic() - started
         pin = variant.line.pin
         if pin is not None:
-            version = pin.upstream
+            version = pin.library_version
         elif variant.line.system_package:
             version = inputs["tools"][variant.line.system_package]
         else:
@@ -196,6 +196,7 @@ class Builder:
             "variant": variant.name,
             "library": variant.library,
             "version": version,
+            **({"source": _source_of(pin)} if pin is not None else {}),
             "key": key,
             "inputs": inputs,
             "link": link.__dict__,
@@ -277,6 +278,13 @@ class Builder:
 def _cmake_list(items: list[str]) -> str:
     quoted = " ".join('"' + i.replace("\\", "\\\\").replace('"', '\\"') + '"' for i in items)
     return quoted
+
+
+def _source_of(pin: Any) -> dict[str, str]:
+    """Where the build's source came from: a Debian source package or a crate, pinned."""
+    what = "crate" if pin.kind == "crate" else "debian_source_package"
+    return {"kind": pin.kind, what: pin.package, "version": pin.upstream, "file": pin.file,
+            "sha256": pin.sha256}  # fmt: skip
 
 
 def _variant_cmake(library: str, link: LinkInfo) -> str:

@@ -83,7 +83,8 @@ def cmd_sources(args: argparse.Namespace) -> int:
             path = sources.source_dir(line)
         else:  # list
             pin = sources.pin(line)
-            offered = sources.apt.offered_versions(pin.package) if args.offered else []
+            wants_offered = args.offered and pin.kind == "debian"
+            offered = sources.apt.offered_versions(pin.package) if wants_offered else []
             extra = f"  offered: {', '.join(offered)}" if offered else ""
             print(f"{line:<16} {pin.package} {pin.upstream}  {pin.file}  {pin.sha256}{extra}")
             continue

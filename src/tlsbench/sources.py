@@ -1,9 +1,16 @@
-"""Pinned library sources: Debian source packages through a project-private apt setup.
+"""Pinned library sources: Debian source packages and crate archives, hash-checked.
 
-The machine's apt configuration is never touched: apt runs with its etc, state and cache
-folders under the tlsbench cache, and reads only `sources/debian-src.list`. Only the
-upstream `.orig` archive is used (Debian's patches are not applied), and it is checked
-against the sha256 pinned in `sources/pins.toml` before anything unpacks it.
+Debian sources come through a project-private apt setup: the machine's apt configuration is
+never touched; apt runs with its etc, state and cache folders under the tlsbench cache, and
+reads only `sources/debian-src.list`. Only the upstream `.orig` archive is used (Debian's
+patches are not applied).
+
+Crate archives (`kind = "crate"`, for libraries Debian does not ship or no longer ships, whose
+C sources a crate bundles) are fetched with cargo into a private CARGO_HOME under the cache;
+cargo checks them against the registry index, and tlsbench against the pin.
+
+Either way the archive is checked against the sha256 pinned in `sources/pins.toml` before
+anything unpacks it.
 """
 
 from __future__ import annotations
@@ -27,6 +34,8 @@ from pathlib import Path
 from tlsbench import paths
 from tlsbench.errors import UserError, read_user_file
 
+PIN_KINDS = ("debian", "crate")
+
 # apt's lists are refreshed when older than this, or when a pinned version is not found.
 APT_LISTS_MAX_AGE_S = 24 * 3600
 
@@ -37,8 +46,18 @@ class Pin:
     library: str  # "openssl"
     package: str  # Debian source package, e.g. "openssl"
     upstream: str  # exact upstream release, e.g. "3.5.7"
-    file: str  # the .orig archive's file name
+    file: str  # the .orig archive's (or the .crate's) file name
     sha256: str
+    kind: str = "debian"  # "debian" (source package) or "crate" (crates.io archive)
+    subdir: str = ""  # the library's tree inside the archive, e.g. "openssl" in a crate
+
+    @property
+    def library_version(self) -> str:
+        """The library's own release: a crate's version carries it as build metadata
+        (openssl-src 111.28.2+1.1.1w bundles OpenSSL 1.1.1w)."""
+        if self.kind == "crate" and "+" in self.upstream:
+            return self.upstream.split("+", 1)[1]
+        return self.upstream
 
 
 def load_pins(pins_file: Path | None = None) -> dict[str, Pin]:
@@ -65,6 +84,18 @@ def load_pins(pins_file: Path | None = None) -> dict[str, Pin]:
                 f"{pins_file}: pin [{line}] sha256 must be 64 hexadecimal digits, "
                 f"not {entry['sha256']!r}"
             )
+        kind = entry.get("kind", "debian")
+        if kind not in PIN_KINDS:
+            raise UserError(
+                f"{pins_file}: pin [{line}] kind must be one of {', '.join(PIN_KINDS)}, "
+                f"not {kind!r}"
+            )
+        subdir = entry.get("subdir", "")
+        if not isinstance(subdir, str) or ".." in subdir.split("/") or subdir.startswith("/"):
+            raise UserError(
+                f"{pins_file}: pin [{line}] subdir must be a relative folder inside the "
+                f"archive, not {subdir!r}"
+            )
         pins[line] = Pin(
             line=line,
             library=line.split("-", 1)[0],
@@ -72,6 +103,8 @@ def load_pins(pins_file: Path | None = None) -> dict[str, Pin]:
             upstream=entry["upstream"],
             file=entry["file"],
             sha256=entry["sha256"].lower(),
+            kind=kind,
+            subdir=subdir,
         )
     return pins
 
@@ -255,7 +288,9 @@ class Sources:
         pin = self.pin(line)
         self.archives.mkdir(parents=True, exist_ok=True)
         path = self.archives / pin.file
-        if not path.exists():
+        if not path.exists() and pin.kind == "crate":
+            self._fetch_crate(pin, path)
+        elif not path.exists():
             debian_version = self._debian_version_for(pin.package, pin.upstream, line)
             uris = self.apt.uris(pin.package, debian_version)
             if pin.file not in uris:
@@ -267,6 +302,52 @@ class Sources:
             self._download(uris[pin.file][0], path, pin.package, debian_version)
         self.verify(path, pin)
         return path
+
+    def _fetch_crate(self, pin: Pin, dest: Path) -> None:
+        """Fetches one crate archive with cargo (which checks it against the registry index).
+
+        cargo fetches through a throw-away manifest that depends on exactly the pinned
+        version, with its own CARGO_HOME under the cache so the user's is never touched.
+        """
+        if shutil.which("cargo") is None:
+            raise UserError(
+                f"cargo is not installed; {pin.line} is a crate archive and tlsbench fetches "
+                "crates with cargo (Debian package `cargo`)",
+                exit_code=1,
+            )
+        home = self.cache / "cargo"
+        project = home / "fetch" / pin.file.removesuffix(".crate")
+        project.mkdir(parents=True, exist_ok=True)
+        version = pin.upstream.split("+", 1)[0]  # cargo ignores build metadata in requirements
+        (project / "Cargo.toml").write_text(
+            '[package]\nname = "tlsbench-fetch"\nversion = "0.0.0"\nedition = "2021"\n\n'
+            '[lib]\npath = "lib.rs"\n\n'
+            f'[dependencies]\n{pin.package} = "={version}"\n'
+        )
+        (project / "lib.rs").write_text("")
+        proc = subprocess.run(
+            ["cargo", "fetch", "--manifest-path", str(project / "Cargo.toml")],
+            env={**os.environ, "CARGO_HOME": str(home / "home")},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if proc.returncode != 0:
+            raise UserError(
+                f"could not fetch the crate {pin.package} {pin.upstream} (pinned for "
+                f"{pin.line}):\n{proc.stderr.strip()}",
+                exit_code=1,
+            )
+        found = sorted((home / "home" / "registry" / "cache").glob(f"*/{pin.file}"))
+        if not found:
+            raise UserError(
+                f"cargo fetched {pin.package} ={version} but no {pin.file} appeared; fix the "
+                f"pin's file in {paths.PINS_FILE.name}",
+                exit_code=1,
+            )
+        tmp = dest.with_name(dest.name + f".part-{os.getpid()}")
+        shutil.copyfile(found[0], tmp)
+        tmp.rename(dest)
 
     def verify(self, path: Path, pin: Pin) -> None:
         """Hashes the archive in full against the pinned sha256.
@@ -299,14 +380,14 @@ class Sources:
         dest = self.unpacked / f"{line}-{pin.sha256[:12]}"
         done = dest / UNPACKED_MARKER
         if done.exists() and done.read_text() == pin.sha256:
-            return self._top_dir(dest)
+            return self._library_dir(dest, pin)
         # One unpacker per tree: builds of two variants of a line run at once (other cache
         # keys), and a second unpack must not replace the tree the first one builds from.
         self.unpacked.mkdir(parents=True, exist_ok=True)
         with (self.unpacked / f".{dest.name}.lock").open("w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if done.exists() and done.read_text() == pin.sha256:
-                return self._top_dir(dest)
+                return self._library_dir(dest, pin)
             return self._unpack(line, pin, dest)
 
     def _unpack(self, line: str, pin: Pin, dest: Path) -> Path:
@@ -322,7 +403,20 @@ class Sources:
         (tmp / UNPACKED_MARKER).write_text(pin.sha256)
         shutil.rmtree(dest, ignore_errors=True)
         tmp.rename(dest)
-        return self._top_dir(dest)
+        return self._library_dir(dest, pin)
+
+    def _library_dir(self, dest: Path, pin: Pin) -> Path:
+        top = self._top_dir(dest)
+        if not pin.subdir:
+            return top
+        tree = top / pin.subdir
+        if not tree.is_dir():
+            raise UserError(
+                f"{pin.file} has no folder {pin.subdir!r}; fix the pin's subdir in "
+                f"{paths.PINS_FILE.name}",
+                exit_code=1,
+            )
+        return tree
 
     @staticmethod
     def _top_dir(dest: Path) -> Path:
@@ -334,6 +428,11 @@ class Sources:
     def repin(self, line: str, upstream: str) -> Pin:
         """Moves a pin to another upstream version offered by the suites, and records it."""
         old = self.pin(line)
+        if old.kind == "crate":
+            raise UserError(
+                f"{line} is a crate archive ({old.package} {old.upstream}); move it by editing "
+                f"its version, file and sha256 (from Cargo.lock) in {paths.PINS_FILE.name}"
+            )
         debian_version = self._debian_version_for(old.package, upstream, line)
         uris = self.apt.uris(old.package, debian_version)
         origs = [n for n in uris if ".orig." in n and not n.endswith(".asc")]

@@ -7,6 +7,10 @@ from tlsbench.variants import Variant
 
 TARGETS = {"x86_64": "linux-x86_64", "i686": "linux-x86"}
 
+# OpenSSL 1.1.1's Configure refuses these 3.0 options; its `make build_libs` builds neither
+# the apps nor the docs anyway, so leaving them out changes nothing that is built.
+UNKNOWN_TO_1_1_1 = ("no-apps", "no-docs")
+
 
 class OpensslRecipe:
     library = "openssl"
@@ -21,11 +25,14 @@ class OpensslRecipe:
             f"-D{name}" if value == "" else f"-D{name}={value}"
             for name, value in ctx.variant.macros.items()
         ]
+        configure = list(ctx.variant.configure)
+        if not (ctx.source / "VERSION.dat").exists():  # 3.0 introduced VERSION.dat
+            configure = [option for option in configure if option not in UNKNOWN_TO_1_1_1]
         ctx.log.step("Configure")
         ctx.run(
             [
                 "perl", str(ctx.source / "Configure"), TARGETS[ctx.variant.arch],
-                *ctx.variant.configure, f"--prefix={ctx.prefix}", "--libdir=lib",
+                *configure, f"--prefix={ctx.prefix}", "--libdir=lib",
                 f"--openssldir={ctx.prefix / 'ssl'}", *ctx.m32, *ctx.variant.cflags, *macros,
             ],
             cwd=ctx.tree,
