@@ -103,3 +103,25 @@ def test_a_report_out_that_is_a_directory_or_unwritable_is_bad_input(tmp_path: P
         assert proc.returncode == 2, proc.stderr
         assert message in proc.stderr, proc.stderr
         assert "Traceback" not in proc.stderr and "Errno" not in proc.stderr
+
+
+def test_build_quiet_prints_nothing_but_the_result_even_when_it_builds(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"  # empty: the null variant and its drivers are really built
+    proc = subprocess.run(
+        [str(paths.REPO / "tlsbench"), "build", "null", "--quiet"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TLSBENCH_CACHE": str(cache)},
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert list(cache.glob("builds/null-*/manifest.json")), "nothing was built"
+    assert proc.stderr == ""
+    assert proc.stdout.startswith("null: ") and len(proc.stdout.splitlines()) == 1
+
+
+def test_doctor_never_prints_none() -> None:
+    proc = tlsbench("doctor")
+    assert proc.returncode in (0, 1), proc.stderr  # 1: something is missing, said so
+    assert "None" not in proc.stdout and "Traceback" not in proc.stderr
+    assert "governor" in proc.stdout and "turbo" in proc.stdout
