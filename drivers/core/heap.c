@@ -48,7 +48,9 @@ static slot *table;
 static int table_failed;
 static tb_heap_counters counters[TB_SIDES];
 static tb_heap_counters process;
-tb_side tb_heap_current_side = TB_SIDE_HARNESS;
+/* Per thread: a thread a library starts is charged to the harness, never to whichever side
+ * the main thread happens to be serving. */
+_Thread_local tb_side tb_heap_current_side = TB_SIDE_HARNESS;
 static volatile int lock_word;
 
 static void lock(void) {
@@ -148,6 +150,16 @@ void *calloc(size_t n, size_t size) {
   return p;
 }
 
+/* A moving realloc holds the old and the new block at once while it copies: the peak
+ * must see both (live, which still holds the old block, plus the new size). */
+static void transient(size_t size) {
+  lock();
+  tb_heap_counters *c = &counters[tb_heap_current_side];
+  if (c->live + size > c->peak) c->peak = c->live + size;
+  if (process.live + size > process.peak) process.peak = process.live + size;
+  unlock();
+}
+
 void *realloc(void *old, size_t size) {
   if (old == NULL) return malloc(size);
   if (size == 0) {
@@ -156,6 +168,7 @@ void *realloc(void *old, size_t size) {
   }
   void *p = __libc_realloc(old, size);
   if (p != NULL) {
+    if (p != old) transient(size);
     forget(old);
     record(p, size);
   }

@@ -10,7 +10,7 @@
 #include "tlsbench/measure.h"
 
 const int tb_heap_accounting = 0;
-tb_side tb_heap_current_side = TB_SIDE_HARNESS;
+_Thread_local tb_side tb_heap_current_side = TB_SIDE_HARNESS;
 
 void tb_heap_get(tb_side side, tb_heap_counters *out) {
   (void)side;

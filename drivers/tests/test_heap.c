@@ -85,6 +85,21 @@ int main(void) {
   tb_heap_get(TB_SIDE_CLIENT, &c);
   EXPECT_EQ("client live all freed", c.live, 0);
 
+  /* A moving realloc holds old and new at once: the peak counts both. The blocker right
+   * after the block keeps glibc from growing it in place. */
+  tb_heap_reset_peak(TB_SIDE_CLIENT);
+  tb_heap_set_side(TB_SIDE_CLIENT);
+  void *grow = malloc(50000);
+  void *blocker = malloc(60000);
+  void *grown = realloc(grow, 100000);
+  tb_heap_set_side(TB_SIDE_HARNESS);
+  tb_heap_get(TB_SIDE_CLIENT, &c);
+  EXPECT_EQ("realloc moved", grown != grow, 1);
+  EXPECT_EQ("client live after moving realloc", c.live, 160000);
+  EXPECT_EQ("client peak holds old and new", c.peak, 210000);
+  free(grown);
+  free(blocker);
+
   free(b);
   free(e);
   free(h);

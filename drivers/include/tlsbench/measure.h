@@ -30,7 +30,7 @@ typedef struct tb_heap_counters {
 
 /* The side charged now. Set around every library call, so inline: the harness's cost is
  * part of every figure. */
-extern tb_side tb_heap_current_side;
+extern _Thread_local tb_side tb_heap_current_side;
 
 /* Sets the side charged from now on; returns the previous one (to restore it). */
 static inline tb_side tb_heap_set_side(tb_side side) {
