@@ -70,6 +70,7 @@ typedef struct tb_options {
    * every measurement; the runner never passes it. See tb_apply_fault (session.c). */
   const char *fault;
   const char *cert_dir;
+  tb_link_kind transport;
   int json;
   char ca_file[PATH_MAX];
   char server_chain[PATH_MAX], server_key[PATH_MAX];
@@ -100,7 +101,7 @@ typedef struct tb_run {
   const tb_options *opt;
   tb_config client_cfg, server_cfg;
   void *client_ctx, *server_ctx;
-  tb_memory_pair pair;
+  tb_link link; /* memory pair or loopback TCP (--transport) */
   char err[TB_ERR_LEN];
   char stage[96]; /* where it failed, e.g. "handshake (client)" */
   tb_negotiated client_neg, server_neg;

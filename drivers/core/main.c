@@ -75,6 +75,9 @@ static void usage(FILE *out) {
           "                           (server-tickets suite group sigalg version verify\n"
           "                           resume); never used in measurements\n"
           "  --cert-dir DIR           certificates from `tlsbench certs`\n"
+          "  --transport memory|tcp   what joins the two sides: in-memory queues (default)\n"
+          "                           or a loopback TCP connection (handshake resume records\n"
+          "                           bulk)\n"
           "  --record-size N          max plaintext per record (default: library's)\n"
           "  --payload N              bytes per record (records, bulk) or AEAD payload\n"
           "  --bytes N                bulk: application bytes per iteration\n"
@@ -168,6 +171,7 @@ static int parse_options(int argc, char **argv, tb_options *o) {
                                         {"aead", required_argument, 0, 'A'},
                                         {"cert-dir", required_argument, 0, 'd'},
                                         {"variant", required_argument, 0, 'v'},
+                                        {"transport", required_argument, 0, 'T'},
                                         {"json", no_argument, 0, 'j'},
                                         {"help", no_argument, 0, 'h'},
                                         {0, 0, 0, 0}};
@@ -261,6 +265,16 @@ static int parse_options(int argc, char **argv, tb_options *o) {
       case 'v':
         o->variant = optarg;
         break;
+      case 'T':
+        if (strcmp(optarg, "memory") == 0) {
+          o->transport = TB_LINK_MEMORY;
+        } else if (strcmp(optarg, "tcp") == 0) {
+          o->transport = TB_LINK_TCP;
+        } else {
+          fprintf(stderr, "tlsbench-driver: --transport must be memory or tcp, not %s\n", optarg);
+          return -1;
+        }
+        break;
       case 'j':
         o->json = 1;
         break;
@@ -285,6 +299,13 @@ static int parse_options(int argc, char **argv, tb_options *o) {
   }
   if (known < 0) {
     fprintf(stderr, "tlsbench-driver: unknown scenario %s\n", o->scenario);
+    return -1;
+  }
+  if (o->transport == TB_LINK_TCP && !needs_tls(o->scenario)) {
+    fprintf(stderr,
+            "tlsbench-driver: --transport tcp is for handshake, resume, records and "
+            "bulk; %s has no connection\n",
+            o->scenario);
     return -1;
   }
   if (o->iterations < 0) o->iterations = default_iterations[known];
@@ -390,6 +411,8 @@ static void write_params(tb_json *j, const tb_options *o) {
   tb_json_str(j, "aead", o->aead);
   tb_json_i64(j, "iterations", o->iterations);
   tb_json_i64(j, "warmup", o->warmup);
+  /* Only when not the default, so that memory-pair points keep their stored params. */
+  if (o->transport == TB_LINK_TCP) tb_json_str(j, "transport", "tcp");
   tb_json_object_end(j);
 }
 

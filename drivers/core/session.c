@@ -1,4 +1,4 @@
-/* Contexts, connections and handshakes over the memory pair, and the checks on them. */
+/* Contexts, connections and handshakes over the run's link (memory pair or TCP), and the checks. */
 #include <stdio.h>
 #include <string.h>
 
@@ -126,10 +126,8 @@ int tb_setup_contexts(tb_run *r, int resumption) {
   fill_config(r, &r->client_cfg, TB_CLIENT, resumption);
   int fault = apply_fault(r);
   if (fault != TB_EXIT_OK) return fault;
-  if (tb_memory_pair_init(&r->pair) != 0) {
-    snprintf(r->err, sizeof(r->err), "out of memory for the transport queues");
+  if (tb_link_init(&r->link, r->opt->transport, r->err, sizeof(r->err)) != 0)
     return tb_fail_stage(r, TB_EXIT_ERROR, "transport");
-  }
   tb_heap_counters c;
   tb_heap_get(TB_SIDE_SERVER, &c);
   r->heap_server.start = c.live;
@@ -155,20 +153,21 @@ void tb_teardown(tb_run *r) {
   if (r->client_ctx) TB_ON(TB_SIDE_CLIENT, (r->ad->ctx_free(r->client_ctx), TB_OK));
   if (r->server_ctx) TB_ON(TB_SIDE_SERVER, (r->ad->ctx_free(r->server_ctx), TB_OK));
   r->client_ctx = r->server_ctx = NULL;
-  tb_memory_pair_free(&r->pair);
+  tb_link_free(&r->link);
 }
 
 int tb_connect(tb_run *r, void *session, tb_conn_pair *conns, uint64_t *client_ns,
                uint64_t *server_ns) {
   memset(conns, 0, sizeof(*conns));
-  tb_memory_pair_reset(&r->pair);
-  tb_status st =
-      TB_ON_TIMED(TB_SIDE_SERVER, server_ns,
-                  r->ad->conn_new(r->server_ctx, &r->pair.server, NULL, &conns->server, r->err));
+  if (tb_link_reset(&r->link, r->err, sizeof(r->err)) != 0)
+    return tb_fail_stage(r, TB_EXIT_ERROR, "transport");
+  tb_status st = TB_ON_TIMED(
+      TB_SIDE_SERVER, server_ns,
+      r->ad->conn_new(r->server_ctx, tb_link_transport(&r->link, 1), NULL, &conns->server, r->err));
   if (st != TB_OK) return tb_fail_stage(r, status_exit(st), "connection (server)");
-  st =
-      TB_ON_TIMED(TB_SIDE_CLIENT, client_ns,
-                  r->ad->conn_new(r->client_ctx, &r->pair.client, session, &conns->client, r->err));
+  st = TB_ON_TIMED(TB_SIDE_CLIENT, client_ns,
+                   r->ad->conn_new(r->client_ctx, tb_link_transport(&r->link, 0), session,
+                                   &conns->client, r->err));
   if (st != TB_OK) return tb_fail_stage(r, status_exit(st), "connection (client)");
 
   int client_done = 0, server_done = 0;
@@ -245,8 +244,8 @@ static int check_side(tb_run *r, const char *side, const tb_negotiated *n, int v
 /* Without resumption nothing may follow the handshake: a byte left in flight either way is
  * a NewSessionTicket (or another post-handshake message) that was meant to be off. */
 static int check_quiet(tb_run *r) {
-  size_t to_client = tb_queue_len(&r->pair.to_client);
-  size_t to_server = tb_queue_len(&r->pair.to_server);
+  size_t to_client = tb_link_in_flight(&r->link, 0);
+  size_t to_server = tb_link_in_flight(&r->link, 1);
   if (to_client == 0 && to_server == 0) return TB_EXIT_OK;
   snprintf(r->err, sizeof(r->err),
            "%zu bytes in flight to the client and %zu to the server after the handshake: a "
@@ -291,7 +290,7 @@ int tb_transfer(tb_run *r, tb_conn_pair *conns, int to_server, const unsigned ch
     if (send_ticks) tb_collect(from);
     if (st != TB_OK && st != TB_WANT_IO) return tb_fail_stage(r, status_exit(st), "write");
     if (st == TB_WANT_IO && done == 0) {
-      snprintf(r->err, sizeof(r->err), "write wants I/O on an unbounded memory queue");
+      snprintf(r->err, sizeof(r->err), "write accepted nothing (transport full)");
       return tb_fail_stage(r, TB_EXIT_HANDSHAKE, "write");
     }
     sent += done;

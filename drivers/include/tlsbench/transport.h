@@ -1,11 +1,13 @@
 /*
  * Transports: what connects a client and a server. Adapters see only tb_transport
- * (driver.h); the core creates them. The memory pair runs both sides in one thread;
- * sockets will implement the same interface.
+ * (driver.h); the core creates them. A link joins one client and one server: the memory
+ * pair (two byte queues) or the loopback TCP pair (a real socket), both driven from one
+ * thread; the core talks only to the link.
  */
 #ifndef TLSBENCH_TRANSPORT_H
 #define TLSBENCH_TRANSPORT_H
 
+#include <netinet/in.h>
 #include <stddef.h>
 
 #include "tlsbench/driver.h"
@@ -28,5 +30,38 @@ int tb_memory_pair_init(tb_memory_pair *pair);
 void tb_memory_pair_reset(tb_memory_pair *pair);
 void tb_memory_pair_free(tb_memory_pair *pair);
 size_t tb_queue_len(const tb_queue *q);
+
+/* A TCP connection on 127.0.0.1 (listening socket kept, one accepted connection per
+ * tlsbench connection); both ends non-blocking. */
+typedef struct tb_tcp_pair {
+  int listen_fd, client_fd, server_fd;
+  struct sockaddr_in addr;
+  tb_transport client, server;
+} tb_tcp_pair;
+
+int tb_tcp_pair_init(tb_tcp_pair *pair, char *err, size_t errlen);
+/* Closes the previous connection and opens a fresh one. */
+int tb_tcp_pair_reset(tb_tcp_pair *pair, char *err, size_t errlen);
+/* Bytes received by one end and not yet read by its library. */
+size_t tb_tcp_pair_in_flight(const tb_tcp_pair *pair, int to_server);
+void tb_tcp_pair_free(tb_tcp_pair *pair);
+
+typedef enum tb_link_kind { TB_LINK_MEMORY = 0, TB_LINK_TCP = 1 } tb_link_kind;
+
+/* What joins the two sides of a run. */
+typedef struct tb_link {
+  tb_link_kind kind;
+  tb_memory_pair memory;
+  tb_tcp_pair tcp;
+} tb_link;
+
+int tb_link_init(tb_link *link, tb_link_kind kind, char *err, size_t errlen);
+/* Readies the link for the next connection (memory: empty queues; TCP: a new connection). */
+int tb_link_reset(tb_link *link, char *err, size_t errlen);
+/* The transport the given side's connection reads and writes (server != 0: the server's). */
+const tb_transport *tb_link_transport(tb_link *link, int server);
+/* Bytes sent towards one side that it has not read yet. */
+size_t tb_link_in_flight(const tb_link *link, int to_server);
+void tb_link_free(tb_link *link);
 
 #endif /* TLSBENCH_TRANSPORT_H */

@@ -1,0 +1,52 @@
+"""The loopback TCP transport: the same scenarios and checks as the memory pair, over a
+real socket (one process, a fresh 127.0.0.1 connection per tlsbench connection)."""
+
+from __future__ import annotations
+
+import pytest
+
+from drivers import run_driver
+
+LIBRARIES = [
+    "null",
+    "mbedtls-3.6.6",
+    "mbedtls-2.28.x",
+    "wolfssl-5.7.2",
+    "openssl-3.5.x",
+    "openssl-system",
+    "gnutls-3.8.x",
+    "gnutls-system",
+]
+
+
+@pytest.mark.parametrize("spec", LIBRARIES)
+def test_scenarios_run_over_tcp_with_every_check(spec: str, build_of) -> None:
+    tls = "1.2" if spec == "mbedtls-2.28.x" else "1.3"
+    for scenario in ["handshake", "resume", "records", "bulk"]:
+        if spec == "null" and scenario == "resume":
+            continue  # the baseline has no sessions
+        extra = ["--bytes", "1048576"] if scenario == "bulk" else []
+        run = run_driver(build_of(spec), scenario, "--tls", tls, "--transport", "tcp",
+                         "--iterations", "3", "--warmup", "1", *extra)  # fmt: skip
+        assert run.code == 0, (spec, scenario, run.stderr)
+        assert run.output is not None
+        assert run.output["params"]["transport"] == "tcp"
+        assert run.output["samples"], (spec, scenario)
+
+
+@pytest.mark.parametrize("spec", ["openssl-system", "gnutls-system", "wolfssl-5.7.2"])
+def test_a_ticket_left_on_the_socket_is_seen(spec: str, build_of) -> None:
+    """The no-tickets check reads the socket's receive queue (FIONREAD) over TCP."""
+    run = run_driver(build_of(spec), "handshake", "--transport", "tcp", "--iterations", "2",
+                     "--warmup", "0", "--fault", "server-tickets")  # fmt: skip
+    assert run.code == 4, run.stderr
+    assert "bytes in flight to the client" in run.stderr
+
+
+def test_tcp_is_refused_where_there_is_no_connection(build_of) -> None:
+    run = run_driver(build_of("null"), "aead", "--transport", "tcp")
+    assert run.code == 2
+    assert "--transport tcp is for handshake" in run.stderr
+    run = run_driver(build_of("null"), "handshake", "--transport", "udp")
+    assert run.code == 2
+    assert "--transport must be memory or tcp" in run.stderr
