@@ -236,7 +236,7 @@ def test_only_filters_points() -> None:
         experiments.only(exp.points, ["color=red"])
     # A filter that matches nothing says what the experiment has for that key.
     with pytest.raises(
-        UserError, match=r"leaves no point .* variant: .*null, openssl-1\.1\.1w, openssl-3\.5\.x"
+        UserError, match=r"leaves no point .* variant: .*\bnull, .*\bopenssl-3\.5\.x\b"
     ):
         experiments.only(exp.points, ["variant=opensl-3.5.x"])
 
