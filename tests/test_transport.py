@@ -50,3 +50,28 @@ def test_tcp_is_refused_where_there_is_no_connection(build_of) -> None:
     run = run_driver(build_of("null"), "handshake", "--transport", "udp")
     assert run.code == 2
     assert "--transport must be memory or tcp" in run.stderr
+
+
+@pytest.mark.parametrize("transport", ["memory", "tcp"])
+def test_wire_figures_of_a_handshake(transport: str, build_of) -> None:
+    """Round trips and the ClientHello's size, read from the records each side sent."""
+    build = build_of("openssl-3.5.x")
+    sizes = {}
+    for group in ["x25519", "X25519MLKEM768"]:
+        run = run_driver(build, "resume", "--group", group, "--transport", transport,
+                         "--iterations", "2", "--warmup", "0")  # fmt: skip
+        assert run.code == 0, run.stderr
+        wire = run.output["wire"]
+        assert wire["full"]["round_trips"] == 1 and wire["resumed"]["round_trips"] == 1
+        assert wire["full"]["client"]["flights_sent"] == 2  # ClientHello, then Finished
+        assert wire["full"]["server"]["records_sent"] >= 2
+        # Resumption sends no certificate.
+        assert wire["resumed"]["server"]["bytes_sent"] < wire["full"]["server"]["bytes_sent"]
+        sizes[group] = wire["full"]["client_hello_bytes"]
+    # The hybrid key share carries an ML-KEM-768 encapsulation key (1184 bytes) beside the
+    # X25519 share; other extensions differ by a few bytes (seen: +1176 in all).
+    assert sizes["X25519MLKEM768"] - sizes["x25519"] >= 1100, sizes
+    run = run_driver(build_of("mbedtls-2.28.x"), "handshake", "--tls", "1.2", "--transport",
+                     transport, "--iterations", "1", "--warmup", "0")  # fmt: skip
+    assert run.code == 0, run.stderr
+    assert run.output["wire"]["full"]["round_trips"] == 2  # TLS 1.2: two server flights

@@ -96,6 +96,14 @@ typedef struct tb_heap_report {
   uint64_t handshake_allocs;
 } tb_heap_report;
 
+/* What one handshake put on the wire (session.c), and the client's round trips until it
+ * could send application data. */
+typedef struct tb_wire_report {
+  int valid;
+  tb_wire wire;
+  uint64_t client_rtt;
+} tb_wire_report;
+
 typedef struct tb_run {
   const tb_adapter *ad;
   const tb_options *opt;
@@ -107,6 +115,7 @@ typedef struct tb_run {
   tb_negotiated client_neg, server_neg;
   int have_negotiated;
   tb_heap_report heap_client, heap_server;
+  tb_wire_report wire_full, wire_resumed;
   /* A later (warm) connection on the same contexts: what each further connection costs. */
   tb_heap_report heap_client_warm, heap_server_warm;
   tb_heap_counters heap_global;

@@ -502,6 +502,31 @@ static void write_side_heap(tb_json *j, const char *key, const tb_heap_report *h
   tb_json_object_end(j);
 }
 
+static void write_wire_side(tb_json *j, const char *key, const tb_wire_side *w) {
+  tb_json_object(j, key);
+  tb_json_u64(j, "bytes_sent", w->bytes);
+  tb_json_u64(j, "records_sent", w->records);
+  tb_json_u64(j, "flights_sent", w->flights);
+  tb_json_object_end(j);
+}
+
+/* Bytes, records and flights per side of the first full and first resumed handshake. */
+static void write_wire(tb_json *j, const tb_run *r) {
+  const tb_wire_report *reports[2] = {&r->wire_full, &r->wire_resumed};
+  const char *keys[2] = {"full", "resumed"};
+  tb_json_object(j, "wire");
+  for (int i = 0; i < 2; i++) {
+    if (!reports[i]->valid) continue;
+    tb_json_object(j, keys[i]);
+    write_wire_side(j, "client", &reports[i]->wire.client);
+    write_wire_side(j, "server", &reports[i]->wire.server);
+    tb_json_u64(j, "client_hello_bytes", reports[i]->wire.client.first_record);
+    tb_json_u64(j, "round_trips", reports[i]->client_rtt);
+    tb_json_object_end(j);
+  }
+  tb_json_object_end(j);
+}
+
 static void write_heap(tb_json *j, const tb_run *r) {
   if (!tb_heap_accounting) {
     tb_json_null(j, "heap"); /* the timing driver: heap is measured by tlsbench-driver-heap */
@@ -663,6 +688,7 @@ int main(int argc, char **argv) {
   tb_json_str(&j, "collect", tb_collect_mode());
   if (code == TB_EXIT_OK) {
     write_negotiated(&j, &run);
+    if (run.wire_full.valid) write_wire(&j, &run);
     write_heap(&j, &run);
     write_samples(&j, &run);
   } else {

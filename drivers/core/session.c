@@ -163,14 +163,15 @@ int tb_connect(tb_run *r, void *session, tb_conn_pair *conns, uint64_t *client_n
     return tb_fail_stage(r, TB_EXIT_ERROR, "transport");
   tb_status st = TB_ON_TIMED(
       TB_SIDE_SERVER, server_ns,
-      r->ad->conn_new(r->server_ctx, tb_link_transport(&r->link, 1), NULL, &conns->server, r->err));
+      r->ad->conn_new(r->server_ctx, &r->link.counted[1], NULL, &conns->server, r->err));
   if (st != TB_OK) return tb_fail_stage(r, status_exit(st), "connection (server)");
-  st = TB_ON_TIMED(TB_SIDE_CLIENT, client_ns,
-                   r->ad->conn_new(r->client_ctx, tb_link_transport(&r->link, 0), session,
-                                   &conns->client, r->err));
+  st = TB_ON_TIMED(
+      TB_SIDE_CLIENT, client_ns,
+      r->ad->conn_new(r->client_ctx, &r->link.counted[0], session, &conns->client, r->err));
   if (st != TB_OK) return tb_fail_stage(r, status_exit(st), "connection (client)");
 
   int client_done = 0, server_done = 0;
+  uint64_t client_rtt = 0;
   for (int round = 0; !(client_done && server_done); round++) {
     if (round == MAX_HANDSHAKE_ROUNDS) {
       snprintf(r->err, sizeof(r->err), "no progress after %d rounds", MAX_HANDSHAKE_ROUNDS);
@@ -180,6 +181,9 @@ int tb_connect(tb_run *r, void *session, tb_conn_pair *conns, uint64_t *client_n
       st = TB_ON_TIMED(TB_SIDE_CLIENT, client_ns, r->ad->handshake(conns->client, r->err));
       if (st == TB_OK) {
         client_done = 1;
+        /* The client may send application data now: each server flight it waited for is
+         * one round trip (1 for TLS 1.3, 2 with a HelloRetryRequest or in TLS 1.2). */
+        client_rtt = r->link.wire.server.flights;
       } else if (st != TB_WANT_IO) {
         return tb_fail_stage(r, status_exit(st), "handshake (client)");
       }
@@ -193,6 +197,9 @@ int tb_connect(tb_run *r, void *session, tb_conn_pair *conns, uint64_t *client_n
       }
     }
   }
+  /* The first full and the first resumed handshake's wire figures (all are alike). */
+  tb_wire_report *w = session ? &r->wire_resumed : &r->wire_full;
+  if (!w->valid) *w = (tb_wire_report){1, r->link.wire, client_rtt};
   return TB_EXIT_OK;
 }
 

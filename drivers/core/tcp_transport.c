@@ -102,9 +102,56 @@ void tb_tcp_pair_free(tb_tcp_pair *p) {
 
 /* ------------------------------------------------------------------------- links */
 
+/* Counts one side's sent bytes into records and flights (harness arithmetic, no
+ * allocation: the same in the timed and the heap driver). */
+static void count_sent(tb_link *link, int server, const unsigned char *buf, size_t len) {
+  tb_wire_side *w = server ? &link->wire.server : &link->wire.client;
+  int sender = server ? 2 : 1;
+  if (link->wire.last_sender != sender) w->flights++;
+  link->wire.last_sender = sender;
+  w->bytes += len;
+  for (size_t i = 0; i < len;) {
+    if (w->body_left > 0) {
+      size_t take = len - i < w->body_left ? len - i : w->body_left;
+      w->body_left -= take;
+      i += take;
+      continue;
+    }
+    w->header[w->header_have++] = buf[i++];
+    if (w->header_have == 5) {
+      w->body_left = ((size_t)w->header[3] << 8) | w->header[4];
+      w->header_have = 0;
+      if (w->records++ == 0) w->first_record = 5 + w->body_left;
+    }
+  }
+}
+
+static long counted_send(tb_link *link, int server, const unsigned char *buf, size_t len) {
+  const tb_transport *inner = tb_link_transport(link, server);
+  long n = inner->send(inner->io, buf, len);
+  if (n > 0) count_sent(link, server, buf, (size_t)n);
+  return n;
+}
+static long client_send(void *io, const unsigned char *buf, size_t len) {
+  return counted_send(io, 0, buf, len);
+}
+static long server_send(void *io, const unsigned char *buf, size_t len) {
+  return counted_send(io, 1, buf, len);
+}
+static long client_recv(void *io, unsigned char *buf, size_t len) {
+  const tb_transport *inner = tb_link_transport(io, 0);
+  return inner->recv(inner->io, buf, len);
+}
+static long server_recv(void *io, unsigned char *buf, size_t len) {
+  const tb_transport *inner = tb_link_transport(io, 1);
+  return inner->recv(inner->io, buf, len);
+}
+
 int tb_link_init(tb_link *link, tb_link_kind kind, char *err, size_t errlen) {
   memset(link, 0, sizeof(*link));
   link->kind = kind;
+  link->counted[0] = (tb_transport){link, client_send, client_recv};
+  link->counted[1] = (tb_transport){link, server_send, server_recv};
   link->tcp.listen_fd = link->tcp.client_fd = link->tcp.server_fd = -1;
   if (kind == TB_LINK_TCP) return tb_tcp_pair_init(&link->tcp, err, errlen);
   if (tb_memory_pair_init(&link->memory) != 0) {
@@ -115,6 +162,7 @@ int tb_link_init(tb_link *link, tb_link_kind kind, char *err, size_t errlen) {
 }
 
 int tb_link_reset(tb_link *link, char *err, size_t errlen) {
+  memset(&link->wire, 0, sizeof(link->wire));
   if (link->kind == TB_LINK_TCP) return tb_tcp_pair_reset(&link->tcp, err, errlen);
   tb_memory_pair_reset(&link->memory);
   return 0;

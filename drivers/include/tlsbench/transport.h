@@ -9,6 +9,7 @@
 
 #include <netinet/in.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "tlsbench/driver.h"
 
@@ -46,6 +47,20 @@ int tb_tcp_pair_reset(tb_tcp_pair *pair, char *err, size_t errlen);
 size_t tb_tcp_pair_in_flight(const tb_tcp_pair *pair, int to_server);
 void tb_tcp_pair_free(tb_tcp_pair *pair);
 
+/* What one side put on the wire during one connection: bytes, TLS records (counted from
+ * the 5-byte record headers in the stream), flights (runs of sends not interrupted by the
+ * peer sending) and the size of its first record (the client's: the ClientHello). */
+typedef struct tb_wire_side {
+  uint64_t bytes, records, flights, first_record;
+  unsigned char header[5];
+  size_t header_have, body_left;
+} tb_wire_side;
+
+typedef struct tb_wire {
+  tb_wire_side client, server;
+  int last_sender; /* 0 none yet, 1 client, 2 server */
+} tb_wire;
+
 typedef enum tb_link_kind { TB_LINK_MEMORY = 0, TB_LINK_TCP = 1 } tb_link_kind;
 
 /* What joins the two sides of a run. */
@@ -53,6 +68,8 @@ typedef struct tb_link {
   tb_link_kind kind;
   tb_memory_pair memory;
   tb_tcp_pair tcp;
+  tb_wire wire;            /* of the current connection; zeroed by tb_link_reset */
+  tb_transport counted[2]; /* what adapters get: [0] client, [1] server */
 } tb_link;
 
 int tb_link_init(tb_link *link, tb_link_kind kind, char *err, size_t errlen);
