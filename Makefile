@@ -74,3 +74,4 @@ bench: deps venv
 	$(VENV)/bin/python bench/harness_overhead.py
 	$(VENV)/bin/python bench/aead_vs_openssl_speed.py
 	$(VENV)/bin/python bench/self_compare.py
+	$(VENV)/bin/python bench/openssl_generations.py

@@ -18,7 +18,14 @@ from tlsbench.drive import driver_command
 
 pytestmark = pytest.mark.slow
 
-ORACLE_VARIANTS = ["null", "mbedtls-3.6.6", "openssl-3.5.x", "wolfssl-5.7.2", "gnutls-3.8.x"]
+ORACLE_VARIANTS = [
+    "null",
+    "mbedtls-3.6.6",
+    "openssl-3.5.x",
+    "wolfssl-5.7.2",
+    "gnutls-3.8.x",
+    "openssl-1.1.1w",
+]
 
 
 def massif_peak(command: list[str], out: Path) -> int:
