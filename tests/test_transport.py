@@ -14,6 +14,7 @@ LIBRARIES = [
     "wolfssl-5.7.2",
     "openssl-3.5.x",
     "openssl-system",
+    "openssl-1.1.1w",
     "gnutls-3.8.x",
     "gnutls-system",
 ]
