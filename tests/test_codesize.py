@@ -1,0 +1,31 @@
+"""Code size: real minimal client/server programs linked against real builds."""
+
+from __future__ import annotations
+
+import pytest
+
+from tlsbench import codesize
+from tlsbench.errors import UserError
+
+
+def test_mbedtls_client_and_server_sizes_are_measured(build_of) -> None:
+    build = build_of("mbedtls-2.28.x")
+    rows = codesize.as_rows(build, codesize.measure(build))
+    assert [r["role"] for r in rows] == ["client", "server"]
+    for row in rows:
+        assert row["target"] == "x86-64"
+        # A TLS stack with X.509 and a handshake is far more than an empty program's ~2 kB.
+        assert row["text"] > 100_000
+        assert row["total"] == row["text"] + row["data"] + row["bss"]
+
+
+def test_wolfssl_sizes_are_measured(build_of) -> None:
+    build = build_of("wolfssl-5.7.2")
+    sizes = codesize.measure(build)
+    assert {s.role for s in sizes} == {"client", "server"}
+    assert all(s.text > 100_000 for s in sizes)
+
+
+def test_a_library_without_a_size_program_is_refused(build_of) -> None:
+    with pytest.raises(UserError, match="code size is measured for mbedtls, wolfssl"):
+        codesize.measure(build_of("null"))
