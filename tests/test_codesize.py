@@ -29,3 +29,22 @@ def test_wolfssl_sizes_are_measured(build_of) -> None:
 def test_a_library_without_a_size_program_is_refused(build_of) -> None:
     with pytest.raises(UserError, match="code size is measured for mbedtls, wolfssl"):
         codesize.measure(build_of("null"))
+
+
+def test_cli_prints_a_row_per_role_and_refuses_other_libraries() -> None:
+    import subprocess
+
+    from tlsbench import paths
+
+    tool = str(paths.REPO / "tlsbench")
+    done = subprocess.run(
+        [tool, "code-size", "--quiet", "mbedtls-2.28.x"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].split() == ["variant", "target", "role", "text", "data", "bss"]
+    assert [line.split()[2] for line in lines[1:]] == ["client", "server"]
+    refused = subprocess.run([tool, "code-size", "null"], capture_output=True, text=True)
+    assert refused.returncode == 2
+    assert "mbedtls and wolfssl" in refused.stderr
+    assert "Traceback" not in refused.stderr

@@ -35,6 +35,40 @@ def cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_code_size(args: argparse.Namespace) -> int:
+    from tlsbench import codesize
+    from tlsbench.build import Builder
+    from tlsbench.variants import Catalog
+
+    catalog = Catalog()
+    if args.variants:
+        variants = [catalog.resolve(spec) for spec in args.variants]  # all checked first
+    else:
+        defaults = [catalog.resolve(spec) for spec in catalog.defaults]
+        variants = [v for v in defaults if codesize.supported(v.library)]
+    for variant in variants:
+        if not codesize.supported(variant.library):
+            raise UserError(
+                f"{variant.name}: code size is measured for mbedtls and wolfssl variants only"
+            )
+    builder = Builder(quiet=args.quiet)
+    rows = []
+    for variant in variants:
+        build = builder.build(variant)
+        rows += codesize.as_rows(build, codesize.measure(build))
+    if args.json:
+        json.dump(rows, sys.stdout, indent=2)
+        print()
+        return 0
+    print(f"{'variant':<28} {'target':<7} {'role':<7} {'text':>9} {'data':>8} {'bss':>8}")
+    for r in rows:
+        print(
+            f"{r['variant']:<28} {r['target']:<7} {r['role']:<7} "
+            f"{r['text']:>9} {r['data']:>8} {r['bss']:>8}"
+        )
+    return 0
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     from tlsbench.variants import Catalog
 
@@ -291,6 +325,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "drive": cmd_drive,
     "certs": cmd_certs,
     "build": cmd_build,
+    "code-size": cmd_code_size,
     "list": cmd_list,
     "doctor": cmd_doctor,
     "sources": cmd_sources,
@@ -338,6 +373,18 @@ def parser() -> argparse.ArgumentParser:
     )
     build.add_argument("--json", action="store_true", help="print a JSON description per variant")
     build.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+
+    size = verb(
+        "code-size",
+        "Bytes (text/data/bss) a minimal TLS client and server link, per variant",
+        "Each role's program is linked with section garbage collection against the "
+        "variant's archives (mbedTLS and wolfSSL variants).",
+    )
+    size.add_argument(
+        "variants", nargs="*", metavar="VARIANT", help="default: the mbedTLS/wolfSSL defaults"
+    )
+    size.add_argument("--json", action="store_true", help="print one JSON row per role")
+    size.add_argument("--quiet", action="store_true", help="no build progress lines on stderr")
 
     drive = verb(
         "drive",
