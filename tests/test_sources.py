@@ -213,6 +213,27 @@ def test_a_crate_that_is_not_the_pinned_one_is_rejected(tmp_path: Path) -> None:
     assert _trees(tmp_path) == []
 
 
+def test_without_cargo_a_crate_comes_from_the_sparse_index_checked_against_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Debian 12's cargo reads the index only through git, which is not reachable: with no
+    # cargo on PATH, tlsbench fetches as cargo would, over crates.io's sparse index.
+    import tlsbench.sources as sources_module
+
+    real_which = shutil.which
+    monkeypatch.setattr(
+        sources_module.shutil, "which", lambda name: None if name == "cargo" else real_which(name)
+    )
+    pin = load_pins()["openssl-1.1.1w"]
+    assert Sources(cache=tmp_path / "a").archive(pin.line).name == pin.file
+    assert sha256_of(tmp_path / "a" / "archives" / pin.file) == pin.sha256
+    wrong = Pin(pin.line, pin.library, pin.package, pin.upstream, pin.file, "0" * 64,
+                kind="crate", subdir="openssl")  # fmt: skip
+    with pytest.raises(UserError, match="index gives openssl-src 111.28.2.1.1.1w the sha256"):
+        Sources(cache=tmp_path / "b", pins={pin.line: wrong}).archive(pin.line)
+    assert not list((tmp_path / "b").rglob("*.crate"))
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [('kind = "git"', "kind must be one of debian, crate"),

@@ -6,8 +6,9 @@ reads only `sources/debian-src.list`. Only the upstream `.orig` archive is used 
 patches are not applied).
 
 Crate archives (`kind = "crate"`, for libraries Debian does not ship or no longer ships, whose
-C sources a crate bundles) are fetched with cargo into a private CARGO_HOME under the cache;
-cargo checks them against the registry index, and tlsbench against the pin.
+C sources a crate bundles) are fetched with cargo into a private CARGO_HOME under the cache
+(or, with no cargo installed, straight from crates.io's sparse index, checked against the
+index's checksum); the registry checks them against its index, and tlsbench against the pin.
 
 Either way the archive is checked against the sha256 pinned in `sources/pins.toml` before
 anything unpacks it.
@@ -38,6 +39,10 @@ PIN_KINDS = ("debian", "crate")
 
 # apt's lists are refreshed when older than this, or when a pinned version is not found.
 APT_LISTS_MAX_AGE_S = 24 * 3600
+
+# crates.io's sparse index and download endpoint (used when no cargo is installed).
+CRATES_INDEX = "https://index.crates.io"
+CRATES_DOWNLOAD = "https://static.crates.io/crates"
 
 
 @dataclass(frozen=True)
@@ -310,11 +315,11 @@ class Sources:
         version, with its own CARGO_HOME under the cache so the user's is never touched.
         """
         if shutil.which("cargo") is None:
-            raise UserError(
-                f"cargo is not installed; {pin.line} is a crate archive and tlsbench fetches "
-                "crates with cargo (Debian package `cargo`)",
-                exit_code=1,
-            )
+            # Debian 12's cargo (0.66) reads the registry index only through git, which is
+            # not reachable here; without a cargo on PATH, fetch as cargo would over the
+            # sparse index.
+            self._fetch_crate_from_registry(pin, dest)
+            return
         home = self.cache / "cargo"
         project = home / "fetch" / pin.file.removesuffix(".crate")
         project.mkdir(parents=True, exist_ok=True)
@@ -348,6 +353,49 @@ class Sources:
         tmp = dest.with_name(dest.name + f".part-{os.getpid()}")
         shutil.copyfile(found[0], tmp)
         tmp.rename(dest)
+
+    def _fetch_crate_from_registry(self, pin: Pin, dest: Path) -> None:
+        """Fetches one crate archive from crates.io's sparse index and download endpoint.
+
+        The index entry's checksum must equal the pin (else the pin is wrong for that
+        version, and the message says so), and `archive` then hashes the file itself.
+        """
+        import json
+
+        name = pin.package.lower()
+        prefix = (
+            f"{len(name)}/{name}"
+            if len(name) <= 2
+            else f"3/{name[0]}/{name}"
+            if len(name) == 3
+            else f"{name[:2]}/{name[2:4]}/{name}"
+        )
+        version = pin.upstream
+        try:
+            with urllib.request.urlopen(f"{CRATES_INDEX}/{prefix}", timeout=60) as response:
+                entries = [json.loads(line) for line in response.read().splitlines() if line]
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            raise UserError(
+                f"could not read the crates.io index entry of {pin.package} (pinned for "
+                f"{pin.line}): {exc}; check the network, or install a current cargo",
+                exit_code=1,
+            ) from exc
+        entry = next((e for e in entries if e.get("vers") == version), None)
+        if entry is None:
+            raise UserError(
+                f"crates.io has no {pin.package} {version} (pinned for {pin.line}); fix the "
+                f"pin in {paths.PINS_FILE.name}",
+                exit_code=1,
+            )
+        if entry.get("cksum") != pin.sha256:
+            raise UserError(
+                f"the crates.io index gives {pin.package} {version} the sha256 "
+                f"{entry.get('cksum')}, but {paths.PINS_FILE.name} pins {pin.sha256}; "
+                "fix the pin",
+                exit_code=1,
+            )
+        url = f"{CRATES_DOWNLOAD}/{pin.package}/{pin.package}-{version}.crate"
+        self._download(url, dest, pin.package, version)
 
     def verify(self, path: Path, pin: Pin) -> None:
         """Hashes the archive in full against the pinned sha256.
