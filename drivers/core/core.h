@@ -35,7 +35,7 @@ const tb_name *tb_name_find(const tb_name *table, const char *name);
 
 int tb_fault_known(const char *name);
 
-#define TB_N_SCENARIOS 6
+#define TB_N_SCENARIOS 7
 extern const char *const tb_scenario_names[TB_N_SCENARIOS];
 
 /* Ranges of the numeric options (also declared by `info --json`). Record sizes: RFC 8449's
@@ -71,6 +71,14 @@ typedef struct tb_options {
   const char *fault;
   const char *cert_dir;
   tb_link_kind transport;
+  /* peer: this process is one side (--role), the other is in another process. */
+  tb_role role;
+  const char *connect;   /* client: HOST:PORT of the server */
+  const char *listen;    /* server: HOST:PORT to listen on (port 0: the kernel's choice) */
+  const char *port_file; /* server: where the listening port is written once it listens */
+  long peer_timeout;     /* seconds without progress before the connection fails */
+  int peer_resume;       /* connections after the first resume the previous session */
+  int peer_kind_tlsbench; /* client: the server is a tlsbench driver (check every byte) */
   int json;
   char ca_file[PATH_MAX];
   char server_chain[PATH_MAX], server_key[PATH_MAX];
@@ -124,6 +132,8 @@ typedef struct tb_run {
   const char *warnings[TB_MAX_WARNINGS];
   int n_warnings;
   double tsc_hz;
+  unsigned peer_port;          /* peer server: the port it listened on */
+  uint64_t peer_bytes_received; /* peer: bytes received during the first handshake */
   tb_json *extra_json; /* scenario-specific output (aead results) written by the scenario */
 } tb_run;
 
@@ -145,6 +155,11 @@ int tb_transfer(tb_run *r, tb_conn_pair *conns, int to_server, const unsigned ch
                 size_t len, unsigned char *scratch, uint64_t *send_ticks, uint64_t *recv_ticks,
                 uint64_t *send_allocs, uint64_t *recv_allocs);
 int tb_fail_stage(tb_run *r, int code, const char *stage);
+/* One side's configuration from the options (certificates, the pinned offer). */
+void tb_fill_config(tb_run *r, tb_config *cfg, tb_role role, int resumption);
+/* Checks one side's read-back parameters against the request. */
+int tb_check_side(tb_run *r, const char *side, const tb_negotiated *n, int verifies,
+                  int expect_resumed);
 
 /* scenarios.c */
 int tb_scenario_handshake(tb_run *r);
@@ -153,6 +168,8 @@ int tb_scenario_records(tb_run *r);
 int tb_scenario_bulk(tb_run *r);
 int tb_scenario_aead(tb_run *r, tb_json *j);
 int tb_scenario_info(tb_run *r, tb_json *j);
+/* peer.c: one side here, the other in another process over TCP. */
+int tb_scenario_peer(tb_run *r);
 
 /* series helpers (main.c) */
 tb_series *tb_series_get(tb_run *r, const char *name, const char *unit);

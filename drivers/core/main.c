@@ -60,7 +60,7 @@ void tb_warn(tb_run *r, const char *warning) {
 static void usage(FILE *out) {
   fprintf(out,
           "usage: tlsbench-driver SCENARIO [options]\n"
-          "scenarios: handshake resume records bulk aead info\n"
+          "scenarios: handshake resume records bulk aead info peer\n"
           "  --tls 1.2|1.3            protocol version (default 1.3)\n"
           "  --suite NAME             IANA cipher suite (default per version and cert)\n"
           "  --group NAME             x25519 secp256r1 secp384r1 ffdhe2048 ffdhe3072 "
@@ -78,6 +78,17 @@ static void usage(FILE *out) {
           "  --transport memory|tcp   what joins the two sides: in-memory queues (default)\n"
           "                           or a loopback TCP connection (handshake resume records\n"
           "                           bulk)\n"
+          "  --role client|server     peer: the side this process is (the other side is\n"
+          "                           another process: a driver or a real program)\n"
+          "  --connect HOST:PORT      peer client: the server to connect to\n"
+          "  --listen HOST:PORT       peer server: where to listen (default 127.0.0.1:0,\n"
+          "                           the kernel picks the port)\n"
+          "  --port-file FILE         peer server: write the port there once listening\n"
+          "  --peer-timeout S         peer: seconds without progress before failing\n"
+          "                           (default 10)\n"
+          "  --peer-resume            peer: connections after the first resume a session\n"
+          "  --peer-kind tlsbench|program  peer client: check every response byte\n"
+          "                           (tlsbench, default) or accept any 200 (program)\n"
           "  --record-size N          max plaintext per record (default: library's)\n"
           "  --payload N              bytes per record (records, bulk) or AEAD payload\n"
           "  --bytes N                bulk: application bytes per iteration\n"
@@ -172,6 +183,13 @@ static int parse_options(int argc, char **argv, tb_options *o) {
                                         {"cert-dir", required_argument, 0, 'd'},
                                         {"variant", required_argument, 0, 'v'},
                                         {"transport", required_argument, 0, 'T'},
+                                        {"role", required_argument, 0, 'R'},
+                                        {"connect", required_argument, 0, 'K'},
+                                        {"listen", required_argument, 0, 'L'},
+                                        {"port-file", required_argument, 0, 'P'},
+                                        {"peer-timeout", required_argument, 0, 'O'},
+                                        {"peer-resume", no_argument, 0, 'E'},
+                                        {"peer-kind", required_argument, 0, 'k'},
                                         {"json", no_argument, 0, 'j'},
                                         {"help", no_argument, 0, 'h'},
                                         {0, 0, 0, 0}};
@@ -182,6 +200,9 @@ static int parse_options(int argc, char **argv, tb_options *o) {
   o->auth = TB_AUTH_SERVER;
   o->iterations = -1;
   o->warmup = -1;
+  o->peer_timeout = 10;
+  o->peer_kind_tlsbench = 1;
+  o->role = (tb_role)-1;
   long record_size = 0, payload = 0, bytes = 16 * 1024 * 1024, chain = 1;
   int c;
   opterr = 0;
@@ -275,6 +296,40 @@ static int parse_options(int argc, char **argv, tb_options *o) {
           return -1;
         }
         break;
+      case 'R':
+        if (strcmp(optarg, "client") == 0) {
+          o->role = TB_CLIENT;
+        } else if (strcmp(optarg, "server") == 0) {
+          o->role = TB_SERVER;
+        } else {
+          fprintf(stderr, "tlsbench-driver: --role must be client or server, not %s\n", optarg);
+          return -1;
+        }
+        break;
+      case 'K':
+        o->connect = optarg;
+        break;
+      case 'L':
+        o->listen = optarg;
+        break;
+      case 'P':
+        o->port_file = optarg;
+        break;
+      case 'O':
+        if (parse_count("peer-timeout", optarg, 1, 3600, &o->peer_timeout)) return -1;
+        break;
+      case 'E':
+        o->peer_resume = 1;
+        break;
+      case 'k':
+        if (strcmp(optarg, "tlsbench") == 0 || strcmp(optarg, "program") == 0) {
+          o->peer_kind_tlsbench = strcmp(optarg, "tlsbench") == 0;
+        } else {
+          fprintf(stderr, "tlsbench-driver: --peer-kind must be tlsbench or program, not %s\n",
+                  optarg);
+          return -1;
+        }
+        break;
       case 'j':
         o->json = 1;
         break;
@@ -291,8 +346,8 @@ static int parse_options(int argc, char **argv, tb_options *o) {
     return -1;
   }
   o->scenario = argv[optind];
-  static const long default_iterations[TB_N_SCENARIOS] = {100, 100, 10000, 5, 3000, 1};
-  static const long default_warmup[TB_N_SCENARIOS] = {5, 5, 1000, 1, 300, 0};
+  static const long default_iterations[TB_N_SCENARIOS] = {100, 100, 10000, 5, 3000, 1, 10};
+  static const long default_warmup[TB_N_SCENARIOS] = {5, 5, 1000, 1, 300, 0, 1};
   int known = -1;
   for (int i = 0; i < TB_N_SCENARIOS; i++) {
     if (strcmp(o->scenario, tb_scenario_names[i]) == 0) known = i;
@@ -308,6 +363,30 @@ static int parse_options(int argc, char **argv, tb_options *o) {
             o->scenario);
     return -1;
   }
+  int peer = strcmp(o->scenario, "peer") == 0;
+  if (peer && (int)o->role < 0) {
+    fprintf(stderr, "tlsbench-driver: peer needs --role client or --role server\n");
+    return -1;
+  }
+  if (peer && o->role == TB_CLIENT && o->connect == NULL) {
+    fprintf(stderr, "tlsbench-driver: peer --role client needs --connect HOST:PORT\n");
+    return -1;
+  }
+  if (!peer && (o->connect || o->listen || o->port_file || (int)o->role >= 0 || o->peer_resume)) {
+    fprintf(stderr,
+            "tlsbench-driver: --role, --connect, --listen, --port-file and --peer-resume are "
+            "for the peer scenario\n");
+    return -1;
+  }
+  if (peer && o->role == TB_SERVER && o->listen == NULL) o->listen = "127.0.0.1:0";
+  if (peer && o->transport != TB_LINK_MEMORY) {
+    fprintf(stderr, "tlsbench-driver: peer always runs over TCP; --transport is not for it\n");
+    return -1;
+  }
+  if (peer && o->fault != NULL) {
+    fprintf(stderr, "tlsbench-driver: --fault is for the one-process scenarios\n");
+    return -1;
+  }
   if (o->iterations < 0) o->iterations = default_iterations[known];
   if (o->warmup < 0) o->warmup = default_warmup[known];
   o->record_size = (size_t)record_size;
@@ -318,6 +397,8 @@ static int parse_options(int argc, char **argv, tb_options *o) {
     o->payload = 256;
   } else if (strcmp(o->scenario, "bulk") == 0) {
     o->payload = o->record_size ? o->record_size : 16384; /* the largest records */
+  } else if (peer) {
+    o->payload = 1024; /* response body bytes */
   }
   if (check_name("suite", tb_suite_names, o->suite) ||
       check_name("group", tb_group_names, o->group) ||
@@ -413,6 +494,11 @@ static void write_params(tb_json *j, const tb_options *o) {
   tb_json_i64(j, "warmup", o->warmup);
   /* Only when not the default, so that memory-pair points keep their stored params. */
   if (o->transport == TB_LINK_TCP) tb_json_str(j, "transport", "tcp");
+  if (strcmp(o->scenario, "peer") == 0) {
+    tb_json_str(j, "role", o->role == TB_SERVER ? "server" : "client");
+    tb_json_bool(j, "resume", o->peer_resume);
+    if (o->role == TB_CLIENT) tb_json_str(j, "peer_kind", o->peer_kind_tlsbench ? "tlsbench" : "program");
+  }
   tb_json_object_end(j);
 }
 
@@ -464,15 +550,17 @@ static void write_negotiated(tb_json *j, const tb_run *r) {
     tb_json_null(j, "negotiated");
     return;
   }
-  const tb_negotiated *n = &r->client_neg;
+  int peer = strcmp(r->opt->scenario, "peer") == 0;
+  const tb_negotiated *n = peer && r->opt->role == TB_SERVER ? &r->server_neg : &r->client_neg;
   tb_json_object(j, "negotiated");
   tb_json_str(j, "version", n->version);
   tb_json_str(j, "suite", n->suite);
   tb_json_str(j, "group", n->group);
   tb_json_str(j, "sigalg", n->sigalg);
   tb_json_object(j, "peer_verified");
-  tb_json_bool(j, "client", r->client_neg.peer_verified);
-  tb_json_bool(j, "server", r->server_neg.peer_verified);
+  /* A peer process knows only its own side's verification. */
+  if (!peer || r->opt->role == TB_CLIENT) tb_json_bool(j, "client", r->client_neg.peer_verified);
+  if (!peer || r->opt->role == TB_SERVER) tb_json_bool(j, "server", r->server_neg.peer_verified);
   tb_json_object_end(j);
   tb_json_bool(j, "resumed", n->resumed);
   tb_json_object_end(j);
@@ -518,10 +606,20 @@ static void write_wire(tb_json *j, const tb_run *r) {
   for (int i = 0; i < 2; i++) {
     if (!reports[i]->valid) continue;
     tb_json_object(j, keys[i]);
-    write_wire_side(j, "client", &reports[i]->wire.client);
-    write_wire_side(j, "server", &reports[i]->wire.server);
-    tb_json_u64(j, "client_hello_bytes", reports[i]->wire.client.first_record);
-    tb_json_u64(j, "round_trips", reports[i]->client_rtt);
+    if (strcmp(r->opt->scenario, "peer") == 0) {
+      /* One side: what it sent, and everything it received. */
+      int server = r->opt->role == TB_SERVER;
+      write_wire_side(j, server ? "server" : "client",
+                      server ? &reports[i]->wire.server : &reports[i]->wire.client);
+      tb_json_u64(j, "bytes_received", r->peer_bytes_received);
+      if (!server) tb_json_u64(j, "client_hello_bytes", reports[i]->wire.client.first_record);
+      if (!server) tb_json_u64(j, "round_trips", reports[i]->client_rtt);
+    } else {
+      write_wire_side(j, "client", &reports[i]->wire.client);
+      write_wire_side(j, "server", &reports[i]->wire.server);
+      tb_json_u64(j, "client_hello_bytes", reports[i]->wire.client.first_record);
+      tb_json_u64(j, "round_trips", reports[i]->client_rtt);
+    }
     tb_json_object_end(j);
   }
   tb_json_object_end(j);
@@ -667,6 +765,9 @@ int main(int argc, char **argv) {
       code = tb_scenario_bulk(&run);
     } else if (strcmp(opt.scenario, "aead") == 0) {
       code = tb_scenario_aead(&run, &j);
+    } else if (strcmp(opt.scenario, "peer") == 0) {
+      code = tb_scenario_peer(&run);
+      if (opt.role == TB_SERVER && run.peer_port) tb_json_u64(&j, "port", run.peer_port);
     } else {
       code = tb_scenario_info(&run, &j);
       write_declared(&j);

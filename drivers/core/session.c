@@ -23,7 +23,7 @@ static int status_exit(tb_status st) {
   }
 }
 
-static void fill_config(tb_run *r, tb_config *cfg, tb_role role, int resumption) {
+void tb_fill_config(tb_run *r, tb_config *cfg, tb_role role, int resumption) {
   const tb_options *o = r->opt;
   memset(cfg, 0, sizeof(*cfg));
   cfg->role = role;
@@ -33,7 +33,7 @@ static void fill_config(tb_run *r, tb_config *cfg, tb_role role, int resumption)
   cfg->sigalg = o->sigalg;
   cfg->auth = o->auth;
   cfg->ca_file = o->ca_file;
-  cfg->server_name = "localhost";
+  cfg->server_name = "localhost"; /* the test certificates are issued to it */
   cfg->record_size = o->record_size;
   cfg->resumption = resumption;
   if (role == TB_SERVER) {
@@ -122,8 +122,8 @@ no_fault:
 }
 
 int tb_setup_contexts(tb_run *r, int resumption) {
-  fill_config(r, &r->server_cfg, TB_SERVER, resumption);
-  fill_config(r, &r->client_cfg, TB_CLIENT, resumption);
+  tb_fill_config(r, &r->server_cfg, TB_SERVER, resumption);
+  tb_fill_config(r, &r->client_cfg, TB_CLIENT, resumption);
   int fault = apply_fault(r);
   if (fault != TB_EXIT_OK) return fault;
   if (tb_link_init(&r->link, r->opt->transport, r->err, sizeof(r->err)) != 0)
@@ -220,8 +220,8 @@ static int mismatch(tb_run *r, const char *side, const char *what, const char *w
   return tb_fail_stage(r, TB_EXIT_MISMATCH, "negotiated parameters");
 }
 
-static int check_side(tb_run *r, const char *side, const tb_negotiated *n, int verifies,
-                      int expect_resumed) {
+int tb_check_side(tb_run *r, const char *side, const tb_negotiated *n, int verifies,
+                  int expect_resumed) {
   const tb_options *o = r->opt;
   const char *version = o->tls == 13 ? "1.3" : "1.2";
   if (strcmp(n->version, version) != 0) return mismatch(r, side, "version", version, n->version);
@@ -271,9 +271,9 @@ int tb_check_negotiated(tb_run *r, tb_conn_pair *conns, int expect_resumed) {
   st = TB_ON(TB_SIDE_SERVER, r->ad->negotiated(conns->server, &r->server_neg, r->err));
   if (st != TB_OK) return tb_fail_stage(r, status_exit(st), "negotiated (server)");
   r->have_negotiated = 1;
-  int code = check_side(r, "client", &r->client_neg, r->opt->auth != TB_AUTH_NONE, expect_resumed);
+  int code = tb_check_side(r, "client", &r->client_neg, r->opt->auth != TB_AUTH_NONE, expect_resumed);
   if (code != TB_EXIT_OK) return code;
-  return check_side(r, "server", &r->server_neg, r->opt->auth == TB_AUTH_MUTUAL, expect_resumed);
+  return tb_check_side(r, "server", &r->server_neg, r->opt->auth == TB_AUTH_MUTUAL, expect_resumed);
 }
 
 /* ------------------------------------------------------------------------- data */

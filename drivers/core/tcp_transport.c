@@ -3,6 +3,7 @@
  * kernel's socket layer. Sockets are non-blocking: recv() with nothing queued is
  * TB_IO_WOULD_BLOCK, as on the memory pair. On loopback, Linux hands sent bytes to the
  * peer's receive queue within the send() call, so the one-thread pump makes progress. */
+#define _GNU_SOURCE /* accept4 */
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -104,11 +105,11 @@ void tb_tcp_pair_free(tb_tcp_pair *p) {
 
 /* Counts one side's sent bytes into records and flights (harness arithmetic, no
  * allocation: the same in the timed and the heap driver). */
-static void count_sent(tb_link *link, int server, const unsigned char *buf, size_t len) {
-  tb_wire_side *w = server ? &link->wire.server : &link->wire.client;
+void tb_wire_count_sent(tb_wire *wire, int server, const unsigned char *buf, size_t len) {
+  tb_wire_side *w = server ? &wire->server : &wire->client;
   int sender = server ? 2 : 1;
-  if (link->wire.last_sender != sender) w->flights++;
-  link->wire.last_sender = sender;
+  if (wire->last_sender != sender) w->flights++;
+  wire->last_sender = sender;
   w->bytes += len;
   for (size_t i = 0; i < len;) {
     if (w->body_left > 0) {
@@ -129,7 +130,7 @@ static void count_sent(tb_link *link, int server, const unsigned char *buf, size
 static long counted_send(tb_link *link, int server, const unsigned char *buf, size_t len) {
   const tb_transport *inner = tb_link_transport(link, server);
   long n = inner->send(inner->io, buf, len);
-  if (n > 0) count_sent(link, server, buf, (size_t)n);
+  if (n > 0) tb_wire_count_sent(&link->wire, server, buf, (size_t)n);
   return n;
 }
 static long client_send(void *io, const unsigned char *buf, size_t len) {

@@ -16,7 +16,7 @@ DRIVER = "tlsbench-driver"
 HEAP_DRIVER = "tlsbench-driver-heap"
 PROGRAMS = {"time": DRIVER, "heap": HEAP_DRIVER}
 # Scenarios that run TLS and so need certificates.
-TLS_SCENARIOS = {"handshake", "resume", "records", "bulk"}
+TLS_SCENARIOS = {"handshake", "resume", "records", "bulk", "peer"}
 
 
 def option_value(args: list[str], name: str, default: str) -> str:

@@ -61,6 +61,9 @@ typedef struct tb_wire {
   int last_sender; /* 0 none yet, 1 client, 2 server */
 } tb_wire;
 
+/* Counts `len` bytes one side sent into its bytes, records and flights. */
+void tb_wire_count_sent(tb_wire *wire, int server, const unsigned char *buf, size_t len);
+
 typedef enum tb_link_kind { TB_LINK_MEMORY = 0, TB_LINK_TCP = 1 } tb_link_kind;
 
 /* What joins the two sides of a run. */

@@ -1,0 +1,464 @@
+/* The `peer` scenario: one side of a TLS connection in this process, the other side in
+ * another process: a tlsbench driver of the same or another library (the interop matrix),
+ * or a real program (openssl s_server / s_client, gnutls-serv / gnutls-cli). They talk over
+ * a real TCP connection, a new one per tlsbench connection.
+ *
+ * The application exchange is a minimal HTTP/1.0 request and response, so that real
+ * programs can be either end: the client sends "GET /N HTTP/1.0", the server answers
+ * "200" with N bytes of a known pattern (Content-Length: N) and closes. Against another
+ * tlsbench driver every byte is checked; against a real server (--peer-kind program) any
+ * 200 response is accepted, since that server chooses its own body.
+ *
+ * Each process measures its own side only: CPU time in its library calls, wall time
+ * (client: from connect to handshake done and to the first response byte; server: from
+ * accept to handshake done), heap (the process holds one side, so its figures need no
+ * attribution between sides: the independent check of the in-process side tags), and
+ * what it sent and received on the wire. Each side checks what it negotiated against the
+ * request; the runner compares the two sides' readbacks.
+ *
+ * Sockets block, with a receive and send timeout (--peer-timeout): a peer that stops
+ * answering fails the run with "timed out" instead of hanging it. */
+#define _GNU_SOURCE /* memmem, accept4 */
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core.h"
+
+#define REQUEST_MAX 4096
+#define HEADER_MAX 8192
+
+/* One end of the TCP connection, with what crossed it. */
+typedef struct peer_socket {
+  int fd;
+  int timed_out;
+  int last_was_send;
+  tb_wire wire;             /* wire.client or wire.server: what this side sent */
+  int server;               /* which member of `wire` this side is */
+  uint64_t bytes_received;  /* everything received on this connection */
+  uint64_t flights_received; /* runs of receives not interrupted by a send */
+} peer_socket;
+
+static long sock_send(void *io, const unsigned char *buf, size_t len) {
+  peer_socket *s = io;
+  for (;;) {
+    ssize_t n = send(s->fd, buf, len, MSG_NOSIGNAL);
+    if (n > 0) {
+      tb_wire_count_sent(&s->wire, s->server, buf, (size_t)n);
+      s->last_was_send = 1;
+      return (long)n;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) s->timed_out = 1;
+    return TB_IO_ERROR;
+  }
+}
+
+static long sock_recv(void *io, unsigned char *buf, size_t len) {
+  peer_socket *s = io;
+  for (;;) {
+    ssize_t n = recv(s->fd, buf, len, 0);
+    if (n > 0) {
+      if (s->last_was_send || s->flights_received == 0) s->flights_received++;
+      s->last_was_send = 0;
+      s->wire.last_sender = s->server ? 1 : 2; /* the peer's turn: our next send is a flight */
+      s->bytes_received += (uint64_t)n;
+      return (long)n;
+    }
+    if (n == 0) return 0; /* the peer closed */
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) s->timed_out = 1;
+    return TB_IO_ERROR;
+  }
+}
+
+static int sys_fail(tb_run *r, const char *stage, const char *what) {
+  snprintf(r->err, sizeof(r->err), "%s: %s", what, strerror(errno));
+  return tb_fail_stage(r, TB_EXIT_ERROR, stage);
+}
+
+/* Blocking with a bound: every send and receive gives up after the peer timeout. */
+static int set_socket_options(int fd, long timeout_s) {
+  struct timeval tv = {.tv_sec = timeout_s, .tv_usec = 0};
+  int one = 1; /* flights leave as the library writes them, as a real peer sees them */
+  return setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) ||
+         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) ||
+         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+/* "HOST:PORT" (the last colon splits, so "[::1]:443" style is not needed: IPv4 and names). */
+static int resolve(tb_run *r, const char *hostport, int passive, struct addrinfo **out) {
+  char host[256];
+  const char *colon = strrchr(hostport, ':');
+  if (colon == NULL || (size_t)(colon - hostport) >= sizeof(host)) {
+    snprintf(r->err, sizeof(r->err), "'%s' is not HOST:PORT", hostport);
+    return tb_fail_stage(r, TB_EXIT_USAGE, "address");
+  }
+  memcpy(host, hostport, (size_t)(colon - hostport));
+  host[colon - hostport] = '\0';
+  struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM};
+  if (passive) hints.ai_flags = AI_PASSIVE;
+  int rc = getaddrinfo(host, colon + 1, &hints, out);
+  if (rc != 0) {
+    snprintf(r->err, sizeof(r->err), "'%s': %s", hostport, gai_strerror(rc));
+    return tb_fail_stage(r, TB_EXIT_USAGE, "address");
+  }
+  return TB_EXIT_OK;
+}
+
+static int open_listener(tb_run *r, int *fd_out) {
+  struct addrinfo *ai;
+  int code = resolve(r, r->opt->listen, 1, &ai);
+  if (code != TB_EXIT_OK) return code;
+  int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+      bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 16) != 0) {
+    freeaddrinfo(ai);
+    if (fd >= 0) close(fd);
+    return sys_fail(r, "listen", r->opt->listen);
+  }
+  freeaddrinfo(ai);
+  /* accept() gives up after the peer timeout too (SO_RCVTIMEO applies to it). */
+  struct timeval tv = {.tv_sec = r->opt->peer_timeout, .tv_usec = 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  struct sockaddr_in bound;
+  socklen_t len = sizeof(bound);
+  if (getsockname(fd, (struct sockaddr *)&bound, &len) != 0) {
+    close(fd);
+    return sys_fail(r, "listen", "getsockname");
+  }
+  r->peer_port = ntohs(bound.sin_port);
+  /* The port (the kernel's choice with port 0) goes to the file only once accept() can
+   * take a connection: whoever waits for the file never races the listener. Written to a
+   * temporary name and renamed, so that a reader never sees half a number. */
+  if (r->opt->port_file != NULL) {
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", r->opt->port_file);
+    FILE *f = fopen(tmp, "w");
+    if (f == NULL || fprintf(f, "%u\n", r->peer_port) < 0 || fclose(f) != 0 ||
+        rename(tmp, r->opt->port_file) != 0) {
+      close(fd);
+      return sys_fail(r, "listen", r->opt->port_file);
+    }
+  }
+  *fd_out = fd;
+  return TB_EXIT_OK;
+}
+
+/* A connected socket to --connect; refused connections are retried until the peer timeout
+ * (a real program's server may still be starting), only for the first connection. */
+static int open_connection(tb_run *r, int first, int *fd_out) {
+  struct addrinfo *ai;
+  int code = resolve(r, r->opt->connect, 0, &ai);
+  if (code != TB_EXIT_OK) return code;
+  uint64_t deadline = tb_mono_ns() + (uint64_t)r->opt->peer_timeout * 1000000000ull;
+  for (;;) {
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) break;
+    if (set_socket_options(fd, r->opt->peer_timeout) != 0) {
+      close(fd);
+      break;
+    }
+    if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+      freeaddrinfo(ai);
+      *fd_out = fd;
+      return TB_EXIT_OK;
+    }
+    int refused = errno == ECONNREFUSED;
+    close(fd);
+    if (!first || !refused || tb_mono_ns() > deadline) break;
+    struct timespec pause = {0, 10 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+  }
+  int saved = errno;
+  freeaddrinfo(ai);
+  errno = saved;
+  return sys_fail(r, "connect", r->opt->connect);
+}
+
+/* ------------------------------------------------------------------------- one side */
+
+static tb_side own_side(const tb_run *r) {
+  return r->opt->role == TB_SERVER ? TB_SIDE_SERVER : TB_SIDE_CLIENT;
+}
+
+static int status_code(tb_status st) {
+  return st == TB_UNSUPPORTED ? TB_EXIT_UNSUPPORTED : TB_EXIT_HANDSHAKE;
+}
+
+/* The failure of a library call, or the transport's timeout behind it. */
+static int io_fail(tb_run *r, peer_socket *s, tb_status st, const char *stage) {
+  if (s->timed_out) {
+    snprintf(r->err, sizeof(r->err), "the peer sent nothing for %ld s (--peer-timeout)",
+             r->opt->peer_timeout);
+    return tb_fail_stage(r, TB_EXIT_HANDSHAKE, stage);
+  }
+  return tb_fail_stage(r, status_code(st), stage);
+}
+
+/* The byte pattern of a response body: the same function on both ends. */
+static unsigned char body_byte(size_t i) { return (unsigned char)('a' + (i * 7u) % 26u); }
+
+static int write_all(tb_run *r, peer_socket *s, void *conn, const unsigned char *buf,
+                     size_t len, uint64_t *cpu_ns) {
+  size_t sent = 0;
+  while (sent < len) {
+    size_t done = 0;
+    tb_status st =
+        TB_ON_TIMED(own_side(r), cpu_ns, r->ad->write(conn, buf + sent, len - sent, &done, r->err));
+    if (st != TB_OK && st != TB_WANT_IO) return io_fail(r, s, st, "write");
+    sent += done;
+  }
+  return TB_EXIT_OK;
+}
+
+/* Reads application data until `until` returns nonzero or the peer closes. *closed is set
+ * when the peer ended the connection (close_notify or TCP close). */
+static int read_some(tb_run *r, peer_socket *s, void *conn, unsigned char *buf, size_t cap,
+                     size_t *have, int *closed, uint64_t *cpu_ns) {
+  size_t done = 0;
+  tb_status st =
+      TB_ON_TIMED(own_side(r), cpu_ns, r->ad->read(conn, buf + *have, cap - *have, &done, r->err));
+  *have += done;
+  if (st == TB_CLOSED || (st != TB_OK && st != TB_WANT_IO && !s->timed_out && done == 0 &&
+                          s->bytes_received > 0 && *have > 0)) {
+    /* A close_notify, or a TCP close without one after data (many servers do that). */
+    *closed = 1;
+    return TB_EXIT_OK;
+  }
+  if (st != TB_OK && st != TB_WANT_IO) return io_fail(r, s, st, "read");
+  return TB_EXIT_OK;
+}
+
+/* What the server does on one connection after the handshake: read the request, answer. */
+static int serve_request(tb_run *r, peer_socket *s, void *conn, uint64_t *cpu_ns) {
+  unsigned char req[REQUEST_MAX + 1];
+  size_t have = 0;
+  int closed = 0;
+  while (!closed && (have < 4 || memmem(req, have, "\r\n\r\n", 4) == NULL)) {
+    if (have == REQUEST_MAX) {
+      snprintf(r->err, sizeof(r->err), "request longer than %d bytes", REQUEST_MAX);
+      return tb_fail_stage(r, TB_EXIT_DATA, "request");
+    }
+    int code = read_some(r, s, conn, req, REQUEST_MAX, &have, &closed, cpu_ns);
+    if (code != TB_EXIT_OK) return code;
+  }
+  req[have] = '\0';
+  unsigned long n = (unsigned long)r->opt->payload;
+  if (strncmp((char *)req, "GET /", 5) != 0) {
+    snprintf(r->err, sizeof(r->err), "not a GET request: '%.40s'", req);
+    return tb_fail_stage(r, TB_EXIT_DATA, "request");
+  }
+  char *end;
+  unsigned long asked = strtoul((char *)req + 5, &end, 10);
+  if (end != (char *)req + 5 && asked <= (unsigned long)TB_PAYLOAD_MAX) n = asked;
+  char head[256];
+  int head_len = snprintf(head, sizeof(head),
+                          "HTTP/1.0 200 OK\r\nServer: tlsbench-driver\r\nContent-Type: "
+                          "application/octet-stream\r\nContent-Length: %lu\r\n\r\n",
+                          n);
+  int code = write_all(r, s, conn, (const unsigned char *)head, (size_t)head_len, cpu_ns);
+  unsigned char chunk[4096];
+  for (size_t off = 0; off < n && code == TB_EXIT_OK; off += sizeof(chunk)) {
+    size_t len = n - off < sizeof(chunk) ? n - off : sizeof(chunk);
+    for (size_t i = 0; i < len; i++) chunk[i] = body_byte(off + i);
+    code = write_all(r, s, conn, chunk, len, cpu_ns);
+  }
+  return code;
+}
+
+/* What the client does after the handshake: ask for --payload bytes and check the answer.
+ * *first_byte_ns: monotonic time of the first response byte. */
+static int fetch_response(tb_run *r, peer_socket *s, void *conn, uint64_t *cpu_ns,
+                          uint64_t *first_byte_ns) {
+  char req[128];
+  int req_len = snprintf(req, sizeof(req), "GET /%zu HTTP/1.0\r\nHost: localhost\r\n\r\n",
+                         r->opt->payload);
+  int code = write_all(r, s, conn, (const unsigned char *)req, (size_t)req_len, cpu_ns);
+  if (code != TB_EXIT_OK) return code;
+  unsigned char head[HEADER_MAX + 1];
+  size_t have = 0;
+  int closed = 0;
+  unsigned char *body = NULL;
+  while (!closed && (body = memmem(head, have, "\r\n\r\n", 4)) == NULL) {
+    if (have == HEADER_MAX) {
+      snprintf(r->err, sizeof(r->err), "response header longer than %d bytes", HEADER_MAX);
+      return tb_fail_stage(r, TB_EXIT_DATA, "response");
+    }
+    code = read_some(r, s, conn, head, HEADER_MAX, &have, &closed, cpu_ns);
+    if (code != TB_EXIT_OK) return code;
+    if (have > 0 && *first_byte_ns == 0) *first_byte_ns = tb_mono_ns();
+  }
+  head[have] = '\0';
+  if (body == NULL || strncmp((char *)head, "HTTP/1.", 7) != 0 ||
+      strncmp((char *)head + 8, " 200", 4) != 0) {
+    snprintf(r->err, sizeof(r->err), "not an HTTP 200 response: '%.60s'", head);
+    return tb_fail_stage(r, TB_EXIT_DATA, "response");
+  }
+  body += 4;
+  size_t body_have = have - (size_t)(body - head);
+  const char *length_field = strstr((char *)head, "Content-Length: ");
+  int checked = r->opt->peer_kind_tlsbench;
+  if (checked && (length_field == NULL || strtoull(length_field + 16, NULL, 10) != r->opt->payload)) {
+    snprintf(r->err, sizeof(r->err), "response without Content-Length: %zu", r->opt->payload);
+    return tb_fail_stage(r, TB_EXIT_DATA, "response");
+  }
+  size_t want = length_field ? (size_t)strtoull(length_field + 16, NULL, 10) : SIZE_MAX;
+  size_t got = 0;
+  unsigned char buf[4096];
+  /* The body: what came with the header, then reads until Content-Length or the close. */
+  for (;;) {
+    for (size_t i = 0; checked && i < body_have; i++) {
+      if (body[i] != body_byte(got + i)) {
+        snprintf(r->err, sizeof(r->err), "response byte %zu of %zu differs", got + i, want);
+        return tb_fail_stage(r, TB_EXIT_DATA, "data check");
+      }
+    }
+    got += body_have;
+    if (got >= want || closed) break;
+    size_t n = 0;
+    code = read_some(r, s, conn, buf, sizeof(buf), &n, &closed, cpu_ns);
+    if (code != TB_EXIT_OK) return code;
+    body = buf;
+    body_have = n;
+  }
+  if (want != SIZE_MAX && got != want) {
+    snprintf(r->err, sizeof(r->err), "%zu of %zu response bytes arrived", got, want);
+    return tb_fail_stage(r, TB_EXIT_DATA, "data check");
+  }
+  return TB_EXIT_OK;
+}
+
+/* Heap of the first (cold) connection of this side: the whole process is this side. */
+static void heap_snapshot(tb_run *r, tb_heap_report *h, const tb_heap_counters *before) {
+  tb_heap_counters c;
+  tb_heap_get(own_side(r), &c);
+  h->valid = 1;
+  h->peak = c.peak;
+  h->peak_usable = c.peak_usable;
+  h->retained = c.live;
+  h->retained_usable = c.live_usable;
+  h->handshake_allocs = c.allocs - before->allocs;
+}
+
+int tb_scenario_peer(tb_run *r) {
+  const tb_options *o = r->opt;
+  int server = o->role == TB_SERVER;
+  tb_side side = own_side(r);
+  tb_config *cfg = server ? &r->server_cfg : &r->client_cfg;
+  tb_heap_report *heap = server ? &r->heap_server : &r->heap_client;
+  tb_fill_config(r, cfg, o->role, o->peer_resume);
+  int listener = -1;
+  int code = TB_EXIT_OK;
+
+  tb_heap_counters c;
+  tb_heap_get(side, &c);
+  heap->start = c.live;
+  heap->start_usable = c.live_usable;
+  void **ctx = server ? &r->server_ctx : &r->client_ctx;
+  tb_status st = TB_ON(side, r->ad->ctx_new(cfg, ctx, r->err));
+  if (st != TB_OK) {
+    return tb_fail_stage(r, status_code(st), server ? "context (server)" : "context (client)");
+  }
+  tb_heap_get(side, &c);
+  heap->ctx = c.live;
+  heap->ctx_usable = c.live_usable;
+  /* Listening (and the port file) only once the context exists: a server that cannot honour
+   * the request exits before anyone connects. */
+  if (server) code = open_listener(r, &listener);
+  if (code != TB_EXIT_OK) return code;
+
+  tb_series *cpu = tb_series_get(r, server ? "server_cpu_ns" : "client_cpu_ns", "ns");
+  tb_series *wall = tb_series_get(r, server ? "server_wall_ns" : "client_wall_ns", "ns");
+  tb_series *first_byte = server ? NULL : tb_series_get(r, "client_first_byte_ns", "ns");
+  void *session = NULL;
+  for (long i = 0; i < o->warmup + o->iterations && code == TB_EXIT_OK; i++) {
+    peer_socket s = {.fd = -1, .server = server};
+    int expect_resumed = o->peer_resume && i > 0;
+    uint64_t t0 = tb_mono_ns();
+    if (server) {
+      s.fd = accept4(listener, NULL, NULL, SOCK_CLOEXEC);
+      if (s.fd < 0) {
+        code = errno == EAGAIN || errno == EWOULDBLOCK
+                   ? (snprintf(r->err, sizeof(r->err),
+                               "no client connected within %ld s (--peer-timeout)",
+                               o->peer_timeout),
+                      tb_fail_stage(r, TB_EXIT_HANDSHAKE, "accept"))
+                   : sys_fail(r, "accept", "accept");
+        break;
+      }
+      t0 = tb_mono_ns();
+      if (set_socket_options(s.fd, o->peer_timeout) != 0) code = sys_fail(r, "accept", "options");
+    } else {
+      code = open_connection(r, i == 0, &s.fd);
+    }
+    tb_transport transport = {&s, sock_send, sock_recv};
+    void *conn = NULL;
+    uint64_t cpu_ns = 0, handshake_done = 0, first_byte_ns = 0;
+    tb_heap_counters before;
+    if (i == 0) {
+      tb_heap_reset_peak(side);
+      tb_heap_get(side, &before);
+    }
+    if (code == TB_EXIT_OK) {
+      st = TB_ON_TIMED(side, &cpu_ns, r->ad->conn_new(*ctx, &transport, session, &conn, r->err));
+      if (st != TB_OK) code = tb_fail_stage(r, status_code(st), "connection");
+    }
+    for (int round = 0; code == TB_EXIT_OK; round++) {
+      st = TB_ON_TIMED(side, &cpu_ns, r->ad->handshake(conn, r->err));
+      if (st == TB_OK) break;
+      if (st != TB_WANT_IO) code = io_fail(r, &s, st, "handshake");
+      if (round == 1000) {
+        snprintf(r->err, sizeof(r->err), "no progress after 1000 handshake steps");
+        code = tb_fail_stage(r, TB_EXIT_HANDSHAKE, "handshake");
+      }
+    }
+    if (code == TB_EXIT_OK) {
+      handshake_done = tb_mono_ns();
+      if (i == 0) heap_snapshot(r, heap, &before);
+      tb_negotiated *n = server ? &r->server_neg : &r->client_neg;
+      st = TB_ON(side, r->ad->negotiated(conn, n, r->err));
+      if (st != TB_OK) code = tb_fail_stage(r, status_code(st), "negotiated");
+      int verifies = server ? o->auth == TB_AUTH_MUTUAL : o->auth != TB_AUTH_NONE;
+      if (code == TB_EXIT_OK) code = tb_check_side(r, server ? "server" : "client", n, verifies,
+                                                   expect_resumed);
+      r->have_negotiated = 1;
+      if (code == TB_EXIT_OK && i == 0) {
+        tb_wire_report *w = &r->wire_full;
+        *w = (tb_wire_report){1, s.wire, server ? 0 : s.flights_received};
+        r->peer_bytes_received = s.bytes_received;
+      }
+    }
+    if (code == TB_EXIT_OK) {
+      /* The request and response are not part of the handshake's CPU figure. */
+      code = server ? serve_request(r, &s, conn, NULL)
+                    : fetch_response(r, &s, conn, NULL, &first_byte_ns);
+    }
+    if (code == TB_EXIT_OK && !server && o->peer_resume) {
+      /* The newest session for the next connection (TLS 1.3 tickets serve one use). */
+      void *next = NULL;
+      st = TB_ON(side, r->ad->session_get(conn, &next, r->err));
+      if (st != TB_OK) code = tb_fail_stage(r, status_code(st), "session");
+      TB_ON(side, (r->ad->session_free(session), TB_OK));
+      session = next;
+    }
+    if (conn != NULL) TB_ON(side, (r->ad->conn_free(conn), TB_OK));
+    if (s.fd >= 0) close(s.fd);
+    if (code != TB_EXIT_OK || i < o->warmup) continue;
+    if (tb_series_add(cpu, (double)cpu_ns) || tb_series_add(wall, (double)(handshake_done - t0)) ||
+        (first_byte && tb_series_add(first_byte, (double)(first_byte_ns - t0)))) {
+      code = tb_fail_stage(r, TB_EXIT_ERROR, "samples");
+    }
+  }
+  TB_ON(side, (r->ad->session_free(session), TB_OK));
+  if (listener >= 0) close(listener);
+  return code;
+}
