@@ -73,11 +73,11 @@ typedef struct tb_options {
   tb_link_kind transport;
   /* peer: this process is one side (--role), the other is in another process. */
   tb_role role;
-  const char *connect;   /* client: HOST:PORT of the server */
-  const char *listen;    /* server: HOST:PORT to listen on (port 0: the kernel's choice) */
-  const char *port_file; /* server: where the listening port is written once it listens */
-  long peer_timeout;     /* seconds without progress before the connection fails */
-  int peer_resume;       /* connections after the first resume the previous session */
+  const char *connect;    /* client: HOST:PORT of the server */
+  const char *listen;     /* server: HOST:PORT to listen on (port 0: the kernel's choice) */
+  const char *port_file;  /* server: where the listening port is written once it listens */
+  long peer_timeout;      /* seconds without progress before the connection fails */
+  int peer_resume;        /* connections after the first resume the previous session */
   int peer_kind_tlsbench; /* client: the server is a tlsbench driver (check every byte) */
   int json;
   char ca_file[PATH_MAX];
@@ -132,7 +132,7 @@ typedef struct tb_run {
   const char *warnings[TB_MAX_WARNINGS];
   int n_warnings;
   double tsc_hz;
-  unsigned peer_port;          /* peer server: the port it listened on */
+  unsigned peer_port;           /* peer server: the port it listened on */
   uint64_t peer_bytes_received; /* peer: bytes received during the first handshake */
   tb_json *extra_json; /* scenario-specific output (aead results) written by the scenario */
 } tb_run;

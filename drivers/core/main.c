@@ -497,7 +497,8 @@ static void write_params(tb_json *j, const tb_options *o) {
   if (strcmp(o->scenario, "peer") == 0) {
     tb_json_str(j, "role", o->role == TB_SERVER ? "server" : "client");
     tb_json_bool(j, "resume", o->peer_resume);
-    if (o->role == TB_CLIENT) tb_json_str(j, "peer_kind", o->peer_kind_tlsbench ? "tlsbench" : "program");
+    if (o->role == TB_CLIENT)
+      tb_json_str(j, "peer_kind", o->peer_kind_tlsbench ? "tlsbench" : "program");
   }
   tb_json_object_end(j);
 }

@@ -40,9 +40,9 @@ typedef struct peer_socket {
   int fd;
   int timed_out;
   int last_was_send;
-  tb_wire wire;             /* wire.client or wire.server: what this side sent */
-  int server;               /* which member of `wire` this side is */
-  uint64_t bytes_received;  /* everything received on this connection */
+  tb_wire wire;              /* wire.client or wire.server: what this side sent */
+  int server;                /* which member of `wire` this side is */
+  uint64_t bytes_received;   /* everything received on this connection */
   uint64_t flights_received; /* runs of receives not interrupted by a send */
 } peer_socket;
 
@@ -207,8 +207,8 @@ static int io_fail(tb_run *r, peer_socket *s, tb_status st, const char *stage) {
 /* The byte pattern of a response body: the same function on both ends. */
 static unsigned char body_byte(size_t i) { return (unsigned char)('a' + (i * 7u) % 26u); }
 
-static int write_all(tb_run *r, peer_socket *s, void *conn, const unsigned char *buf,
-                     size_t len, uint64_t *cpu_ns) {
+static int write_all(tb_run *r, peer_socket *s, void *conn, const unsigned char *buf, size_t len,
+                     uint64_t *cpu_ns) {
   size_t sent = 0;
   while (sent < len) {
     size_t done = 0;
@@ -280,8 +280,8 @@ static int serve_request(tb_run *r, peer_socket *s, void *conn, uint64_t *cpu_ns
 static int fetch_response(tb_run *r, peer_socket *s, void *conn, uint64_t *cpu_ns,
                           uint64_t *first_byte_ns) {
   char req[128];
-  int req_len = snprintf(req, sizeof(req), "GET /%zu HTTP/1.0\r\nHost: localhost\r\n\r\n",
-                         r->opt->payload);
+  int req_len =
+      snprintf(req, sizeof(req), "GET /%zu HTTP/1.0\r\nHost: localhost\r\n\r\n", r->opt->payload);
   int code = write_all(r, s, conn, (const unsigned char *)req, (size_t)req_len, cpu_ns);
   if (code != TB_EXIT_OK) return code;
   unsigned char head[HEADER_MAX + 1];
@@ -307,7 +307,8 @@ static int fetch_response(tb_run *r, peer_socket *s, void *conn, uint64_t *cpu_n
   size_t body_have = have - (size_t)(body - head);
   const char *length_field = strstr((char *)head, "Content-Length: ");
   int checked = r->opt->peer_kind_tlsbench;
-  if (checked && (length_field == NULL || strtoull(length_field + 16, NULL, 10) != r->opt->payload)) {
+  if (checked &&
+      (length_field == NULL || strtoull(length_field + 16, NULL, 10) != r->opt->payload)) {
     snprintf(r->err, sizeof(r->err), "response without Content-Length: %zu", r->opt->payload);
     return tb_fail_stage(r, TB_EXIT_DATA, "response");
   }
@@ -387,12 +388,12 @@ int tb_scenario_peer(tb_run *r) {
     if (server) {
       s.fd = accept4(listener, NULL, NULL, SOCK_CLOEXEC);
       if (s.fd < 0) {
-        code = errno == EAGAIN || errno == EWOULDBLOCK
-                   ? (snprintf(r->err, sizeof(r->err),
-                               "no client connected within %ld s (--peer-timeout)",
-                               o->peer_timeout),
-                      tb_fail_stage(r, TB_EXIT_HANDSHAKE, "accept"))
-                   : sys_fail(r, "accept", "accept");
+        code =
+            errno == EAGAIN || errno == EWOULDBLOCK
+                ? (snprintf(r->err, sizeof(r->err),
+                            "no client connected within %ld s (--peer-timeout)", o->peer_timeout),
+                   tb_fail_stage(r, TB_EXIT_HANDSHAKE, "accept"))
+                : sys_fail(r, "accept", "accept");
         break;
       }
       t0 = tb_mono_ns();
@@ -428,8 +429,8 @@ int tb_scenario_peer(tb_run *r) {
       st = TB_ON(side, r->ad->negotiated(conn, n, r->err));
       if (st != TB_OK) code = tb_fail_stage(r, status_code(st), "negotiated");
       int verifies = server ? o->auth == TB_AUTH_MUTUAL : o->auth != TB_AUTH_NONE;
-      if (code == TB_EXIT_OK) code = tb_check_side(r, server ? "server" : "client", n, verifies,
-                                                   expect_resumed);
+      if (code == TB_EXIT_OK)
+        code = tb_check_side(r, server ? "server" : "client", n, verifies, expect_resumed);
       r->have_negotiated = 1;
       if (code == TB_EXIT_OK && i == 0) {
         tb_wire_report *w = &r->wire_full;

@@ -271,7 +271,8 @@ int tb_check_negotiated(tb_run *r, tb_conn_pair *conns, int expect_resumed) {
   st = TB_ON(TB_SIDE_SERVER, r->ad->negotiated(conns->server, &r->server_neg, r->err));
   if (st != TB_OK) return tb_fail_stage(r, status_exit(st), "negotiated (server)");
   r->have_negotiated = 1;
-  int code = tb_check_side(r, "client", &r->client_neg, r->opt->auth != TB_AUTH_NONE, expect_resumed);
+  int code =
+      tb_check_side(r, "client", &r->client_neg, r->opt->auth != TB_AUTH_NONE, expect_resumed);
   if (code != TB_EXIT_OK) return code;
   return tb_check_side(r, "server", &r->server_neg, r->opt->auth == TB_AUTH_MUTUAL, expect_resumed);
 }
