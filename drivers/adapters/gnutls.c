@@ -491,6 +491,13 @@ static ssize_t gt_pull(gnutls_transport_ptr_t p, void *buf, size_t len) {
   return -1;
 }
 
+static tb_status gt_close(void *p, char *err) {
+  gt_conn *c = p;
+  int ret = gnutls_bye(c->session, GNUTLS_SHUT_WR); /* close_notify, no reply awaited */
+  if (ret < 0) return tb_fail(err, TB_FAILED, "gnutls_bye: %s", gnutls_strerror(ret));
+  return TB_OK;
+}
+
 static void gt_conn_free(void *p) {
   gt_conn *c = p;
   if (c == NULL) return;
@@ -906,6 +913,7 @@ const tb_adapter tb_adapter_impl = {
     .ctx_free = gt_ctx_free,
     .conn_new = gt_conn_new,
     .conn_free = gt_conn_free,
+    .close = gt_close,
     .handshake = gt_handshake,
     .write = gt_write,
     .read = gt_read,

@@ -1136,6 +1136,13 @@ static tb_status ctx_new(const tb_config *cfg, void **out, char *err) {
 
 /* ------------------------------------------------------------------------- connections */
 
+static tb_status conn_close(void *p, char *err) {
+  mt_conn *c = p;
+  int ret = mbedtls_ssl_close_notify(&c->ssl);
+  if (ret != 0) return tb_fail(err, TB_FAILED, "mbedtls_ssl_close_notify: -0x%04x", -ret);
+  return TB_OK;
+}
+
 static void conn_free(void *p) {
   mt_conn *c = p;
   if (c == NULL) return;
@@ -1407,6 +1414,7 @@ const tb_adapter tb_adapter_impl = {
     .ctx_free = ctx_free,
     .conn_new = conn_new,
     .conn_free = conn_free,
+    .close = conn_close,
     .handshake = handshake,
     .write = write_data,
     .read = read_data,

@@ -654,6 +654,13 @@ static tb_status ossl_ctx_new(const tb_config *cfg, void **out, char *err) {
 
 /* ------------------------------------------------------------------------- connections */
 
+static tb_status ossl_close(void *p, char *err) {
+  ossl_conn *c = p;
+  /* 0: close_notify sent, the peer's not yet received (we do not wait for it). */
+  if (SSL_shutdown(c->ssl) < 0) return tb_fail(err, TB_FAILED, "SSL_shutdown failed");
+  return TB_OK;
+}
+
 static void ossl_conn_free(void *p) {
   ossl_conn *c = p;
   if (c == NULL) return;
@@ -1145,6 +1152,7 @@ const tb_adapter tb_adapter_impl = {
     .ctx_free = ossl_ctx_free,
     .conn_new = ossl_conn_new,
     .conn_free = ossl_conn_free,
+    .close = ossl_close,
     .handshake = ossl_handshake,
     .write = ossl_write,
     .read = ossl_read,

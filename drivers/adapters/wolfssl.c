@@ -777,6 +777,14 @@ static tb_status wolf_ctx_new(const tb_config *cfg, void **out, char *err) {
 
 /* ------------------------------------------------------------------------- connections */
 
+static tb_status wolf_close(void *p, char *err) {
+  wolf_conn *c = p;
+  int ret = wolfSSL_shutdown(c->ssl); /* sends close_notify; the reply is not awaited */
+  if (ret != WOLFSSL_SUCCESS && ret != WOLFSSL_SHUTDOWN_NOT_DONE)
+    return tb_fail(err, TB_FAILED, "wolfSSL_shutdown: %d", wolfSSL_get_error(c->ssl, ret));
+  return TB_OK;
+}
+
 static void wolf_conn_free(void *p) {
   wolf_conn *c = p;
   if (c == NULL) return;
@@ -1019,6 +1027,7 @@ const tb_adapter tb_adapter_impl = {
     .ctx_free = wolf_ctx_free,
     .conn_new = wolf_conn_new,
     .conn_free = wolf_conn_free,
+    .close = wolf_close,
     .handshake = wolf_handshake,
     .write = wolf_write,
     .read = wolf_read,

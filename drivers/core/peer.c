@@ -451,6 +451,11 @@ int tb_scenario_peer(tb_run *r) {
       TB_ON(side, (r->ad->session_free(session), TB_OK));
       session = next;
     }
+    if (code == TB_EXIT_OK && server && r->ad->close != NULL) {
+      /* The server ends each connection in order (HTTP/1.0: the response ends there). */
+      st = TB_ON(side, r->ad->close(conn, r->err));
+      if (st != TB_OK) code = io_fail(r, &s, st, "close");
+    }
     if (conn != NULL) TB_ON(side, (r->ad->conn_free(conn), TB_OK));
     if (s.fd >= 0) close(s.fd);
     if (code != TB_EXIT_OK || i < o->warmup) continue;

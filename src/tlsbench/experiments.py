@@ -48,12 +48,12 @@ from tlsbench.variants import Catalog
 
 EXPERIMENTS_DIR = paths.REPO / "experiments"
 # What an experiment can measure: the driver's scenarios but `info`, which measures nothing.
-SCENARIOS = ("handshake", "resume", "records", "bulk", "aead")
+SCENARIOS = ("handshake", "resume", "records", "bulk", "aead", "interop")
 
 # Option keys of a point, in the order they appear in names; value -> name fragment.
 OPTION_ORDER = (
     "tls", "suite", "group", "sigalg", "cert", "chain", "auth", "record_size", "payload",
-    "bytes", "aead", "accel",
+    "bytes", "aead", "accel", "role", "peer", "resume",
 )  # fmt: skip
 # Keys that tune a measurement without changing what is measured: not in names.
 TUNING_KEYS = ("iterations", "warmup")
@@ -68,6 +68,16 @@ SCENARIO_KEYS = {
     "records": (*TLS_KEYS, "payload", *TUNING_KEYS),
     "bulk": (*TLS_KEYS, "payload", "bytes", *TUNING_KEYS),
     "aead": ("aead", "payload", "accel", *TUNING_KEYS),
+    # Client and server in two processes: the variant plays `role`, `peer` the other side
+    # (a variant or a real program, interop.py); payload = the response's bytes.
+    "interop": (
+        *[k for k in TLS_KEYS if k != "accel"],
+        "payload",
+        "role",
+        "peer",
+        "resume",
+        *TUNING_KEYS,
+    ),
 }
 INT_KEYS = {"chain", "record_size", "payload", "bytes", "iterations", "warmup"}
 # Choices fixed by the experiment format itself; names of suites, groups, signature schemes,
@@ -76,6 +86,8 @@ CHOICES = {
     "tls": ("1.2", "1.3"),
     "auth": ("none", "server", "mutual"),
     "accel": ("on", "off"),
+    "role": ("client", "server"),
+    "resume": ("on", "off"),
 }
 MAX_REPETITIONS = 1000
 MAX_TIMEOUT_S = 24 * 3600
@@ -126,6 +138,12 @@ def _fragment(key: str, value: Any) -> str:
         return f"{value}bytes"
     if key == "accel":
         return f"accel-{value}"
+    if key == "role":
+        return f"as-{value}"
+    if key == "peer":
+        return f"with-{value}"
+    if key == "resume":
+        return f"resume-{value}"
     return str(value).lower() if key == "aead" else str(value)
 
 
@@ -206,7 +224,9 @@ class _Loader:
             return value
         choices = CHOICES.get(key) or self.declared.choices(key)
         if key == "scenario" and choices is not None:
-            choices = tuple(c for c in choices if c in SCENARIOS)
+            # interop runs the driver's `peer` scenario in two processes.
+            driver_side = {"interop": "peer"}
+            choices = tuple(c for c in SCENARIOS if driver_side.get(c, c) in choices)
         if not isinstance(value, str):
             raise self.value_error(key, value, "a string" + (
                 f", one of {_short(choices)}" if choices else ""))  # fmt: skip
@@ -333,6 +353,8 @@ class _Loader:
         relevant = SCENARIO_KEYS[scenario]
         options = {k: values[k] for k in (*OPTION_ORDER, *TUNING_KEYS)
                    if k in values and k in relevant}  # fmt: skip
+        if scenario == "interop":
+            options["peer"] = self.interop_peer(options, values)
         if negotiates_no_key_exchange(options):
             # Static RSA: no group is negotiated and nothing is signed, so neither belongs
             # in the point's name or stored options.
@@ -345,6 +367,27 @@ class _Loader:
             scenario=scenario,
             options=options,
         )
+
+    def interop_peer(self, options: dict[str, Any], values: dict[str, Any]) -> str:
+        """The other side of an interop point: a variant (canonical name) or a real program
+        that plays the role the point's variant does not."""
+        from tlsbench import interop
+
+        peer = values.get("peer")
+        role = str(values.get("role", "client"))
+        wanted = interop.SERVER_PROGRAMS if role == "client" else interop.CLIENT_PROGRAMS
+        allowed = f"a variant, or a real {'server' if role == 'client' else 'client'}: " + \
+            ", ".join(wanted)  # fmt: skip
+        if not isinstance(peer, str):
+            raise self.value_error("peer", peer, allowed)
+        if interop.is_program(peer):
+            if peer not in wanted:
+                raise self.value_error("peer", peer, f"with role = {role!r}, {allowed}")
+            return peer
+        try:
+            return self.catalog.resolve(peer).name
+        except UserError as exc:
+            raise self.value_error("peer", peer, f"{allowed} ({exc})") from None
 
     def check_combination(self, scenario: str, values: dict[str, Any]) -> None:
         """What no library could honour, whatever it supports: a typo in spirit."""

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tlsbench import certs, paths
+from tlsbench import certs, interop, paths
 from tlsbench.build import Build, Builder
 from tlsbench.doctor import cpu_facts, cpu_flags, measurement_warnings
 from tlsbench.drive import TLS_SCENARIOS, driver_command
@@ -394,6 +394,17 @@ def run_order(points: list[Point], repetitions: int, seed: int) -> list[tuple[in
     return order
 
 
+def build_description(point: RunPoint, builds: dict[str, Build]) -> dict[str, Any]:
+    """What a point's figures come from: its variant's build, and an interop peer's."""
+    described = builds[point.variant].describe()
+    peer = str(point.options.get("peer", ""))
+    if point.scenario == "interop" and peer in builds:
+        described["peer"] = builds[peer].describe()
+    elif point.scenario == "interop":
+        described["peer"] = {"program": peer, "version": interop.program_version(peer)}
+    return described
+
+
 class Runner:
     def __init__(self, store: Store, builder: Builder | None = None, quiet: bool = False):
         self.store = store
@@ -405,10 +416,14 @@ class Runner:
     def prepare(self, points: list[RunPoint]) -> dict[str, Build]:
         """Builds every variant and makes every certificate the points need, up front."""
         builds = {}
-        for spec in dict.fromkeys(p.variant for p in points):
+        # The peers of interop points are built too (real programs need no build).
+        peers = [str(p.options["peer"]) for p in points if p.scenario == "interop"]
+        for spec in dict.fromkeys([*(p.variant for p in points), *peers]):
+            if interop.is_program(spec):
+                continue
             builds[spec] = self.builder.build(self.catalog.resolve(spec))
         kinds = {str(p.options.get("cert", "rsa2048")) for p in points
-                 if p.scenario in TLS_SCENARIOS}  # fmt: skip
+                 if p.scenario in TLS_SCENARIOS or p.scenario == "interop"}  # fmt: skip
         certs.ensure_all(sorted(kinds), progress=not self.quiet)
         return builds
 
@@ -433,7 +448,7 @@ class Runner:
             [
                 {"name": p.name, "variant": p.variant, "library": p.library,
                  "scenario": p.scenario, "params": {"scenario": p.scenario, **p.options},
-                 "build": builds[p.variant].describe()}
+                 "build": build_description(p, builds)}
                 for p in interleaved(points)
             ],
         )  # fmt: skip
@@ -441,6 +456,20 @@ class Runner:
             print(f"run {run_id}: {experiment.name}, {len(points)} points x {repetitions} "
                   f"repetitions -> {self.store.path}", file=sys.stderr)  # fmt: skip
         return run_id
+
+    def run_interop(self, point: RunPoint, builds: dict[str, Build], timeout: float) -> Outcome:
+        """Client and server in two processes (interop.py); the peer is another variant's
+        driver or a real program."""
+        peer = str(point.options["peer"])
+        peer_build = None
+        if not interop.is_program(peer):
+            if peer not in builds:
+                builds[peer] = self.builder.build(self.catalog.resolve(peer))
+            peer_build = builds[peer]
+        result = interop.run_point(point.options, builds[point.variant], peer_build, timeout,
+                                   driver_environment({}))  # fmt: skip
+        return Outcome(result.status, result.exit_code, None, result.seconds, result.output,
+                       result.stderr_tail)  # fmt: skip
 
     def check_same_builds(self, run_id: int) -> None:
         """Resuming with a different build of a variant would mix two builds in one run."""
@@ -513,6 +542,8 @@ class Runner:
                 with tempfile.TemporaryDirectory(prefix="tlsbench-callgrind-") as scratch:
                     outcome = run_instructions(point, builds[point.variant], timeout,
                                                Path(scratch))  # fmt: skip
+            elif point.scenario == "interop":
+                outcome = self.run_interop(point, builds, timeout)
             else:
                 outcome = run_time_and_heap(point, builds[point.variant], timeout)
             self.store.add_result(

@@ -158,6 +158,11 @@ typedef struct tb_adapter {
    * complete record is available yet. */
   tb_status (*read)(void *conn, unsigned char *buf, size_t len, size_t *done, char *err);
 
+  /* Optional (NULL: the library cannot): sends close_notify, the orderly end of a
+   * connection that real peers expect (without it, `openssl s_client` and `gnutls-cli`
+   * report a truncated connection). One attempt; no reply is waited for. */
+  tb_status (*close)(void *conn, char *err);
+
   /* What was negotiated, read back from the library. */
   tb_status (*negotiated)(void *conn, tb_negotiated *out, char *err);
 

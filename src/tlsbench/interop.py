@@ -1,0 +1,490 @@
+"""Client and server in separate processes: the `interop` scenario.
+
+A point's variant plays one side (`role`, client by default) and `peer` plays the other: a
+tlsbench variant (its own driver, built from its own pinned sources) or a real program from
+Debian (`openssl s_server` / `s_client`, `gnutls-serv` / `gnutls-cli`). They meet on a
+loopback TCP connection, a new one per handshake, and exchange a minimal HTTP/1.0 request and
+response (drivers/core/peer.c).
+
+The runner starts the server first and waits for the port it listens on (a driver writes it
+to a file once it accepts connections; a program gets a port chosen here), then the client;
+both run in their own process groups, are killed together on a timeout or an interrupt, and
+each one's failure is kept with its stderr tail. Each tlsbench side checks what it
+negotiated against the request; here the two sides' readbacks are also compared with each
+other. A real program's offer is pinned only to the protocol version (and, for OpenSSL's
+programs, to the suite, group and signature scheme): the tlsbench side pins the rest and
+reads back what was agreed.
+
+Timing and heap come from separate runs, as for every scenario: the pair of timing drivers,
+then the pair of heap drivers; a side's heap figures are then those of a process that holds
+that side alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tlsbench import certs
+from tlsbench.build import Build
+from tlsbench.drive import driver_command
+
+# Real programs that can be the peer, by the role they play.
+SERVER_PROGRAMS = ("openssl-s_server", "gnutls-serv")
+CLIENT_PROGRAMS = ("openssl-s_client", "gnutls-cli")
+PROGRAMS = SERVER_PROGRAMS + CLIENT_PROGRAMS
+# How long the server may take to listen, and a peer to answer, before the point fails.
+START_TIMEOUT_S = 10.0
+PEER_TIMEOUT_S = 10
+STDERR_TAIL_LINES = 12
+# The parameters both sides must have read back alike.
+AGREED = ("version", "suite", "group", "sigalg", "resumed")
+
+OPENSSL_GROUPS = {"secp256r1": "P-256", "secp384r1": "P-384"}
+GNUTLS_VERSIONS = {"1.2": "+VERS-TLS1.2", "1.3": "+VERS-TLS1.3"}
+
+
+def is_program(name: str) -> bool:
+    return name in PROGRAMS
+
+
+def program_role(name: str) -> str:
+    return "server" if name in SERVER_PROGRAMS else "client"
+
+
+@dataclass
+class Side:
+    """One process of a pair: its command, what it printed, how it ended."""
+
+    role: str
+    label: str
+    command: list[str]
+    proc: subprocess.Popen[str] | None = None
+    out: str = ""
+    err: str = ""
+    code: int | None = None
+    killed: str = ""
+
+    def start(self, env: dict[str, str], stdin: str | None = None) -> None:
+        self.proc = subprocess.Popen(
+            self.command,
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            start_new_session=True,  # a timeout or an interrupt kills its whole group
+        )
+        self._stdin = stdin
+
+    def finish(self, deadline: float) -> None:
+        assert self.proc is not None
+        try:
+            self.out, self.err = self.proc.communicate(
+                self._stdin, timeout=max(0.1, deadline - time.monotonic())
+            )
+        except subprocess.TimeoutExpired:
+            self.kill("timeout")
+            self.out, self.err = self.proc.communicate()
+        self.code = self.proc.returncode
+
+    def kill(self, why: str) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.killed = why
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+
+    def tail(self) -> str:
+        lines = self.err.strip().splitlines()[-STDERR_TAIL_LINES:]
+        text = "\n".join(f"  {line}" for line in lines) or "  (nothing on stderr)"
+        ended = f"killed ({self.killed})" if self.killed else f"exit {self.code}"
+        return f"{self.role} {self.label} ({ended}):\n{text}"
+
+    def json(self) -> dict[str, Any] | None:
+        try:
+            data = json.loads(self.out) if self.out.strip().startswith("{") else None
+        except json.JSONDecodeError:
+            return None
+        return data if isinstance(data, dict) else None
+
+
+# ------------------------------------------------------------------------- commands
+
+
+def _cert_file(options: dict[str, Any], name: str) -> str:
+    return str(certs.cert_dir(str(options.get("cert", "rsa2048"))) / name)
+
+
+def _driver_args(options: dict[str, Any]) -> list[str]:
+    """The point's TLS options as driver arguments (the runner's own keys left out)."""
+    args: list[str] = []
+    for key, value in options.items():
+        if key not in ("accel", "peer", "role", "resume"):
+            args += [f"--{key.replace('_', '-')}", str(value)]
+    if options.get("resume") == "on":
+        args.append("--peer-resume")
+    return args
+
+
+def driver_side(build: Build, role: str, options: dict[str, Any], measure: str,
+                scratch: Path, connect: str | None, peer_is_program: bool) -> Side:  # fmt: skip
+    args = [*_driver_args(options), "--role", role, "--peer-timeout", str(PEER_TIMEOUT_S), "--json"]
+    if role == "server":
+        args += ["--port-file", str(scratch / "port")]
+    else:
+        assert connect is not None
+        args += ["--connect", connect]
+        if peer_is_program:
+            args += ["--peer-kind", "program"]
+    command = driver_command(build, "peer", args, measure)
+    return Side(role, build.variant.name, command)
+
+
+def _openssl_suite_name(suite: str) -> str | None:
+    """OpenSSL's name of a TLS 1.2 suite (`openssl ciphers -stdname` maps them)."""
+    proc = subprocess.run(
+        ["openssl", "ciphers", "-stdname", "ALL:COMPLEMENTOFALL"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    for line in proc.stdout.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[0] == suite:
+            return parts[2]
+    return None
+
+
+def _openssl_offer(options: dict[str, Any]) -> list[str] | str:
+    """s_server / s_client options pinning version, suite, group and signature scheme, or
+    the reason the system's openssl cannot offer the point."""
+    tls = str(options.get("tls", "1.3"))
+    args = ["-tls1_3" if tls == "1.3" else "-tls1_2"]
+    suite = options.get("suite")
+    if suite and tls == "1.3":
+        args += ["-ciphersuites", str(suite)]
+    elif suite:
+        name = _openssl_suite_name(str(suite))
+        if name is None:
+            return f"the system's openssl does not know {suite}"
+        args += ["-cipher", f"{name}:@SECLEVEL=0"]
+    group = options.get("group")
+    if group:
+        args += ["-groups", OPENSSL_GROUPS.get(str(group), str(group))]
+    if options.get("sigalg"):
+        args += ["-sigalgs", str(options["sigalg"])]
+    return args
+
+
+def _gnutls_priority(options: dict[str, Any]) -> str:
+    return f"NORMAL:-VERS-ALL:{GNUTLS_VERSIONS[str(options.get('tls', '1.3'))]}"
+
+
+def program_side(name: str, options: dict[str, Any], port: int | None,
+                 connections: int) -> Side | str:  # fmt: skip
+    """A real program as the peer, or the reason it cannot play this point."""
+    if shutil.which(name.split("-")[0] if name.startswith("openssl") else name) is None:
+        return f"{name} is not installed (Debian packages openssl, gnutls-bin)"
+    if int(options.get("chain", 1)) != 1:
+        return f"{name} is run with a one-certificate chain only"
+    if options.get("resume") == "on":
+        return f"{name} starts one process per connection here: nothing to resume"
+    auth = str(options.get("auth", "server"))
+    chain, key = _cert_file(options, "server-chain1.pem"), _cert_file(options, "server.key")
+    client_chain, client_key = (_cert_file(options, "client-chain1.pem"),
+                                _cert_file(options, "client.key"))  # fmt: skip
+    ca = _cert_file(options, "ca.pem")
+    role = program_role(name)
+    if name == "openssl-s_server":
+        offer = _openssl_offer(options)
+        if isinstance(offer, str):
+            return offer
+        command = ["openssl", "s_server", "-accept", f"127.0.0.1:{port}", "-naccept",
+                   str(connections), "-www", "-cert", chain, "-key", key, "-num_tickets", "0",
+                   "-no_ticket", *offer]  # fmt: skip
+        if auth == "mutual":
+            command += ["-Verify", "1", "-verify_return_error", "-CAfile", ca]
+    elif name == "gnutls-serv":
+        command = ["gnutls-serv", "--port", str(port), "--http", "--x509certfile", chain,
+                   "--x509keyfile", key, "--priority", _gnutls_priority(options),
+                   "--noticket"]  # fmt: skip
+        if auth == "mutual":
+            command += ["--require-client-cert", "--verify-client-cert", "--x509cafile", ca]
+    elif name == "openssl-s_client":
+        offer = _openssl_offer(options)
+        if isinstance(offer, str):
+            return offer
+        command = ["openssl", "s_client", "-connect", f"127.0.0.1:{port}", "-servername",
+                   "localhost", "-ign_eof", "-no_ticket", *offer]  # fmt: skip
+        if auth != "none":
+            command += ["-CAfile", ca, "-verify_return_error", "-verify_hostname", "localhost"]
+        if auth == "mutual":
+            command += ["-cert", client_chain, "-key", client_key]
+    else:  # gnutls-cli
+        command = ["gnutls-cli", "--port", str(port), "127.0.0.1", "--sni-hostname",
+                   "localhost", "--priority", _gnutls_priority(options)]  # fmt: skip
+        command += (["--x509cafile", ca, "--verify-hostname", "localhost"] if auth != "none"
+                    else ["--insecure"])  # fmt: skip
+        if auth == "mutual":
+            command += ["--x509certfile", client_chain, "--x509keyfile", client_key]
+    return Side(role, name, command)
+
+
+def free_port() -> int:
+    """A port the kernel has just handed out, for a program that cannot take port 0.
+    Another process could take it before the program binds it: the point then fails
+    with the program's "address in use", never with wrong figures."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_for_port(server: Side, port_file: Path, deadline: float) -> int | None:
+    assert server.proc is not None
+    while time.monotonic() < deadline:
+        with contextlib.suppress(FileNotFoundError, ValueError):
+            return int(port_file.read_text().strip())
+        if server.proc.poll() is not None:
+            return None
+        time.sleep(0.01)
+    return None
+
+
+# ------------------------------------------------------------------------- the response
+
+
+def _body(length: int) -> str:
+    """The body a tlsbench server sends (body_byte in drivers/core/peer.c)."""
+    return "".join(chr(ord("a") + (i * 7) % 26) for i in range(length))
+
+
+def check_program_client(side: Side, options: dict[str, Any]) -> str | None:
+    """What a real client printed: the whole response of the tlsbench server, and (for
+    s_client) the version and suite it reports. None when all is as asked."""
+    payload = int(options.get("payload", 1024))
+    if "HTTP/1.0 200 OK" not in side.out:
+        return f"{side.label} printed no HTTP 200 response"
+    if _body(payload) not in side.out:
+        return f"{side.label} did not print the {payload}-byte response body intact"
+    if side.label == "openssl-s_client":
+        m = re.search(r"^New, (TLSv1\.[23]), Cipher is (\S+)", side.out, re.M)
+        tls = "TLSv" + str(options.get("tls", "1.3"))
+        if m is None or m.group(1) != tls:
+            return f"openssl s_client reports {m.group(1) if m else 'no protocol'}, not {tls}"
+    return None
+
+
+# ------------------------------------------------------------------------- one point
+
+
+@dataclass
+class PairResult:
+    status: str  # ok | unsupported | failed
+    exit_code: int | None
+    seconds: float
+    output: dict[str, Any] | None
+    stderr_tail: str
+
+
+def run_pair(point_options: dict[str, Any], role: str, build: Build, peer: str,
+             peer_build: Build | None, measure: str, timeout: float,
+             env: dict[str, str]) -> PairResult:  # fmt: skip
+    """One repetition of one interop point with one kind of driver (time or heap)."""
+    started = time.monotonic()
+    deadline = started + timeout
+    connections = int(point_options.get("iterations", 10)) + int(point_options.get("warmup", 1))
+    with tempfile.TemporaryDirectory(prefix="tlsbench-interop-") as tmp:
+        scratch = Path(tmp)
+        sides: dict[str, Side] = {}
+        try:
+            return _run_pair(point_options, role, build, peer, peer_build, measure, env,
+                             scratch, sides, connections, started, deadline)  # fmt: skip
+        finally:
+            # Nothing outlives the point: not on a failure, a timeout or an interrupt.
+            for side in sides.values():
+                side.kill("interop point ended")
+                if side.proc is not None:
+                    side.proc.wait()
+
+
+def _run_pair(options: dict[str, Any], role: str, build: Build, peer: str,
+              peer_build: Build | None, measure: str, env: dict[str, str], scratch: Path,
+              sides: dict[str, Side], connections: int, started: float,
+              deadline: float) -> PairResult:  # fmt: skip
+    own_role = role
+    program = peer_build is None
+    port: int | None = None
+    # The server first.
+    if own_role == "server":
+        sides["server"] = driver_side(build, "server", options, measure, scratch, None, program)
+    elif program:
+        port = free_port()
+        made = program_side(peer, options, port, connections)
+        if isinstance(made, str):
+            return PairResult("unsupported", 3, 0.0, {"error": {"message": made}}, made)
+        sides["server"] = made
+    else:
+        assert peer_build is not None
+        sides["server"] = driver_side(peer_build, "server", options, measure, scratch, None, False)
+    server = sides["server"]
+    server.start(env)
+    if program and own_role == "client":
+        connect_port: int | None = port  # the client retries until the program listens
+    else:
+        connect_port = _wait_for_port(server, scratch / "port", time.monotonic() + START_TIMEOUT_S)
+    if connect_port is None:
+        server.kill("did not listen")
+        server.finish(deadline)
+        return _ended(sides, started, options, role, peer, "the server did not start listening")
+    # Then the client(s).
+    connect = f"127.0.0.1:{connect_port}"
+    if own_role == "client":
+        sides["client"] = driver_side(build, "client", options, measure, scratch, connect, program)
+        sides["client"].start(env)
+        sides["client"].finish(deadline)
+    elif program:
+        made = program_side(peer, options, connect_port, connections)
+        if isinstance(made, str):
+            return PairResult("unsupported", 3, 0.0, {"error": {"message": made}}, made)
+        request = f"GET /{int(options.get('payload', 1024))} HTTP/1.0\r\n\r\n"
+        # A real client makes one connection per process: one per connection the server
+        # waits for; the first failure ends the point.
+        for _ in range(connections):
+            client = Side("client", made.label, made.command)
+            sides["client"] = client
+            client.start(env, stdin=request)
+            client.finish(deadline)
+            problem = None if client.code == 0 else f"{client.label} exited {client.code}"
+            problem = problem or check_program_client(client, options)
+            if problem:
+                return _ended(sides, started, options, role, peer, problem)
+    else:
+        assert peer_build is not None
+        sides["client"] = driver_side(peer_build, "client", options, measure, scratch, connect,
+                                      False)  # fmt: skip
+        sides["client"].start(env)
+        sides["client"].finish(deadline)
+    if program and own_role == "client":
+        server.kill("the client is done")  # gnutls-serv serves until stopped
+    server.finish(deadline)
+    return _ended(sides, started, options, role, peer, None)
+
+
+def _ended(sides: dict[str, Side], started: float, options: dict[str, Any], role: str,
+           peer: str, problem: str | None) -> PairResult:  # fmt: skip
+    seconds = time.monotonic() - started
+    results = {name: side.json() for name, side in sides.items()}
+    tails = "\n".join(side.tail() for side in sides.values())
+    own = results.get(role)
+    codes = {name: (r or {}).get("exit") for name, r in results.items()}
+    # Unsupported: a tlsbench side said it cannot honour the request.
+    if 3 in codes.values():
+        who = next(name for name, code in codes.items() if code == 3)
+        reason = ((results[who] or {}).get("error") or {}).get("message", "")
+        message = f"{who} ({sides[who].label}): {reason}"
+        return PairResult("unsupported", 3, seconds, {"error": {"message": message}}, tails)
+    failed = problem
+    for name, side in sides.items():
+        if failed is None and not is_program(side.label) and codes.get(name) != 0:
+            error = (results[name] or {}).get("error") or {}
+            failed = (f"{name} ({side.label}) failed at {error.get('stage', '?')}: "
+                      f"{error.get('message', 'no JSON output')}")  # fmt: skip
+    if failed is None and own is not None:
+        other = results.get("server" if role == "client" else "client")
+        failed = _disagreement(own, other)
+    if failed is not None or own is None:
+        failed = failed or "no result from the tlsbench side"
+        error = {"stage": "interop", "message": failed}
+        output = {"exit": 5, "error": error}
+        return PairResult("failed", 5, seconds, output, f"tlsbench: {failed}\n{tails}")
+    return PairResult("ok", 0, seconds, merge(results, sides, role), tails)
+
+
+def _disagreement(own: dict[str, Any], other: dict[str, Any] | None) -> str | None:
+    if other is None:
+        return None
+    mine, theirs = own.get("negotiated") or {}, other.get("negotiated") or {}
+    for key in AGREED:
+        if mine.get(key) != theirs.get(key):
+            return (f"the two sides read back different {key}: {mine.get(key)!r} and "
+                    f"{theirs.get(key)!r}")  # fmt: skip
+    return None
+
+
+def merge(results: dict[str, dict[str, Any] | None], sides: dict[str, Side],
+          role: str) -> dict[str, Any]:  # fmt: skip
+    """One stored result from the two sides: the point's own side's output, with the other
+    side's series, heap and wire figures beside it."""
+    own = dict(results[role] or {})
+    samples = dict(own.get("samples") or {})
+    summary = dict(own.get("summary") or {})
+    heap = dict(own.get("heap") or {}) if own.get("heap") else None
+    wire_full: dict[str, Any] = dict(((own.get("wire") or {}).get("full")) or {})
+    negotiated = dict(own.get("negotiated") or {})
+    verified = dict(negotiated.get("peer_verified") or {})
+    for name, result in results.items():
+        if name == role or result is None:
+            continue
+        samples.update(result.get("samples") or {})
+        summary.update(result.get("summary") or {})
+        if heap is not None and result.get("heap"):
+            heap[name] = result["heap"].get(name)
+        other_wire = (result.get("wire") or {}).get("full") or {}
+        if name in other_wire:
+            wire_full[name] = other_wire[name]
+        for key in ("client_hello_bytes", "round_trips"):
+            if key in other_wire:
+                wire_full[key] = other_wire[key]
+        verified.update(((result.get("negotiated") or {}).get("peer_verified")) or {})
+    negotiated["peer_verified"] = verified
+    wire_full.pop("bytes_received", None)
+    own.update(samples=samples, summary=summary, heap=heap, negotiated=negotiated)
+    if wire_full:
+        own["wire"] = {"full": wire_full}
+    own["sides"] = {
+        name: {"program": side.label, "kind": "program" if is_program(side.label) else "driver",
+               "version": (results.get(name) or {}).get("version")}
+        for name, side in sides.items()
+    }  # fmt: skip
+    return own
+
+
+def run_point(options: dict[str, Any], build: Build, peer_build: Build | None, timeout: float,
+              env: dict[str, str]) -> PairResult:  # fmt: skip
+    """One repetition: the pair of timing drivers, then the pair of heap drivers (whose
+    heap figures replace the timing run's nulls; their times are not used)."""
+    role = str(options.get("role", "client"))
+    peer = str(options["peer"])
+    timed = run_pair(options, role, build, peer, peer_build, "time", timeout, env)
+    if timed.status != "ok" or timed.output is None:
+        return timed
+    heap = run_pair(options, role, build, peer, peer_build, "heap", timeout, env)
+    if heap.status != "ok" or heap.output is None:
+        heap.stderr_tail = f"(the heap run, tlsbench-driver-heap)\n{heap.stderr_tail}"
+        return heap
+    merged = dict(timed.output)
+    merged["heap"] = heap.output.get("heap")
+    merged["measure"] = {"time": "tlsbench-driver (each side)",
+                         "heap": "tlsbench-driver-heap (each side)"}  # fmt: skip
+    return PairResult("ok", 0, timed.seconds + heap.seconds, merged,
+                      "\n".join(t for t in (timed.stderr_tail, heap.stderr_tail) if t))  # fmt: skip
+
+
+def program_version(name: str) -> str | None:
+    """The version a real program reports (recorded with every interop point)."""
+    command = ["openssl", "version"] if name.startswith("openssl") else [name, "--version"]
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, check=False, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    first = (proc.stdout or proc.stderr).strip().splitlines()[:1]
+    return first[0] if first else None
