@@ -179,6 +179,29 @@ class InstructionRow:
 
 
 @dataclass(frozen=True)
+class InteropRow:
+    """One client x server pair of an interop point (two processes)."""
+
+    variant: str  # the point's variant (plays `role`)
+    point: str
+    client: str  # variant or real program
+    server: str
+    case: str
+    result: str  # ok | unsupported | failed
+    negotiated: str  # version, suite, group, signature scheme as the tlsbench side read back
+    detail: str  # why not ok
+    client_wall_ms: float | None  # connect to handshake done, median
+    client_cpu_ms: float | None
+    server_cpu_ms: float | None
+    client_heap_peak: float | None  # connection peak (context excluded), whole process
+    server_heap_peak: float | None
+    client_bytes: float | None  # sent during the first full handshake
+    server_bytes: float | None
+    round_trips: float | None
+    failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
+
+
+@dataclass(frozen=True)
 class ProblemRow:
     variant: str
     library: str
@@ -233,6 +256,7 @@ class RunModel:
     throughput: list[ThroughputRow] = field(default_factory=list)
     aead: list[AeadRow] = field(default_factory=list)
     instructions: list[InstructionRow] = field(default_factory=list)
+    interop: list[InteropRow] = field(default_factory=list)
     problems: list[ProblemRow] = field(default_factory=list)
     notes: list[NoteRow] = field(default_factory=list)
     latency_samples: list[LatencySamples] = field(default_factory=list)
@@ -248,6 +272,7 @@ class RunModel:
             Table("bulk_throughput", "Bulk throughput (MB/s)", ThroughputRow, self.throughput),
             Table("aead", "AEAD cost", AeadRow, self.aead),
             Table("instructions", "Instructions", InstructionRow, self.instructions),
+            Table("interop", "Interop", InteropRow, self.interop),
             Table("problems", "Unsupported and failed points", ProblemRow, self.problems),
             Table("notes", "Notes", NoteRow, self.notes),
             Table("environment", "Environment", EnvironmentRow, self.environment),
@@ -628,6 +653,74 @@ class _Loader:
                 )
         return rows
 
+    def interop(self) -> list[InteropRow]:
+        points = [p for p in self.points if p.scenario == "interop" and self.results[p.id]]
+        cases = case_labels({p.id: self.params(p) for p in points})
+        rows = []
+        for p in points:
+            role = str(p.params.get("role", "client"))
+            peer = str(p.params.get("peer", "?"))
+            client, server = (p.variant, peer) if role == "client" else (peer, p.variant)
+            ok = self.ok(p)
+            results = self.results[p.id]
+            if ok:
+                result, detail = "ok", ""
+            else:
+                bad = results[0]
+                result = bad.status
+                error = (bad.output or {}).get("error") or {}
+                detail = str(error.get("message") or f"exit {bad.exit_code}")
+            outputs = [r.output for r in ok if r.output]
+            negotiated = ""
+            if outputs:
+                n = outputs[0].get("negotiated") or {}
+                parts = [n.get("version"), n.get("suite"), n.get("group"), n.get("sigalg")]
+                negotiated = " ".join(str(x) for x in parts if x) + (
+                    " resumed" if n.get("resumed") else ""
+                )
+
+            def median_ms(series: str, point: Point = p) -> float | None:
+                values = self.store.samples(point.id, series)
+                return statistics.median(values) / 1e6 if values else None
+
+            def heap_peak(side: str) -> float | None:
+                peaks = [
+                    float(o["heap"][side]["conn_peak"])
+                    for o in outputs
+                    if o.get("heap") and (o["heap"].get(side) or {}).get("conn_peak") is not None
+                ]
+                return statistics.median(peaks) if peaks else None
+
+            def wire(side: str | None, key: str) -> float | None:
+                full = ((outputs[0].get("wire") or {}).get("full") or {}) if outputs else {}
+                value = (full.get(side) or {}).get(key) if side else full.get(key)
+                return float(value) if value is not None else None
+
+            case = cases[p.id]
+            if p.params.get("resume") == "on":
+                case = f"{case} resumed" if case != "default" else "resumed"
+            rows.append(
+                InteropRow(
+                    variant=p.variant,
+                    point=p.name,
+                    client=client,
+                    server=server,
+                    case=case,
+                    result=result,
+                    negotiated=negotiated,
+                    detail=detail,
+                    client_wall_ms=median_ms("client_wall_ns"),
+                    client_cpu_ms=median_ms("client_cpu_ns"),
+                    server_cpu_ms=median_ms("server_cpu_ns"),
+                    client_heap_peak=heap_peak("client"),
+                    server_heap_peak=heap_peak("server"),
+                    client_bytes=wire("client", "bytes_sent"),
+                    server_bytes=wire("server", "bytes_sent"),
+                    round_trips=wire(None, "round_trips"),
+                )
+            )
+        return rows
+
     def problems(self) -> list[ProblemRow]:
         rows = []
         for p in self.points:
@@ -710,6 +803,7 @@ class _Loader:
             throughput=self.throughput(),
             aead=self.aead(),
             instructions=self.instructions(),
+            interop=self.interop(),
             problems=self.problems(),
             latency_samples=latency_samples,
             variants=list(dict.fromkeys(p.variant for p in self.points)),
@@ -734,7 +828,8 @@ class _Loader:
         marks = self.partly_failed()
         if not marks:
             return
-        for name in ("memory", "handshakes", "latency", "throughput", "aead", "instructions"):
+        for name in ("memory", "handshakes", "latency", "throughput", "aead", "instructions",
+                     "interop"):  # fmt: skip
             rows = getattr(model, name)
             setattr(
                 model,

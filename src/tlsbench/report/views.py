@@ -241,6 +241,8 @@ def _views(model: RunModel) -> list[View]:
                 ],
             )
         )  # fmt: skip
+    if model.interop:
+        out += _interop_views(model)
     if model.problems:
         out.append(
             View(
@@ -292,3 +294,65 @@ def _case(case: str, scenario: str) -> str:
 
 def _opt(value: int | None) -> str:
     return "-" if value is None else str(value)
+
+
+INTEROP_MARK = {"ok": "✓", "unsupported": "unsupported", "failed": "✗"}
+
+
+def _interop_views(model: RunModel) -> list[View]:
+    """One client x server grid per case (what talks to what), then the figures per pair."""
+    out = []
+    for case in dict.fromkeys(r.case for r in model.interop):
+        rows = [r for r in model.interop if r.case == case]
+        clients = list(dict.fromkeys(r.client for r in rows))
+        servers = list(dict.fromkeys(r.server for r in rows))
+        cell = {(r.client, r.server): r for r in rows}
+        out.append(
+            View(
+                "interop_matrix",
+                f"Interop: {case}" if case != "default" else "Interop",
+                "Client (row) against server (column), each in its own process over loopback "
+                "TCP: ✓ = the handshake completed with exactly the requested parameters on "
+                "the tlsbench side(s), both sides read back the same, and the HTTP response "
+                "arrived intact on every connection; ✗ = it failed (see the table below); "
+                "unsupported = one side cannot offer the request.",
+                ["client \\ server", *servers],
+                [False] * (len(servers) + 1),
+                [
+                    [client]
+                    + [
+                        INTEROP_MARK.get(cell[(client, server)].result, "?")
+                        if (client, server) in cell
+                        else ""
+                        for server in servers
+                    ]
+                    for client in clients
+                ],
+            )
+        )
+    out.append(
+        View(
+            "interop",
+            "Interop pairs",
+            "Per pair: what the tlsbench side read back; the client's wall time from connect "
+            "to handshake done; each tlsbench side's CPU time in its library calls and its "
+            "heap peak for the connection (its own process: no attribution between sides); "
+            "bytes each side sent during the first full handshake and the client's round "
+            "trips. Medians over connections and repetitions; `-` where a side is a real "
+            "program (not measured).",
+            ["client", "server", "case", "result", "negotiated", "client wall ms",
+             "client CPU ms", "server CPU ms", "client heap peak", "server heap peak",
+             "client bytes", "server bytes", "RTT", "detail"],
+            [False, False, False, False, False] + [True] * 8 + [False],
+            [
+                [r.client + (f" (partial: {r.failed})" if r.failed else ""), r.server, r.case,
+                 r.result, r.negotiated or "-", fmt_sig(r.client_wall_ms),
+                 fmt_sig(r.client_cpu_ms), fmt_sig(r.server_cpu_ms),
+                 fmt_bytes(r.client_heap_peak), fmt_bytes(r.server_heap_peak),
+                 fmt_bytes(r.client_bytes), fmt_bytes(r.server_bytes),
+                 fmt_count(r.round_trips), r.detail or "-"]
+                for r in model.interop
+            ],
+        )
+    )  # fmt: skip
+    return out
