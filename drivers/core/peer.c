@@ -381,7 +381,9 @@ int tb_scenario_peer(tb_run *r) {
   tb_series *wall = tb_series_get(r, server ? "server_wall_ns" : "client_wall_ns", "ns");
   tb_series *first_byte = server ? NULL : tb_series_get(r, "client_first_byte_ns", "ns");
   void *session = NULL;
+  long connection = 0;
   for (long i = 0; i < o->warmup + o->iterations && code == TB_EXIT_OK; i++) {
+    connection = i;
     peer_socket s = {.fd = -1, .server = server};
     int expect_resumed = o->peer_resume && i > 0;
     uint64_t t0 = tb_mono_ns();
@@ -466,5 +468,11 @@ int tb_scenario_peer(tb_run *r) {
   }
   TB_ON(side, (r->ad->session_free(session), TB_OK));
   if (listener >= 0) close(listener);
+  if (code != TB_EXIT_OK && connection > 0) {
+    /* Which connection failed: the first (full handshake) or a later (resumed) one. */
+    size_t used = strlen(r->stage);
+    snprintf(r->stage + used, sizeof(r->stage) - used, " (connection %ld of %ld)", connection + 1,
+             o->warmup + o->iterations);
+  }
   return code;
 }

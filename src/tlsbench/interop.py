@@ -351,6 +351,8 @@ def _run_pair(options: dict[str, Any], role: str, build: Build, peer: str,
         sides["client"] = driver_side(build, "client", options, measure, scratch, connect, program)
         sides["client"].start(env)
         sides["client"].finish(deadline)
+        if sides["client"].code != 0:  # the server would wait for connections that never come
+            server.finish(min(deadline, time.monotonic() + 1.0))
     elif program:
         made = program_side(peer, options, connect_port, connections)
         if isinstance(made, str):
@@ -366,6 +368,9 @@ def _run_pair(options: dict[str, Any], role: str, build: Build, peer: str,
             problem = None if client.code == 0 else f"{client.label} exited {client.code}"
             problem = problem or check_program_client(client, options)
             if problem:
+                # The tlsbench server may have ended the connection for a reason of its own
+                # (a check that fired): give it a moment to say so.
+                server.finish(min(deadline, time.monotonic() + 2.0))
                 return _ended(sides, started, options, role, peer, problem)
     else:
         assert peer_build is not None
@@ -373,6 +378,8 @@ def _run_pair(options: dict[str, Any], role: str, build: Build, peer: str,
                                       False)  # fmt: skip
         sides["client"].start(env)
         sides["client"].finish(deadline)
+        if sides["client"].code != 0:
+            server.finish(min(deadline, time.monotonic() + 1.0))
     if program and own_role == "client":
         server.kill("the client is done")  # gnutls-serv serves until stopped
     server.finish(deadline)
@@ -392,12 +399,18 @@ def _ended(sides: dict[str, Side], started: float, options: dict[str, Any], role
         reason = ((results[who] or {}).get("error") or {}).get("message", "")
         message = f"{who} ({sides[who].label}): {reason}"
         return PairResult("unsupported", 3, seconds, {"error": {"message": message}}, tails)
-    failed = problem
+    # A tlsbench side's own error says more than what a program or the pairing saw; a side
+    # this runner killed (its peer had already failed) has nothing to say.
+    errors = []
     for name, side in sides.items():
-        if failed is None and not is_program(side.label) and codes.get(name) != 0:
+        if side.killed or is_program(side.label) or side.code is None:
+            continue
+        if codes.get(name) != 0:
             error = (results[name] or {}).get("error") or {}
-            failed = (f"{name} ({side.label}) failed at {error.get('stage', '?')}: "
-                      f"{error.get('message', 'no JSON output')}")  # fmt: skip
+            errors.append(f"{name} ({side.label}) failed at {error.get('stage', '?')}: "
+                          f"{error.get('message', 'no JSON output')}")  # fmt: skip
+    # Both sides' errors where both failed: which one caused the other is for the reader.
+    failed = "; ".join(errors) or problem
     if failed is None and own is not None:
         other = results.get("server" if role == "client" else "client")
         failed = _disagreement(own, other)

@@ -558,7 +558,9 @@ class Runner:
             else:
                 why = (f"signal {outcome.signal} ({signal_name(outcome.signal)})"
                        if outcome.signal else f"exit {outcome.exit_code}")  # fmt: skip
-                last = outcome.stderr_tail.strip().splitlines()[-1:] or ["(nothing on stderr)"]
+                message = ((outcome.output or {}).get("error") or {}).get("message")
+                last = ([str(message)] if message else
+                        outcome.stderr_tail.strip().splitlines()[-1:] or ["(nothing on stderr)"])  # fmt: skip
                 tally.failed.append(f"{point.name} @ {point.variant} rep {repetition + 1}: "
                                     f"{why}: {last[0]}")  # fmt: skip
         progress.show("done", len(tally.failed))

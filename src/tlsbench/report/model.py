@@ -683,19 +683,6 @@ class _Loader:
                 values = self.store.samples(point.id, series)
                 return statistics.median(values) / 1e6 if values else None
 
-            def heap_peak(side: str) -> float | None:
-                peaks = [
-                    float(o["heap"][side]["conn_peak"])
-                    for o in outputs
-                    if o.get("heap") and (o["heap"].get(side) or {}).get("conn_peak") is not None
-                ]
-                return statistics.median(peaks) if peaks else None
-
-            def wire(side: str | None, key: str) -> float | None:
-                full = ((outputs[0].get("wire") or {}).get("full") or {}) if outputs else {}
-                value = (full.get(side) or {}).get(key) if side else full.get(key)
-                return float(value) if value is not None else None
-
             case = cases[p.id]
             if p.params.get("resume") == "on":
                 case = f"{case} resumed" if case != "default" else "resumed"
@@ -712,11 +699,11 @@ class _Loader:
                     client_wall_ms=median_ms("client_wall_ns"),
                     client_cpu_ms=median_ms("client_cpu_ns"),
                     server_cpu_ms=median_ms("server_cpu_ns"),
-                    client_heap_peak=heap_peak("client"),
-                    server_heap_peak=heap_peak("server"),
-                    client_bytes=wire("client", "bytes_sent"),
-                    server_bytes=wire("server", "bytes_sent"),
-                    round_trips=wire(None, "round_trips"),
+                    client_heap_peak=_heap_peak(outputs, "client"),
+                    server_heap_peak=_heap_peak(outputs, "server"),
+                    client_bytes=_first_wire(outputs, "client", "bytes_sent"),
+                    server_bytes=_first_wire(outputs, "server", "bytes_sent"),
+                    round_trips=_first_wire(outputs, None, "round_trips"),
                 )
             )
         return rows
@@ -841,6 +828,23 @@ class _Loader:
                     for r in rows
                 ],
             )
+
+
+def _heap_peak(outputs: list[dict[str, Any]], side: str) -> float | None:
+    """Median connection heap peak of one side over the repetitions that measured it."""
+    peaks = [
+        float(o["heap"][side]["conn_peak"])
+        for o in outputs
+        if o.get("heap") and (o["heap"].get(side) or {}).get("conn_peak") is not None
+    ]
+    return statistics.median(peaks) if peaks else None
+
+
+def _first_wire(outputs: list[dict[str, Any]], side: str | None, key: str) -> float | None:
+    """A wire figure of the first full handshake (alike in every repetition)."""
+    full = ((outputs[0].get("wire") or {}).get("full") or {}) if outputs else {}
+    value = (full.get(side) or {}).get(key) if side else full.get(key)
+    return float(value) if value is not None else None
 
 
 def load_run(store: Store, run_id: int | str = "latest") -> RunModel:
