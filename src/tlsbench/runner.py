@@ -559,8 +559,8 @@ class Runner:
                 why = (f"signal {outcome.signal} ({signal_name(outcome.signal)})"
                        if outcome.signal else f"exit {outcome.exit_code}")  # fmt: skip
                 message = ((outcome.output or {}).get("error") or {}).get("message")
-                last = ([str(message)] if message else
-                        outcome.stderr_tail.strip().splitlines()[-1:] or ["(nothing on stderr)"])  # fmt: skip
+                tail = outcome.stderr_tail.strip().splitlines()[-1:] or ["(nothing on stderr)"]
+                last = [str(message)] if message else tail
                 tally.failed.append(f"{point.name} @ {point.variant} rep {repetition + 1}: "
                                     f"{why}: {last[0]}")  # fmt: skip
         progress.show("done", len(tally.failed))
