@@ -655,7 +655,9 @@ class _Loader:
 
     def interop(self) -> list[InteropRow]:
         points = [p for p in self.points if p.scenario == "interop" and self.results[p.id]]
-        cases = case_labels({p.id: self.params(p) for p in points})
+        # From the points' own options: a pair that never ran (unsupported) has no resolved
+        # parameters, and must land in the same grid as those that did.
+        cases = case_labels({p.id: dict(p.params) for p in points})
         rows = []
         for p in points:
             role = str(p.params.get("role", "client"))

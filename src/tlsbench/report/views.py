@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from tlsbench.interop import PROGRAMS
 from tlsbench.report.model import RunModel
 
 SIGNIFICANT = 3  # digits kept for times and rates: more than a benchmark can resolve anyway
@@ -304,8 +305,9 @@ def _interop_views(model: RunModel) -> list[View]:
     out = []
     for case in dict.fromkeys(r.case for r in model.interop):
         rows = [r for r in model.interop if r.case == case]
-        clients = list(dict.fromkeys(r.client for r in rows))
-        servers = list(dict.fromkeys(r.server for r in rows))
+        # tlsbench variants first, then real programs, each in name order.
+        clients = sorted({r.client for r in rows}, key=lambda n: (n in PROGRAMS, n))
+        servers = sorted({r.server for r in rows}, key=lambda n: (n in PROGRAMS, n))
         cell = {(r.client, r.server): r for r in rows}
         out.append(
             View(
