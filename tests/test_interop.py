@@ -81,28 +81,30 @@ def test_every_pinned_library_talks_to_every_other_in_two_processes(
 
 
 def test_real_programs_at_either_end(tmp_path: Path, build_of) -> None:
-    """openssl s_server / gnutls-serv serve tlsbench clients; openssl s_client / gnutls-cli
-    fetch the tlsbench server's response, whose body they must print intact."""
+    """openssl s_server / gnutls-serv / nginx serve tlsbench clients (nginx serves the
+    pattern, so the client checks every byte); openssl s_client / gnutls-cli / curl fetch
+    the tlsbench server's response, whose body they must print intact."""
     for spec in ("openssl-3.5.x", "mbedtls-3.6.6"):
         build_of(spec)
     proc, store = run_experiment(
         tmp_path,
-        HEADER
-        + '[[matrix]]\nvariant = ["openssl-3.5.x"]\npeer = ["openssl-s_server", "gnutls-serv"]\n'
-        'tls = ["1.3", "1.2"]\n'
+        HEADER + '[[matrix]]\nvariant = ["openssl-3.5.x"]\n'
+        'peer = ["openssl-s_server", "gnutls-serv", "nginx"]\ntls = ["1.3", "1.2"]\n'
         '[[matrix]]\nvariant = ["mbedtls-3.6.6"]\nrole = ["server"]\n'
-        'peer = ["openssl-s_client", "gnutls-cli"]\ntls = ["1.3", "1.2"]\nauth = ["mutual"]\n',
+        'peer = ["openssl-s_client", "gnutls-cli", "curl"]\ntls = ["1.3", "1.2"]\n'
+        'auth = ["mutual"]\n',
     )
     assert proc.returncode == 0, proc.stderr
     run = store.run("latest")
     points = store.points(run["id"])
-    assert len(points) == 8
+    assert len(points) == 12
     for point in points:
         result = store.results(point.id)[0]
         assert result["status"] == "ok", (point.name, result["stderr_tail"])
         build = point.build["peer"]
-        assert build["program"] in ("openssl-s_server", "gnutls-serv", "openssl-s_client",
-                                    "gnutls-cli") and build["version"]  # fmt: skip
+        assert build["program"] in ("openssl-s_server", "gnutls-serv", "nginx",
+                                    "openssl-s_client", "gnutls-cli", "curl")  # fmt: skip
+        assert build["version"]
         output = json.loads(result["output"])
         # Only the tlsbench side is measured and checked; its readback is the cell's.
         side = "server" if point.params.get("role") == "server" else "client"
@@ -190,10 +192,11 @@ def test_a_silent_peer_fails_after_the_peer_timeout(build_of) -> None:
 BAD_PEERS = [
     ('peer = ["wolfsl-5.7.2"]',
      r"peer = 'wolfsl-5.7.2' \(a string\) is not allowed: a variant, or a real server: "
-     r"openssl-s_server, gnutls-serv \(unknown variant .*Did you mean wolfssl-5.7.2"),
+     r"openssl-s_server, gnutls-serv, nginx \(unknown variant .*Did you mean wolfssl-5.7.2"),
     ('peer = ["openssl-s_client"]', r"with role = 'client', a variant, or a real server"),
     ('role = ["server"]\npeer = ["gnutls-serv"]',
-     r"with role = 'server', a variant, or a real client: openssl-s_client, gnutls-cli"),
+     r"with role = 'server', a variant, or a real client: openssl-s_client, gnutls-cli, "
+     r"curl"),
     ('role = ["middle"]\npeer = ["gnutls-serv"]',
      r"role = 'middle' \(a string\) is not allowed: known: client, server"),
 ]  # fmt: skip
@@ -207,3 +210,47 @@ def test_an_interop_peer_is_checked_before_anything_runs(
     experiment.write_text(HEADER + f'[[matrix]]\nvariant = ["openssl-3.5.x"]\n{lines}\n')
     with pytest.raises(UserError, match=message):
         load(str(experiment))
+
+
+def test_a_peer_that_closes_mid_handshake_fails_cleanly(build_of) -> None:
+    """A server that reads the ClientHello and hangs up: the client fails at once with the
+    library's words, neither hanging nor reporting a sample."""
+    import socket
+    import threading
+
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    port = listener.getsockname()[1]
+
+    def hang_up() -> None:
+        for _ in range(len(PINNED)):
+            conn, _ = listener.accept()
+            conn.recv(5)  # a record header of the ClientHello
+            conn.close()
+
+    threading.Thread(target=hang_up, daemon=True).start()
+    try:
+        for spec in PINNED:
+            started = time.monotonic()
+            run = run_driver(build_of(spec), "peer", "--role", "client", "--connect",
+                             f"127.0.0.1:{port}", "--peer-timeout", "5", timeout=60)  # fmt: skip
+            assert run.code == 5, (spec, run.stderr)
+            assert run.output is not None and run.output["error"]["stage"] == "handshake"
+            assert "samples" not in run.output
+            assert time.monotonic() - started < 5, spec
+    finally:
+        listener.close()
+
+
+def test_a_port_already_in_use_is_a_clear_error(build_of) -> None:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        run = run_driver(build_of("openssl-3.5.x"), "peer", "--role", "server", "--listen",
+                         f"127.0.0.1:{port}")  # fmt: skip
+    assert run.code == 1
+    assert f"listen failed (exit 1): 127.0.0.1:{port}: Address already in use" in run.stderr

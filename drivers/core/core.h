@@ -73,12 +73,12 @@ typedef struct tb_options {
   tb_link_kind transport;
   /* peer: this process is one side (--role), the other is in another process. */
   tb_role role;
-  const char *connect;    /* client: HOST:PORT of the server */
-  const char *listen;     /* server: HOST:PORT to listen on (port 0: the kernel's choice) */
-  const char *port_file;  /* server: where the listening port is written once it listens */
-  long peer_timeout;      /* seconds without progress before the connection fails */
-  int peer_resume;        /* connections after the first resume the previous session */
-  int peer_kind_tlsbench; /* client: the server is a tlsbench driver (check every byte) */
+  const char *connect;   /* client: HOST:PORT of the server */
+  const char *listen;    /* server: HOST:PORT to listen on (port 0: the kernel's choice) */
+  const char *port_file; /* server: where the listening port is written once it listens */
+  long peer_timeout;     /* seconds without progress before the connection fails */
+  int peer_resume;       /* connections after the first resume the previous session */
+  int body_pattern;      /* client: the response body is the known pattern (checked) */
   int json;
   char ca_file[PATH_MAX];
   char server_chain[PATH_MAX], server_key[PATH_MAX];

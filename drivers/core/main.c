@@ -87,8 +87,8 @@ static void usage(FILE *out) {
           "  --peer-timeout S         peer: seconds without progress before failing\n"
           "                           (default 10)\n"
           "  --peer-resume            peer: connections after the first resume a session\n"
-          "  --peer-kind tlsbench|program  peer client: check every response byte\n"
-          "                           (tlsbench, default) or accept any 200 (program)\n"
+          "  --body pattern|any       peer client: the response body must be tlsbench's\n"
+          "                           pattern (default) or may be anything (a real server's)\n"
           "  --record-size N          max plaintext per record (default: library's)\n"
           "  --payload N              bytes per record (records, bulk) or AEAD payload\n"
           "  --bytes N                bulk: application bytes per iteration\n"
@@ -189,7 +189,7 @@ static int parse_options(int argc, char **argv, tb_options *o) {
                                         {"port-file", required_argument, 0, 'P'},
                                         {"peer-timeout", required_argument, 0, 'O'},
                                         {"peer-resume", no_argument, 0, 'E'},
-                                        {"peer-kind", required_argument, 0, 'k'},
+                                        {"body", required_argument, 0, 'k'},
                                         {"json", no_argument, 0, 'j'},
                                         {"help", no_argument, 0, 'h'},
                                         {0, 0, 0, 0}};
@@ -201,7 +201,7 @@ static int parse_options(int argc, char **argv, tb_options *o) {
   o->iterations = -1;
   o->warmup = -1;
   o->peer_timeout = 10;
-  o->peer_kind_tlsbench = 1;
+  o->body_pattern = 1;
   o->role = (tb_role)-1;
   long record_size = 0, payload = 0, bytes = 16 * 1024 * 1024, chain = 1;
   int c;
@@ -322,11 +322,10 @@ static int parse_options(int argc, char **argv, tb_options *o) {
         o->peer_resume = 1;
         break;
       case 'k':
-        if (strcmp(optarg, "tlsbench") == 0 || strcmp(optarg, "program") == 0) {
-          o->peer_kind_tlsbench = strcmp(optarg, "tlsbench") == 0;
+        if (strcmp(optarg, "pattern") == 0 || strcmp(optarg, "any") == 0) {
+          o->body_pattern = strcmp(optarg, "pattern") == 0;
         } else {
-          fprintf(stderr, "tlsbench-driver: --peer-kind must be tlsbench or program, not %s\n",
-                  optarg);
+          fprintf(stderr, "tlsbench-driver: --body must be pattern or any, not %s\n", optarg);
           return -1;
         }
         break;
@@ -497,8 +496,7 @@ static void write_params(tb_json *j, const tb_options *o) {
   if (strcmp(o->scenario, "peer") == 0) {
     tb_json_str(j, "role", o->role == TB_SERVER ? "server" : "client");
     tb_json_bool(j, "resume", o->peer_resume);
-    if (o->role == TB_CLIENT)
-      tb_json_str(j, "peer_kind", o->peer_kind_tlsbench ? "tlsbench" : "program");
+    if (o->role == TB_CLIENT) tb_json_str(j, "body", o->body_pattern ? "pattern" : "any");
   }
   tb_json_object_end(j);
 }

@@ -6,8 +6,8 @@
  * The application exchange is a minimal HTTP/1.0 request and response, so that real
  * programs can be either end: the client sends "GET /N HTTP/1.0", the server answers
  * "200" with N bytes of a known pattern (Content-Length: N) and closes. Against another
- * tlsbench driver every byte is checked; against a real server (--peer-kind program) any
- * 200 response is accepted, since that server chooses its own body.
+ * tlsbench driver (or nginx serving the pattern) every byte is checked; against another real
+ * server (--body any) any 200 response is accepted, since that server chooses its body.
  *
  * Each process measures its own side only: CPU time in its library calls, wall time
  * (client: from connect to handshake done and to the first response byte; server: from
@@ -317,7 +317,7 @@ static int fetch_response(tb_run *r, peer_socket *s, void *conn, uint64_t *cpu_n
   body += 4;
   size_t body_have = have - (size_t)(body - head);
   const char *length_field = strstr((char *)head, "Content-Length: ");
-  int checked = r->opt->peer_kind_tlsbench;
+  int checked = r->opt->body_pattern;
   if (checked &&
       (length_field == NULL || strtoull(length_field + 16, NULL, 10) != r->opt->payload)) {
     snprintf(r->err, sizeof(r->err), "response without Content-Length: %zu", r->opt->payload);

@@ -41,8 +41,14 @@ from tlsbench.build import Build
 from tlsbench.drive import driver_command
 
 # Real programs that can be the peer, by the role they play.
-SERVER_PROGRAMS = ("openssl-s_server", "gnutls-serv")
-CLIENT_PROGRAMS = ("openssl-s_client", "gnutls-cli")
+SERVER_PROGRAMS = ("openssl-s_server", "gnutls-serv", "nginx")
+CLIENT_PROGRAMS = ("openssl-s_client", "gnutls-cli", "curl")
+# Real servers whose response body is tlsbench's pattern (nginx serves it from a file).
+PATTERN_SERVERS = ("nginx",)
+# Where each program comes from (the message when it is missing).
+PROGRAM_PACKAGES = {"openssl-s_server": "openssl", "openssl-s_client": "openssl",
+                    "gnutls-serv": "gnutls-bin", "gnutls-cli": "gnutls-bin",
+                    "nginx": "nginx-light", "curl": "curl"}  # fmt: skip
 PROGRAMS = SERVER_PROGRAMS + CLIENT_PROGRAMS
 # How long the server may take to listen, and a peer to answer, before the point fails.
 START_TIMEOUT_S = 10.0
@@ -138,15 +144,15 @@ def _driver_args(options: dict[str, Any]) -> list[str]:
 
 
 def driver_side(build: Build, role: str, options: dict[str, Any], measure: str,
-                scratch: Path, connect: str | None, peer_is_program: bool) -> Side:  # fmt: skip
+                scratch: Path, connect: str | None, body_any: bool) -> Side:  # fmt: skip
     args = [*_driver_args(options), "--role", role, "--peer-timeout", str(PEER_TIMEOUT_S), "--json"]
     if role == "server":
         args += ["--port-file", str(scratch / "port")]
     else:
         assert connect is not None
         args += ["--connect", connect]
-        if peer_is_program:
-            args += ["--peer-kind", "program"]
+        if body_any:
+            args += ["--body", "any"]
     command = driver_command(build, "peer", args, measure)
     return Side(role, build.variant.name, command)
 
@@ -189,11 +195,12 @@ def _gnutls_priority(options: dict[str, Any]) -> str:
     return f"NORMAL:-VERS-ALL:{GNUTLS_VERSIONS[str(options.get('tls', '1.3'))]}"
 
 
-def program_side(name: str, options: dict[str, Any], port: int | None,
-                 connections: int) -> Side | str:  # fmt: skip
+def program_side(name: str, options: dict[str, Any], port: int | None, connections: int,
+                 scratch: Path) -> Side | str:  # fmt: skip
     """A real program as the peer, or the reason it cannot play this point."""
-    if shutil.which(name.split("-")[0] if name.startswith("openssl") else name) is None:
-        return f"{name} is not installed (Debian packages openssl, gnutls-bin)"
+    executable = name.split("-")[0] if name.startswith("openssl") else name
+    if shutil.which(executable) is None and not Path(f"/usr/sbin/{executable}").exists():
+        return f"{name} is not installed (Debian package {PROGRAM_PACKAGES[name]})"
     if int(options.get("chain", 1)) != 1:
         return f"{name} is run with a one-certificate chain only"
     if options.get("resume") == "on":
@@ -219,6 +226,20 @@ def program_side(name: str, options: dict[str, Any], port: int | None,
                    "--noticket"]  # fmt: skip
         if auth == "mutual":
             command += ["--require-client-cert", "--verify-client-cert", "--x509cafile", ca]
+    elif name == "nginx":
+        offer = _openssl_offer(options)
+        if isinstance(offer, str):
+            return offer
+        command = _nginx(options, port, scratch)
+    elif name == "curl":
+        tls = str(options.get("tls", "1.3"))
+        command = ["curl", "--silent", "--show-error", "--fail", "--http1.0", "--max-time",
+                   str(PEER_TIMEOUT_S), f"--tlsv{tls}", "--tls-max", tls, "--resolve",
+                   f"localhost:{port}:127.0.0.1",
+                   f"https://localhost:{port}/{int(options.get('payload', 1024))}"]  # fmt: skip
+        command += ["--cacert", ca] if auth != "none" else ["--insecure"]
+        if auth == "mutual":
+            command += ["--cert", client_chain, "--key", client_key]
     elif name == "openssl-s_client":
         offer = _openssl_offer(options)
         if isinstance(offer, str):
@@ -237,6 +258,53 @@ def program_side(name: str, options: dict[str, Any], port: int | None,
         if auth == "mutual":
             command += ["--x509certfile", client_chain, "--x509keyfile", client_key]
     return Side(role, name, command)
+
+
+def _nginx(options: dict[str, Any], port: int | None, scratch: Path) -> list[str]:
+    """nginx (Debian's) in the foreground with a configuration in the scratch folder: the
+    point's certificate, version, suite, group and signature scheme, no tickets and no
+    session cache, and the response body as a file named after its size."""
+    tls = str(options.get("tls", "1.3"))
+    payload = int(options.get("payload", 1024))
+    www = scratch / "www"
+    www.mkdir(exist_ok=True)
+    (www / str(payload)).write_text(_body(payload))
+    suite = str(options.get("suite") or "")
+    lines = [
+        f"listen 127.0.0.1:{port} ssl;",
+        f"ssl_certificate {_cert_file(options, 'server-chain1.pem')};",
+        f"ssl_certificate_key {_cert_file(options, 'server.key')};",
+        f"ssl_protocols TLSv{tls};",
+        "ssl_session_tickets off;",
+        "ssl_session_cache off;",
+        "ssl_conf_command NumTickets 0;",
+        f"root {www};",
+    ]
+    if suite and tls == "1.3":
+        lines.append(f"ssl_conf_command Ciphersuites {suite};")
+    elif suite:
+        lines.append(f"ssl_ciphers {_openssl_suite_name(suite)}:@SECLEVEL=0;")
+    if options.get("group"):
+        group = str(options["group"])
+        lines.append(f"ssl_ecdh_curve {OPENSSL_GROUPS.get(group, group)};")
+    if options.get("sigalg"):
+        lines.append(f"ssl_conf_command SignatureAlgorithms {options['sigalg']};")
+    if str(options.get("auth", "server")) == "mutual":
+        lines += ["ssl_verify_client on;",
+                  f"ssl_client_certificate {_cert_file(options, 'ca.pem')};"]  # fmt: skip
+    temp = " ".join(f"{kind}_temp_path {scratch / kind};"
+                    for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))  # fmt: skip
+    config = scratch / "nginx.conf"
+    config.write_text(
+        # `user root`: the workers read the body from the scratch folder (mode 0700).
+        f"user root;\nworker_processes 1;\npid {scratch / 'nginx.pid'};\n"
+        f"error_log {scratch / 'error.log'};\nevents {{ worker_connections 64; }}\n"
+        f"http {{\n  access_log off;\n  {temp}\n  server {{\n    "
+        + "\n    ".join(lines)
+        + "\n  }\n}\n"
+    )
+    return ["nginx", "-e", str(scratch / "error.log"), "-p", str(scratch), "-c", str(config),
+            "-g", "daemon off;"]  # fmt: skip
 
 
 def free_port() -> int:
@@ -271,6 +339,8 @@ def check_program_client(side: Side, options: dict[str, Any]) -> str | None:
     """What a real client printed: the whole response of the tlsbench server, and (for
     s_client) the version and suite it reports. None when all is as asked."""
     payload = int(options.get("payload", 1024))
+    if side.label == "curl":  # prints the body only (and fails on an HTTP error, --fail)
+        return None if side.out == _body(payload) else "curl did not print the response body"
     if "HTTP/1.0 200 OK" not in side.out:
         return f"{side.label} printed no HTTP 200 response"
     if _body(payload) not in side.out:
@@ -328,7 +398,7 @@ def _run_pair(options: dict[str, Any], role: str, build: Build, peer: str,
         sides["server"] = driver_side(build, "server", options, measure, scratch, None, program)
     elif program:
         port = free_port()
-        made = program_side(peer, options, port, connections)
+        made = program_side(peer, options, port, connections, scratch)
         if isinstance(made, str):
             return PairResult("unsupported", 3, 0.0, {"error": {"message": made}}, made)
         sides["server"] = made
@@ -348,13 +418,15 @@ def _run_pair(options: dict[str, Any], role: str, build: Build, peer: str,
     # Then the client(s).
     connect = f"127.0.0.1:{connect_port}"
     if own_role == "client":
-        sides["client"] = driver_side(build, "client", options, measure, scratch, connect, program)
+        body_any = program and peer not in PATTERN_SERVERS
+        sides["client"] = driver_side(build, "client", options, measure, scratch, connect,
+                                      body_any)  # fmt: skip
         sides["client"].start(env)
         sides["client"].finish(deadline)
         if sides["client"].code != 0:  # the server would wait for connections that never come
             server.finish(min(deadline, time.monotonic() + 1.0))
     elif program:
-        made = program_side(peer, options, connect_port, connections)
+        made = program_side(peer, options, connect_port, connections, scratch)
         if isinstance(made, str):
             return PairResult("unsupported", 3, 0.0, {"error": {"message": made}}, made)
         request = f"GET /{int(options.get('payload', 1024))} HTTP/1.0\r\n\r\n"
@@ -494,7 +566,8 @@ def run_point(options: dict[str, Any], build: Build, peer_build: Build | None, t
 
 def program_version(name: str) -> str | None:
     """The version a real program reports (recorded with every interop point)."""
-    command = ["openssl", "version"] if name.startswith("openssl") else [name, "--version"]
+    command = (["openssl", "version"] if name.startswith("openssl")
+               else ["nginx", "-v"] if name == "nginx" else [name, "--version"])  # fmt: skip
     try:
         proc = subprocess.run(command, capture_output=True, text=True, check=False, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
