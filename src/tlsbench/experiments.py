@@ -53,7 +53,7 @@ SCENARIOS = ("handshake", "resume", "records", "bulk", "aead", "interop")
 # Option keys of a point, in the order they appear in names; value -> name fragment.
 OPTION_ORDER = (
     "tls", "suite", "group", "sigalg", "cert", "chain", "auth", "record_size", "payload",
-    "bytes", "aead", "accel", "role", "peer", "resume",
+    "bytes", "aead", "accel", "transport", "role", "peer", "resume",
 )  # fmt: skip
 # Keys that tune a measurement without changing what is measured: not in names.
 TUNING_KEYS = ("iterations", "warmup")
@@ -61,7 +61,8 @@ POINT_KEYS = ("variant", "scenario", *OPTION_ORDER, *TUNING_KEYS)
 TOP_KEYS = {"question", "description", "repetitions", "timeout", "defaults", "per_scenario",
             "matrix", "include", "exclude"}  # fmt: skip
 # Options that mean something to a scenario (others set by [defaults] are dropped).
-TLS_KEYS = ("tls", "suite", "group", "sigalg", "cert", "chain", "auth", "record_size", "accel")
+TLS_KEYS = ("tls", "suite", "group", "sigalg", "cert", "chain", "auth", "record_size", "accel",
+            "transport")  # fmt: skip
 SCENARIO_KEYS = {
     "handshake": (*TLS_KEYS, *TUNING_KEYS),
     "resume": (*TLS_KEYS, *TUNING_KEYS),
@@ -71,7 +72,7 @@ SCENARIO_KEYS = {
     # Client and server in two processes: the variant plays `role`, `peer` the other side
     # (a variant or a real program, interop.py); payload = the response's bytes.
     "interop": (
-        *[k for k in TLS_KEYS if k != "accel"],
+        *[k for k in TLS_KEYS if k not in ("accel", "transport")],
         "payload",
         "role",
         "peer",
@@ -87,6 +88,8 @@ CHOICES = {
     "auth": ("none", "server", "mutual"),
     "accel": ("on", "off"),
     "role": ("client", "server"),
+    # What joins the two sides of a one-process point: in-memory queues or loopback TCP.
+    "transport": ("memory", "tcp"),
     "resume": ("on", "off"),
 }
 MAX_REPETITIONS = 1000
