@@ -178,7 +178,8 @@ iterations = 9
         ),
         (
             "[matrix]\nvariant = ['null']\nscenario = ['info']\n",
-            r"exp.toml:\d+: scenario = 'info' .* known: handshake, resume, records, bulk, aead, interop$",
+            r"exp.toml:\d+: scenario = 'info' .* known: handshake, resume, records, bulk, aead, "
+            r"interop$",
         ),
         (
             "[matrix]\nvariant = ['null', 'nul']\nscenario = ['handshake']\n",
