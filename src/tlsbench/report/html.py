@@ -33,6 +33,9 @@ figure.plot { margin: 1em 0; }
 figure.plot svg { max-width: 100%; height: auto; }
 figure.plot.broken { outline: 3px solid #c00; }
 figcaption { color: #555; font-size: 0.9em; }
+td.result-ok { background: #d9f2d9; text-align: center; }
+td.result-failed { background: #f8d0d0; text-align: center; }
+td.result-unsupported { background: #ececec; color: #666; text-align: center; }
 pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; font-size: 0.85em; }
 """
 
@@ -58,14 +61,27 @@ window.addEventListener("load", function () {
 """
 
 
+# Interop grid cells by result (the detail is the cell's hover text).
+RESULT_CLASSES = {"✓": "result-ok", "✗": "result-failed", "unsupported": "result-unsupported"}
+
+
 def _table(view: View) -> str:
     def cls(i: int) -> str:
         return ' class="num"' if view.numeric[i] else ""
 
+    def cell(r: int, i: int, text: str) -> str:
+        attrs = cls(i)
+        if text in RESULT_CLASSES:  # interop grid: coloured by result
+            attrs = f' class="{RESULT_CLASSES[text]}"'
+        title = view.titles[r][i] if r < len(view.titles) and i < len(view.titles[r]) else ""
+        if title:
+            attrs += f' title="{escape(title)}"'
+        return f"<td{attrs}>{escape(text)}</td>"
+
     head = "".join(f"<th{cls(i)}>{escape(h)}</th>" for i, h in enumerate(view.headers))
     body = "\n".join(
-        "<tr>" + "".join(f"<td{cls(i)}>{escape(c)}</td>" for i, c in enumerate(row)) + "</tr>"
-        for row in view.rows
+        "<tr>" + "".join(cell(r, i, c) for i, c in enumerate(row)) + "</tr>"
+        for r, row in enumerate(view.rows)
     )
     return (
         f'<div class="table"><table id="table-{escape(view.name)}" '

@@ -26,6 +26,8 @@ class View:
     rows: list[list[str]]
     # (heading, preformatted text) shown after the table, e.g. a failed point's stderr tail
     details: list[tuple[str, str]] = field(default_factory=list)
+    # Per cell, text shown on hover in HTML (same shape as rows; "" for none).
+    titles: list[list[str]] = field(default_factory=list)
 
 
 def fmt_bytes(value: float | None) -> str:
@@ -89,6 +91,7 @@ def _without_default_case(view: View) -> View:
         view.numeric[:i] + view.numeric[i + 1 :],
         [row[:i] + row[i + 1 :] for row in view.rows],
         view.details,
+        [row[:i] + row[i + 1 :] for row in view.titles],
     )
 
 
@@ -309,6 +312,13 @@ def _interop_views(model: RunModel) -> list[View]:
         clients = sorted({r.client for r in rows}, key=lambda n: (n in PROGRAMS, n))
         servers = sorted({r.server for r in rows}, key=lambda n: (n in PROGRAMS, n))
         cell = {(r.client, r.server): r for r in rows}
+
+        def title(client: str, server: str, cell: dict = cell) -> str:
+            row = cell.get((client, server))
+            if row is None:
+                return ""
+            return row.negotiated if row.result == "ok" else row.detail
+
         out.append(
             View(
                 "interop_matrix",
@@ -330,6 +340,7 @@ def _interop_views(model: RunModel) -> list[View]:
                     ]
                     for client in clients
                 ],
+                titles=[["", *(title(c, server) for server in servers)] for c in clients],
             )
         )
     out.append(
