@@ -4,6 +4,7 @@ runner (real builds, real processes, real programs from Debian at the other end)
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -197,6 +198,8 @@ BAD_PEERS = [
     ('role = ["server"]\npeer = ["gnutls-serv"]',
      r"with role = 'server', a variant, or a real client: openssl-s_client, gnutls-cli, "
      r"curl"),
+    ('peer = ["gnutls-serv"]\nrtt_ms = [-5]', r"rtt_ms = -5 \(a number\) is not allowed: a "
+                                             r"number, 0..10000"),
     ('role = ["middle"]\npeer = ["gnutls-serv"]',
      r"role = 'middle' \(a string\) is not allowed: known: client, server"),
 ]  # fmt: skip
@@ -254,3 +257,30 @@ def test_a_port_already_in_use_is_a_clear_error(build_of) -> None:
                          f"127.0.0.1:{port}")  # fmt: skip
     assert run.code == 1
     assert f"listen failed (exit 1): 127.0.0.1:{port}: Address already in use" in run.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces and TUN need root")
+def test_an_emulated_network_delays_and_drops_and_is_removed(tmp_path: Path, build_of) -> None:
+    """rtt_ms and loss: both sides in their own namespaces (198.18.0.0/15), joined by the
+    user-space delay line. A TLS 1.3 handshake then cannot take less than the TCP and TLS
+    round trips: 2 x RTT from connect to handshake done."""
+    build_of("openssl-3.5.x")
+    proc, store = run_experiment(
+        tmp_path,
+        HEADER + '[[matrix]]\nvariant = ["openssl-3.5.x"]\npeer = ["openssl-3.5.x"]\n'
+        "rtt_ms = [60]\nloss = [10]\n",
+    )
+    assert proc.returncode == 0, proc.stderr
+    point = store.points(store.run("latest")["id"])[0]
+    assert point.name == "interop_with-openssl-3.5.x_rtt60ms_loss10pct"
+    output = json.loads(store.results(point.id)[0]["output"])
+    network = output["network"]
+    assert network["client"].startswith("198.18.") and network["server"].startswith("198.18.")
+    assert network["rtt_ms"] == 60 and network["packets_relayed"] > 0
+    assert network["packets_dropped"] > 0  # 10 % of ~100 packets
+    walls = store.samples(point.id, "client_wall_ns")
+    assert walls and min(walls) >= 2 * 60e6, walls
+    assert output["wire"]["full"]["round_trips"] == 1
+    # Nothing is left behind.
+    left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert "tlsbench-" not in left

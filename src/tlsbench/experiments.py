@@ -53,7 +53,7 @@ SCENARIOS = ("handshake", "resume", "records", "bulk", "aead", "interop")
 # Option keys of a point, in the order they appear in names; value -> name fragment.
 OPTION_ORDER = (
     "tls", "suite", "group", "sigalg", "cert", "chain", "auth", "record_size", "payload",
-    "bytes", "aead", "accel", "transport", "role", "peer", "resume",
+    "bytes", "aead", "accel", "transport", "role", "peer", "resume", "rtt_ms", "loss",
 )  # fmt: skip
 # Keys that tune a measurement without changing what is measured: not in names.
 TUNING_KEYS = ("iterations", "warmup")
@@ -77,10 +77,15 @@ SCENARIO_KEYS = {
         "role",
         "peer",
         "resume",
+        "rtt_ms",
+        "loss",
         *TUNING_KEYS,
     ),
 }
 INT_KEYS = {"chain", "record_size", "payload", "bytes", "iterations", "warmup"}
+# The emulated network of an interop point (netem.py): round-trip time in milliseconds and
+# loss in percent of packets, each direction.
+NETWORK_RANGES = {"rtt_ms": (0, 10000), "loss": (0, 50)}
 # Choices fixed by the experiment format itself; names of suites, groups, signature schemes,
 # AEADs, certificates and the numeric ranges come from what the driver declares.
 CHOICES = {
@@ -147,6 +152,10 @@ def _fragment(key: str, value: Any) -> str:
         return f"with-{value}"
     if key == "resume":
         return f"resume-{value}"
+    if key == "rtt_ms":
+        return f"rtt{value}ms"
+    if key == "loss":
+        return f"loss{value}pct"
     return str(value).lower() if key == "aead" else str(value)
 
 
@@ -218,6 +227,12 @@ class _Loader:
         return UserError(f"{where}: {key} = {_describe(value)} is not allowed: {allowed}")
 
     def check_value(self, key: str, value: Any) -> Any:
+        if key in NETWORK_RANGES:
+            low, high = NETWORK_RANGES[key]
+            if not isinstance(value, (int, float)) or isinstance(value, bool) \
+                    or not low <= value <= high:  # fmt: skip
+                raise self.value_error(key, value, f"a number, {low}..{high}")
+            return value
         if key in INT_KEYS:
             bounds = self.declared.ranges[key]
             if not isinstance(value, int) or isinstance(value, bool):

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tlsbench import certs
+from tlsbench import certs, netem
 from tlsbench.build import Build
 from tlsbench.drive import driver_command
 
@@ -132,11 +132,15 @@ def _cert_file(options: dict[str, Any], name: str) -> str:
     return str(certs.cert_dir(str(options.get("cert", "rsa2048"))) / name)
 
 
+# Point keys the runner acts on itself (never driver options).
+RUNNER_KEYS = ("accel", "peer", "role", "resume", "rtt_ms", "loss")
+
+
 def _driver_args(options: dict[str, Any]) -> list[str]:
     """The point's TLS options as driver arguments (the runner's own keys left out)."""
     args: list[str] = []
     for key, value in options.items():
-        if key not in ("accel", "peer", "role", "resume"):
+        if key not in RUNNER_KEYS:
             args += [f"--{key.replace('_', '-')}", str(value)]
     if options.get("resume") == "on":
         args.append("--peer-resume")
@@ -144,10 +148,11 @@ def _driver_args(options: dict[str, Any]) -> list[str]:
 
 
 def driver_side(build: Build, role: str, options: dict[str, Any], measure: str,
-                scratch: Path, connect: str | None, body_any: bool) -> Side:  # fmt: skip
+                scratch: Path, connect: str | None, body_any: bool,
+                host: str = "127.0.0.1") -> Side:  # fmt: skip
     args = [*_driver_args(options), "--role", role, "--peer-timeout", str(PEER_TIMEOUT_S), "--json"]
     if role == "server":
-        args += ["--port-file", str(scratch / "port")]
+        args += ["--port-file", str(scratch / "port"), "--listen", f"{host}:0"]
     else:
         assert connect is not None
         args += ["--connect", connect]
@@ -196,7 +201,7 @@ def _gnutls_priority(options: dict[str, Any]) -> str:
 
 
 def program_side(name: str, options: dict[str, Any], port: int | None, connections: int,
-                 scratch: Path) -> Side | str:  # fmt: skip
+                 scratch: Path, host: str = "127.0.0.1") -> Side | str:  # fmt: skip
     """A real program as the peer, or the reason it cannot play this point."""
     executable = name.split("-")[0] if name.startswith("openssl") else name
     if shutil.which(executable) is None and not Path(f"/usr/sbin/{executable}").exists():
@@ -215,7 +220,7 @@ def program_side(name: str, options: dict[str, Any], port: int | None, connectio
         offer = _openssl_offer(options)
         if isinstance(offer, str):
             return offer
-        command = ["openssl", "s_server", "-accept", f"127.0.0.1:{port}", "-naccept",
+        command = ["openssl", "s_server", "-accept", f"{host}:{port}", "-naccept",
                    str(connections), "-www", "-cert", chain, "-key", key, "-num_tickets", "0",
                    "-no_ticket", *offer]  # fmt: skip
         if auth == "mutual":
@@ -230,12 +235,12 @@ def program_side(name: str, options: dict[str, Any], port: int | None, connectio
         offer = _openssl_offer(options)
         if isinstance(offer, str):
             return offer
-        command = _nginx(options, port, scratch)
+        command = _nginx(options, port, scratch, host)
     elif name == "curl":
         tls = str(options.get("tls", "1.3"))
         command = ["curl", "--silent", "--show-error", "--fail", "--http1.0", "--max-time",
                    str(PEER_TIMEOUT_S), f"--tlsv{tls}", "--tls-max", tls, "--resolve",
-                   f"localhost:{port}:127.0.0.1",
+                   f"localhost:{port}:{host}",
                    f"https://localhost:{port}/{int(options.get('payload', 1024))}"]  # fmt: skip
         command += ["--cacert", ca] if auth != "none" else ["--insecure"]
         if auth == "mutual":
@@ -244,14 +249,14 @@ def program_side(name: str, options: dict[str, Any], port: int | None, connectio
         offer = _openssl_offer(options)
         if isinstance(offer, str):
             return offer
-        command = ["openssl", "s_client", "-connect", f"127.0.0.1:{port}", "-servername",
+        command = ["openssl", "s_client", "-connect", f"{host}:{port}", "-servername",
                    "localhost", "-ign_eof", "-no_ticket", *offer]  # fmt: skip
         if auth != "none":
             command += ["-CAfile", ca, "-verify_return_error", "-verify_hostname", "localhost"]
         if auth == "mutual":
             command += ["-cert", client_chain, "-key", client_key]
     else:  # gnutls-cli
-        command = ["gnutls-cli", "--port", str(port), "127.0.0.1", "--sni-hostname",
+        command = ["gnutls-cli", "--port", str(port), host, "--sni-hostname",
                    "localhost", "--priority", _gnutls_priority(options)]  # fmt: skip
         command += (["--x509cafile", ca, "--verify-hostname", "localhost"] if auth != "none"
                     else ["--insecure"])  # fmt: skip
@@ -260,7 +265,7 @@ def program_side(name: str, options: dict[str, Any], port: int | None, connectio
     return Side(role, name, command)
 
 
-def _nginx(options: dict[str, Any], port: int | None, scratch: Path) -> list[str]:
+def _nginx(options: dict[str, Any], port: int | None, scratch: Path, host: str) -> list[str]:
     """nginx (Debian's) in the foreground with a configuration in the scratch folder: the
     point's certificate, version, suite, group and signature scheme, no tickets and no
     session cache, and the response body as a file named after its size."""
@@ -271,7 +276,7 @@ def _nginx(options: dict[str, Any], port: int | None, scratch: Path) -> list[str
     (www / str(payload)).write_text(_body(payload))
     suite = str(options.get("suite") or "")
     lines = [
-        f"listen 127.0.0.1:{port} ssl;",
+        f"listen {host}:{port} ssl;",
         f"ssl_certificate {_cert_file(options, 'server-chain1.pem')};",
         f"ssl_certificate_key {_cert_file(options, 'server.key')};",
         f"ssl_protocols TLSv{tls};",
@@ -372,12 +377,27 @@ def run_pair(point_options: dict[str, Any], role: str, build: Build, peer: str,
     started = time.monotonic()
     deadline = started + timeout
     connections = int(point_options.get("iterations", 10)) + int(point_options.get("warmup", 1))
-    with tempfile.TemporaryDirectory(prefix="tlsbench-interop-") as tmp:
+    link = netem.Link(float(point_options.get("rtt_ms", 0)),
+                      float(point_options.get("loss", 0)) / 100)  # fmt: skip
+    emulate = link.rtt_ms > 0 or link.loss > 0
+    if emulate and (reason := netem.check_possible()):
+        return PairResult("unsupported", 3, 0.0, {"error": {"message": reason}}, reason)
+    with (
+        tempfile.TemporaryDirectory(prefix="tlsbench-interop-") as tmp,
+        netem.emulated(link) if emulate else contextlib.nullcontext() as net,
+    ):
         scratch = Path(tmp)
         sides: dict[str, Side] = {}
         try:
-            return _run_pair(point_options, role, build, peer, peer_build, measure, env,
-                             scratch, sides, connections, started, deadline)  # fmt: skip
+            result = _run_pair(point_options, role, build, peer, peer_build, measure, env,
+                               scratch, sides, connections, started, deadline, net)  # fmt: skip
+            if net is not None and result.output is not None:
+                result.output["network"] = {"rtt_ms": link.rtt_ms, "loss": link.loss,
+                                            "packets_relayed": net.relayed,
+                                            "packets_dropped": net.dropped,
+                                            "client": netem.CLIENT_ADDRESS,
+                                            "server": netem.SERVER_ADDRESS}  # fmt: skip
+            return result
         finally:
             # Nothing outlives the point: not on a failure, a timeout or an interrupt.
             for side in sides.values():
@@ -389,25 +409,34 @@ def run_pair(point_options: dict[str, Any], role: str, build: Build, peer: str,
 def _run_pair(options: dict[str, Any], role: str, build: Build, peer: str,
               peer_build: Build | None, measure: str, env: dict[str, str], scratch: Path,
               sides: dict[str, Side], connections: int, started: float,
-              deadline: float) -> PairResult:  # fmt: skip
-    own_role = role
+              deadline: float, net: netem.Network | None = None) -> PairResult:  # fmt: skip
     program = peer_build is None
+    # On an emulated network each side runs in its namespace and the server has its address.
+    host = netem.SERVER_ADDRESS if net is not None else "127.0.0.1"
+
+    def placed(side: Side) -> Side:
+        if net is not None:
+            side.command = net.command(side.role, side.command)
+        return side
+
     port: int | None = None
     # The server first.
-    if own_role == "server":
-        sides["server"] = driver_side(build, "server", options, measure, scratch, None, program)
+    if role == "server":
+        sides["server"] = placed(driver_side(build, "server", options, measure, scratch, None,
+                                             program, host))  # fmt: skip
     elif program:
         port = free_port()
-        made = program_side(peer, options, port, connections, scratch)
+        made = program_side(peer, options, port, connections, scratch, host)
         if isinstance(made, str):
             return PairResult("unsupported", 3, 0.0, {"error": {"message": made}}, made)
-        sides["server"] = made
+        sides["server"] = placed(made)
     else:
         assert peer_build is not None
-        sides["server"] = driver_side(peer_build, "server", options, measure, scratch, None, False)
+        sides["server"] = placed(driver_side(peer_build, "server", options, measure, scratch,
+                                             None, False, host))  # fmt: skip
     server = sides["server"]
     server.start(env)
-    if program and own_role == "client":
+    if program and role == "client":
         connect_port: int | None = port  # the client retries until the program listens
     else:
         connect_port = _wait_for_port(server, scratch / "port", time.monotonic() + START_TIMEOUT_S)
@@ -416,24 +445,26 @@ def _run_pair(options: dict[str, Any], role: str, build: Build, peer: str,
         server.finish(deadline)
         return _ended(sides, started, options, role, peer, "the server did not start listening")
     # Then the client(s).
-    connect = f"127.0.0.1:{connect_port}"
-    if own_role == "client":
+    connect = f"{host}:{connect_port}"
+    if role == "client" or not program:
+        client_build = build if role == "client" else peer_build
+        assert client_build is not None
         body_any = program and peer not in PATTERN_SERVERS
-        sides["client"] = driver_side(build, "client", options, measure, scratch, connect,
-                                      body_any)  # fmt: skip
+        sides["client"] = placed(driver_side(client_build, "client", options, measure, scratch,
+                                             connect, body_any))  # fmt: skip
         sides["client"].start(env)
         sides["client"].finish(deadline)
         if sides["client"].code != 0:  # the server would wait for connections that never come
             server.finish(min(deadline, time.monotonic() + 1.0))
-    elif program:
-        made = program_side(peer, options, connect_port, connections, scratch)
+    else:
+        made = program_side(peer, options, connect_port, connections, scratch, host)
         if isinstance(made, str):
             return PairResult("unsupported", 3, 0.0, {"error": {"message": made}}, made)
         request = f"GET /{int(options.get('payload', 1024))} HTTP/1.0\r\n\r\n"
         # A real client makes one connection per process: one per connection the server
         # waits for; the first failure ends the point.
         for _ in range(connections):
-            client = Side("client", made.label, made.command)
+            client = placed(Side("client", made.label, made.command))
             sides["client"] = client
             client.start(env, stdin=request)
             client.finish(deadline)
@@ -444,15 +475,7 @@ def _run_pair(options: dict[str, Any], role: str, build: Build, peer: str,
                 # (a check that fired): give it a moment to say so.
                 server.finish(min(deadline, time.monotonic() + 2.0))
                 return _ended(sides, started, options, role, peer, problem)
-    else:
-        assert peer_build is not None
-        sides["client"] = driver_side(peer_build, "client", options, measure, scratch, connect,
-                                      False)  # fmt: skip
-        sides["client"].start(env)
-        sides["client"].finish(deadline)
-        if sides["client"].code != 0:
-            server.finish(min(deadline, time.monotonic() + 1.0))
-    if program and own_role == "client":
+    if program and role == "client":
         server.kill("the client is done")  # gnutls-serv serves until stopped
     server.finish(deadline)
     return _ended(sides, started, options, role, peer, None)

@@ -33,7 +33,7 @@ from tlsbench.store import Point, Store
 # Driver options that tell two points of one table apart, in the order labels show them.
 CASE_KEYS = (
     "tls", "suite", "group", "sigalg", "cert", "chain", "auth", "record_size", "payload",
-    "bytes", "aead", "accel", "transport",
+    "bytes", "aead", "accel", "transport", "rtt_ms", "loss",
 )  # fmt: skip
 HEAP_FIGURES = (
     "start", "peak", "retained", "peak_minus_start", "retained_minus_start", "conn_peak",
@@ -314,6 +314,10 @@ def _format_option(key: str, value: Any) -> str:
         return f"{int(value):,} bytes"
     if key in ("chain", "auth", "accel"):
         return f"{key} {value}"
+    if key == "rtt_ms":
+        return f"RTT {value} ms"
+    if key == "loss":
+        return f"loss {value} %"
     return str(value)
 
 
