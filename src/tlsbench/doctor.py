@@ -165,6 +165,10 @@ def run_doctor(as_json: bool = False) -> int:
         f"virtual  {cpu['virtualization'] or 'no'}; ASLR {cpu['aslr'] or unknown}; "
         f"kernel {cpu['kernel']}"
     )
+    from tlsbench import netem
+
+    reason = netem.check_possible()
+    print(f"network  RTT and loss: {netem.METHOD}: {'available' if reason is None else reason}")
     if report.warnings:
         print("\nCould skew measurements:")
         for warning in report.warnings:

@@ -392,7 +392,8 @@ def run_pair(point_options: dict[str, Any], role: str, build: Build, peer: str,
             result = _run_pair(point_options, role, build, peer, peer_build, measure, env,
                                scratch, sides, connections, started, deadline, net)  # fmt: skip
             if net is not None and result.output is not None:
-                result.output["network"] = {"rtt_ms": link.rtt_ms, "loss": link.loss,
+                result.output["network"] = {"method": netem.METHOD,
+                                            "rtt_ms": link.rtt_ms, "loss": link.loss,
                                             "packets_relayed": net.relayed,
                                             "packets_dropped": net.dropped,
                                             "client": netem.CLIENT_ADDRESS,

@@ -32,6 +32,9 @@ from pathlib import Path
 
 from tlsbench.errors import UserError
 
+# How the wire is emulated (recorded with every point that uses it; `doctor` says whether
+# it is available here).
+METHOD = "tlsbench delay line (two network namespaces, TUN devices, user-space relay)"
 CLIENT_ADDRESS = "198.18.0.1"
 SERVER_ADDRESS = "198.18.0.2"
 TUNSETIFF = 0x400454CA

@@ -198,6 +198,10 @@ class InteropRow:
     client_bytes: float | None  # sent during the first full handshake
     server_bytes: float | None
     round_trips: float | None
+    # Over an emulated network: CPU of both sides + (TCP's + TLS's round trips) x RTT, and
+    # what the measured client wall time adds to it.
+    model_ms: float | None = None
+    residual_ms: float | None = None
     failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
 
 
@@ -689,6 +693,14 @@ class _Loader:
                 values = self.store.samples(point.id, series)
                 return statistics.median(values) / 1e6 if values else None
 
+            client_wall = median_ms("client_wall_ns")
+            round_trips = _first_wire(outputs, None, "round_trips")
+            rtt = float(p.params.get("rtt_ms") or 0)
+            model_ms = residual_ms = None
+            if rtt > 0 and round_trips is not None and client_wall is not None:
+                cpu = (median_ms("client_cpu_ns") or 0.0) + (median_ms("server_cpu_ns") or 0.0)
+                model_ms = cpu + (round_trips + 1) * rtt  # + 1: TCP's own handshake
+                residual_ms = client_wall - model_ms
             case = cases[p.id]
             if p.params.get("resume") == "on":
                 case = f"{case} resumed" if case != "default" else "resumed"
@@ -702,14 +714,16 @@ class _Loader:
                     result=result,
                     negotiated=negotiated,
                     detail=detail,
-                    client_wall_ms=median_ms("client_wall_ns"),
+                    client_wall_ms=client_wall,
                     client_cpu_ms=median_ms("client_cpu_ns"),
                     server_cpu_ms=median_ms("server_cpu_ns"),
                     client_heap_peak=_heap_peak(outputs, "client"),
                     server_heap_peak=_heap_peak(outputs, "server"),
                     client_bytes=_first_wire(outputs, "client", "bytes_sent"),
                     server_bytes=_first_wire(outputs, "server", "bytes_sent"),
-                    round_trips=_first_wire(outputs, None, "round_trips"),
+                    round_trips=round_trips,
+                    model_ms=model_ms,
+                    residual_ms=residual_ms,
                 )
             )
         return rows

@@ -343,6 +343,7 @@ def _interop_views(model: RunModel) -> list[View]:
                 titles=[["", *(title(c, server) for server in servers)] for c in clients],
             )
         )
+    emulated = any(r.model_ms is not None for r in model.interop)
     out.append(
         View(
             "interop",
@@ -352,18 +353,25 @@ def _interop_views(model: RunModel) -> list[View]:
             "heap peak for the connection (its own process: no attribution between sides); "
             "bytes each side sent during the first full handshake and the client's round "
             "trips. Medians over connections and repetitions; `-` where a side is a real "
-            "program (not measured).",
+            "program (not measured)."
+            + (" Over an emulated network, `model ms` = both sides' CPU + (TLS round trips + "
+               "1 for TCP's handshake) x RTT, and `residual` = measured - model (a real "
+               "program's CPU is not in the model)." if emulated else ""),
             ["client", "server", "case", "result", "negotiated", "client wall ms",
              "client CPU ms", "server CPU ms", "client heap peak", "server heap peak",
-             "client bytes", "server bytes", "RTT", "detail"],
-            [False, False, False, False, False] + [True] * 8 + [False],
+             "client bytes", "server bytes", "RTT"]
+            + (["model ms", "residual ms"] if emulated else []) + ["detail"],
+            [False, False, False, False, False] + [True] * 8 + [True, True] * emulated
+            + [False],
             [
                 [r.client + (f" (partial: {r.failed})" if r.failed else ""), r.server, r.case,
                  r.result, r.negotiated or "-", fmt_sig(r.client_wall_ms),
                  fmt_sig(r.client_cpu_ms), fmt_sig(r.server_cpu_ms),
                  fmt_bytes(r.client_heap_peak), fmt_bytes(r.server_heap_peak),
                  fmt_bytes(r.client_bytes), fmt_bytes(r.server_bytes),
-                 fmt_count(r.round_trips), r.detail or "-"]
+                 fmt_count(r.round_trips)]
+                + ([fmt_sig(r.model_ms), fmt_sig(r.residual_ms)] if emulated else [])
+                + [r.detail or "-"]
                 for r in model.interop
             ],
         )
