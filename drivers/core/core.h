@@ -62,7 +62,8 @@ typedef struct tb_options {
   int wrong_ca;
   size_t record_size;
   size_t payload;
-  uint64_t bytes; /* bulk: application bytes per iteration */
+  uint64_t bytes;  /* bulk: application bytes per iteration; peer: the response size */
+  int bytes_given; /* --bytes was given (peer: a download) */
   long iterations;
   long warmup;
   const char *aead; /* aead: one algorithm only (NULL = all) */

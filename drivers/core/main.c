@@ -91,7 +91,8 @@ static void usage(FILE *out) {
           "                           pattern (default) or may be anything (a real server's)\n"
           "  --record-size N          max plaintext per record (default: library's)\n"
           "  --payload N              bytes per record (records, bulk) or AEAD payload\n"
-          "  --bytes N                bulk: application bytes per iteration\n"
+          "  --bytes N                bulk: application bytes per iteration; peer: a\n"
+          "                           download of N bytes (throughput and CPU per GB)\n"
           "  --aead NAME              aead: AES-128-GCM AES-256-GCM ChaCha20-Poly1305\n"
           "  --iterations N --warmup N\n"
           "  --variant LABEL          variant name echoed in the output\n"
@@ -270,6 +271,7 @@ static int parse_options(int argc, char **argv, tb_options *o) {
         break;
       case 'b':
         if (parse_count("bytes", optarg, 1, TB_BYTES_MAX, &bytes)) return -1;
+        o->bytes_given = 1;
         break;
       case 'n':
         if (parse_count("iterations", optarg, 1, TB_ITERATIONS_MAX, &o->iterations)) return -1;
@@ -487,7 +489,7 @@ static void write_params(tb_json *j, const tb_options *o) {
     tb_json_u64(j, "record_size", o->record_size);
   }
   tb_json_u64(j, "payload", o->payload);
-  if (strcmp(o->scenario, "bulk") == 0) tb_json_u64(j, "bytes", o->bytes);
+  if (strcmp(o->scenario, "bulk") == 0 || o->bytes_given) tb_json_u64(j, "bytes", o->bytes);
   tb_json_str(j, "aead", o->aead);
   tb_json_i64(j, "iterations", o->iterations);
   tb_json_i64(j, "warmup", o->warmup);

@@ -215,8 +215,26 @@ static int io_fail(tb_run *r, peer_socket *s, tb_status st, const char *stage) {
   return tb_fail_stage(r, status_code(st), stage);
 }
 
-/* The byte pattern of a response body: the same function on both ends. */
-static unsigned char body_byte(size_t i) { return (unsigned char)('a' + (i * 7u) % 26u); }
+/* The byte pattern of a response body: 'a' + (i * 7) % 26 at offset i, the same on both
+ * ends (and in interop.py). It repeats every 26 bytes, so any stretch of it is a slice of
+ * one precomputed buffer: writing and checking cost a memcpy-free pointer and a memcmp. */
+#define PATTERN_PERIOD 26
+#define IO_CHUNK 65536
+static unsigned char pattern[IO_CHUNK + PATTERN_PERIOD];
+
+static void pattern_init(void) {
+  for (size_t i = 0; i < sizeof(pattern); i++)
+    pattern[i] = (unsigned char)('a' + (i * 7u) % PATTERN_PERIOD);
+}
+
+static const unsigned char *pattern_at(uint64_t offset) {
+  return pattern + offset % PATTERN_PERIOD;
+}
+
+/* The response size the client asks for: --bytes for a download, else --payload. */
+static uint64_t response_size(const tb_options *o) {
+  return o->bytes_given ? o->bytes : (uint64_t)o->payload;
+}
 
 static int write_all(tb_run *r, peer_socket *s, void *conn, const unsigned char *buf, size_t len,
                      uint64_t *cpu_ns) {
@@ -249,8 +267,10 @@ static int read_some(tb_run *r, peer_socket *s, void *conn, unsigned char *buf, 
   return TB_EXIT_OK;
 }
 
-/* What the server does on one connection after the handshake: read the request, answer. */
-static int serve_request(tb_run *r, peer_socket *s, void *conn, uint64_t *cpu_ns) {
+/* What the server does on one connection after the handshake: read the request, answer.
+ * *body_cpu_ns: CPU time in the library's write calls for the body. */
+static int serve_request(tb_run *r, peer_socket *s, void *conn, uint64_t *cpu_ns,
+                         uint64_t *body_cpu_ns) {
   unsigned char req[REQUEST_MAX + 1];
   size_t have = 0;
   int closed = 0;
@@ -263,36 +283,36 @@ static int serve_request(tb_run *r, peer_socket *s, void *conn, uint64_t *cpu_ns
     if (code != TB_EXIT_OK) return code;
   }
   req[have] = '\0';
-  unsigned long n = (unsigned long)r->opt->payload;
+  uint64_t n = response_size(r->opt);
   if (strncmp((char *)req, "GET /", 5) != 0) {
     snprintf(r->err, sizeof(r->err), "not a GET request: '%.40s'", req);
     return tb_fail_stage(r, TB_EXIT_DATA, "request");
   }
   char *end;
-  unsigned long asked = strtoul((char *)req + 5, &end, 10);
-  if (end != (char *)req + 5 && asked <= (unsigned long)TB_PAYLOAD_MAX) n = asked;
+  unsigned long long asked = strtoull((char *)req + 5, &end, 10);
+  if (end != (char *)req + 5 && asked <= (unsigned long long)TB_BYTES_MAX) n = asked;
   char head[256];
   int head_len = snprintf(head, sizeof(head),
                           "HTTP/1.0 200 OK\r\nServer: tlsbench-driver\r\nContent-Type: "
-                          "application/octet-stream\r\nContent-Length: %lu\r\n\r\n",
-                          n);
+                          "application/octet-stream\r\nContent-Length: %llu\r\n\r\n",
+                          (unsigned long long)n);
   int code = write_all(r, s, conn, (const unsigned char *)head, (size_t)head_len, cpu_ns);
-  unsigned char chunk[4096];
-  for (size_t off = 0; off < n && code == TB_EXIT_OK; off += sizeof(chunk)) {
-    size_t len = n - off < sizeof(chunk) ? n - off : sizeof(chunk);
-    for (size_t i = 0; i < len; i++) chunk[i] = body_byte(off + i);
-    code = write_all(r, s, conn, chunk, len, cpu_ns);
+  for (uint64_t off = 0; off < n && code == TB_EXIT_OK; off += IO_CHUNK) {
+    size_t len = n - off < IO_CHUNK ? (size_t)(n - off) : IO_CHUNK;
+    code = write_all(r, s, conn, pattern_at(off), len, body_cpu_ns);
   }
   return code;
 }
 
-/* What the client does after the handshake: ask for --payload bytes and check the answer.
- * *first_byte_ns: monotonic time of the first response byte. */
+/* What the client does after the handshake: ask for the response size and check the
+ * answer. *first_byte_ns / *last_byte_ns: monotonic times of the first and the last
+ * response byte; *body_cpu_ns: CPU time in the library's read calls for the body. */
 static int fetch_response(tb_run *r, peer_socket *s, void *conn, uint64_t *cpu_ns,
-                          uint64_t *first_byte_ns) {
+                          uint64_t *first_byte_ns, uint64_t *last_byte_ns, uint64_t *body_cpu_ns) {
   char req[128];
-  int req_len =
-      snprintf(req, sizeof(req), "GET /%zu HTTP/1.0\r\nHost: localhost\r\n\r\n", r->opt->payload);
+  uint64_t size = response_size(r->opt);
+  int req_len = snprintf(req, sizeof(req), "GET /%llu HTTP/1.0\r\nHost: localhost\r\n\r\n",
+                         (unsigned long long)size);
   int code = write_all(r, s, conn, (const unsigned char *)req, (size_t)req_len, cpu_ns);
   if (code != TB_EXIT_OK) return code;
   unsigned char head[HEADER_MAX + 1];
@@ -318,32 +338,35 @@ static int fetch_response(tb_run *r, peer_socket *s, void *conn, uint64_t *cpu_n
   size_t body_have = have - (size_t)(body - head);
   const char *length_field = strstr((char *)head, "Content-Length: ");
   int checked = r->opt->body_pattern;
-  if (checked &&
-      (length_field == NULL || strtoull(length_field + 16, NULL, 10) != r->opt->payload)) {
-    snprintf(r->err, sizeof(r->err), "response without Content-Length: %zu", r->opt->payload);
+  if (checked && (length_field == NULL || strtoull(length_field + 16, NULL, 10) != size)) {
+    snprintf(r->err, sizeof(r->err), "response without Content-Length: %llu",
+             (unsigned long long)size);
     return tb_fail_stage(r, TB_EXIT_DATA, "response");
   }
-  size_t want = length_field ? (size_t)strtoull(length_field + 16, NULL, 10) : SIZE_MAX;
-  size_t got = 0;
-  unsigned char buf[4096];
+  uint64_t want = length_field ? strtoull(length_field + 16, NULL, 10) : UINT64_MAX;
+  uint64_t got = 0;
+  static unsigned char buf[IO_CHUNK];
   /* The body: what came with the header, then reads until Content-Length or the close. */
   for (;;) {
-    for (size_t i = 0; checked && i < body_have; i++) {
-      if (body[i] != body_byte(got + i)) {
-        snprintf(r->err, sizeof(r->err), "response byte %zu of %zu differs", got + i, want);
-        return tb_fail_stage(r, TB_EXIT_DATA, "data check");
-      }
+    if (checked && body_have > 0 && memcmp(body, pattern_at(got), body_have) != 0) {
+      size_t at = 0;
+      while (body[at] == pattern_at(got)[at]) at++;
+      snprintf(r->err, sizeof(r->err), "response byte %llu of %llu differs",
+               (unsigned long long)(got + at), (unsigned long long)want);
+      return tb_fail_stage(r, TB_EXIT_DATA, "data check");
     }
     got += body_have;
     if (got >= want || closed) break;
     size_t n = 0;
-    code = read_some(r, s, conn, buf, sizeof(buf), &n, &closed, cpu_ns);
+    code = read_some(r, s, conn, buf, sizeof(buf), &n, &closed, body_cpu_ns);
     if (code != TB_EXIT_OK) return code;
     body = buf;
     body_have = n;
   }
-  if (want != SIZE_MAX && got != want) {
-    snprintf(r->err, sizeof(r->err), "%zu of %zu response bytes arrived", got, want);
+  *last_byte_ns = tb_mono_ns();
+  if (want != UINT64_MAX && got != want) {
+    snprintf(r->err, sizeof(r->err), "%llu of %llu response bytes arrived", (unsigned long long)got,
+             (unsigned long long)want);
     return tb_fail_stage(r, TB_EXIT_DATA, "data check");
   }
   return TB_EXIT_OK;
@@ -391,6 +414,14 @@ int tb_scenario_peer(tb_run *r) {
   tb_series *cpu = tb_series_get(r, server ? "server_cpu_ns" : "client_cpu_ns", "ns");
   tb_series *wall = tb_series_get(r, server ? "server_wall_ns" : "client_wall_ns", "ns");
   tb_series *first_byte = server ? NULL : tb_series_get(r, "client_first_byte_ns", "ns");
+  /* A download (--bytes): the body's throughput and CPU cost per GB on each side. */
+  tb_series *download =
+      o->bytes_given && !server ? tb_series_get(r, "download_MBps", "MB/s") : NULL;
+  tb_series *body_cpu =
+      o->bytes_given
+          ? tb_series_get(r, server ? "server_cpu_s_per_GB" : "client_cpu_s_per_GB", "s/GB")
+          : NULL;
+  pattern_init();
   void *session = NULL;
   long connection = 0;
   for (long i = 0; i < o->warmup + o->iterations && code == TB_EXIT_OK; i++) {
@@ -416,7 +447,7 @@ int tb_scenario_peer(tb_run *r) {
     }
     tb_transport transport = {&s, sock_send, sock_recv};
     void *conn = NULL;
-    uint64_t cpu_ns = 0, handshake_done = 0, first_byte_ns = 0;
+    uint64_t cpu_ns = 0, handshake_done = 0, first_byte_ns = 0, last_byte_ns = 0, body_ns = 0;
     tb_heap_counters before;
     if (i == 0) {
       tb_heap_reset_peak(side);
@@ -453,8 +484,8 @@ int tb_scenario_peer(tb_run *r) {
     }
     if (code == TB_EXIT_OK) {
       /* The request and response are not part of the handshake's CPU figure. */
-      code = server ? serve_request(r, &s, conn, NULL)
-                    : fetch_response(r, &s, conn, NULL, &first_byte_ns);
+      code = server ? serve_request(r, &s, conn, NULL, &body_ns)
+                    : fetch_response(r, &s, conn, NULL, &first_byte_ns, &last_byte_ns, &body_ns);
     }
     if (code == TB_EXIT_OK && !server && o->peer_resume) {
       /* The newest session for the next connection (TLS 1.3 tickets serve one use). */
@@ -472,8 +503,12 @@ int tb_scenario_peer(tb_run *r) {
     if (conn != NULL) TB_ON(side, (r->ad->conn_free(conn), TB_OK));
     if (s.fd >= 0) close(s.fd);
     if (code != TB_EXIT_OK || i < o->warmup) continue;
+    double gb = (double)response_size(o) / 1e9;
+    double body_s = (double)(last_byte_ns - first_byte_ns) / 1e9;
     if (tb_series_add(cpu, (double)cpu_ns) || tb_series_add(wall, (double)(handshake_done - t0)) ||
-        (first_byte && tb_series_add(first_byte, (double)(first_byte_ns - t0)))) {
+        (first_byte && tb_series_add(first_byte, (double)(first_byte_ns - t0))) ||
+        (download && tb_series_add(download, gb * 1e3 / (body_s > 0 ? body_s : 1e-9))) ||
+        (body_cpu && tb_series_add(body_cpu, (double)body_ns / 1e9 / gb))) {
       code = tb_fail_stage(r, TB_EXIT_ERROR, "samples");
     }
   }
