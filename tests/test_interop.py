@@ -192,11 +192,11 @@ def test_a_silent_peer_fails_after_the_peer_timeout(build_of) -> None:
 
 BAD_PEERS = [
     ('peer = ["wolfsl-5.7.2"]',
-     r"peer = 'wolfsl-5.7.2' \(a string\) is not allowed: a variant, or a real server: "
+     r"peer = 'wolfsl-5.7.2' \(a string\) is not allowed: a variant, self, or a real server: "
      r"openssl-s_server, gnutls-serv, nginx \(unknown variant .*Did you mean wolfssl-5.7.2"),
-    ('peer = ["openssl-s_client"]', r"with role = 'client', a variant, or a real server"),
+    ('peer = ["openssl-s_client"]', r"with role = 'client', a variant, self, or a real server"),
     ('role = ["server"]\npeer = ["gnutls-serv"]',
-     r"with role = 'server', a variant, or a real client: openssl-s_client, gnutls-cli, "
+     r"with role = 'server', a variant, self, or a real client: openssl-s_client, gnutls-cli, "
      r"curl"),
     ('peer = ["gnutls-serv"]\nrtt_ms = [-5]', r"rtt_ms = -5 \(a number\) is not allowed: a "
                                              r"number, 0..10000"),
@@ -284,3 +284,23 @@ def test_an_emulated_network_delays_and_drops_and_is_removed(tmp_path: Path, bui
     # Nothing is left behind.
     left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert "tlsbench-" not in left
+
+
+def test_a_download_is_checked_and_measured_on_both_sides(tmp_path: Path, build_of) -> None:
+    """`bytes`: the client's MB/s and each side's CPU per GB; curl's body checked too."""
+    build_of("openssl-3.5.x")
+    proc, store = run_experiment(
+        tmp_path,
+        HEADER + "bytes = 8388608\n"
+        '[[matrix]]\nvariant = ["openssl-3.5.x"]\nrole = ["server"]\npeer = ["self", "curl"]\n',
+    )
+    assert proc.returncode == 0, proc.stderr
+    points = {str(p.params["peer"]): p for p in store.points(store.run("latest")["id"])}
+    own, curl = points["openssl-3.5.x"], points["curl"]
+    for series in ("download_MBps", "client_cpu_s_per_GB", "server_cpu_s_per_GB"):
+        assert len(store.samples(own.id, series)) == 2, series
+    assert all(v > 0 for v in store.samples(own.id, "download_MBps"))
+    assert len(store.samples(curl.id, "download_MBps")) == 2  # curl's own figure
+    assert len(store.samples(curl.id, "server_cpu_s_per_GB")) == 2
+    report = tlsbench("report", "--db", str(store.path), "--format", "md").stdout
+    assert "## Downloads" in report and "8,388,608" in report

@@ -74,6 +74,7 @@ SCENARIO_KEYS = {
     "interop": (
         *[k for k in TLS_KEYS if k not in ("accel", "transport")],
         "payload",
+        "bytes",
         "role",
         "peer",
         "resume",
@@ -372,7 +373,7 @@ class _Loader:
         options = {k: values[k] for k in (*OPTION_ORDER, *TUNING_KEYS)
                    if k in values and k in relevant}  # fmt: skip
         if scenario == "interop":
-            options["peer"] = self.interop_peer(options, values)
+            options["peer"] = self.interop_peer(options, values, variant.name)
         if negotiates_no_key_exchange(options):
             # Static RSA: no group is negotiated and nothing is signed, so neither belongs
             # in the point's name or stored options.
@@ -386,18 +387,20 @@ class _Loader:
             options=options,
         )
 
-    def interop_peer(self, options: dict[str, Any], values: dict[str, Any]) -> str:
-        """The other side of an interop point: a variant (canonical name) or a real program
-        that plays the role the point's variant does not."""
+    def interop_peer(self, options: dict[str, Any], values: dict[str, Any], variant: str) -> str:
+        """The other side of an interop point: a variant (canonical name; `self` = the
+        point's own) or a real program that plays the role the point's variant does not."""
         from tlsbench import interop
 
         peer = values.get("peer")
         role = str(values.get("role", "client"))
         wanted = interop.SERVER_PROGRAMS if role == "client" else interop.CLIENT_PROGRAMS
-        allowed = f"a variant, or a real {'server' if role == 'client' else 'client'}: " + \
+        allowed = f"a variant, self, or a real {'server' if role == 'client' else 'client'}: " + \
             ", ".join(wanted)  # fmt: skip
         if not isinstance(peer, str):
             raise self.value_error("peer", peer, allowed)
+        if peer == "self":
+            return variant
         if interop.is_program(peer):
             if peer not in wanted:
                 raise self.value_error("peer", peer, f"with role = {role!r}, {allowed}")

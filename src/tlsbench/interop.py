@@ -238,10 +238,12 @@ def program_side(name: str, options: dict[str, Any], port: int | None, connectio
         command = _nginx(options, port, scratch, host)
     elif name == "curl":
         tls = str(options.get("tls", "1.3"))
-        command = ["curl", "--silent", "--show-error", "--fail", "--http1.0", "--max-time",
-                   str(PEER_TIMEOUT_S), f"--tlsv{tls}", "--tls-max", tls, "--resolve",
-                   f"localhost:{port}:{host}",
-                   f"https://localhost:{port}/{int(options.get('payload', 1024))}"]  # fmt: skip
+        # The body goes to a file (checked afterwards); stdout says how fast it came.
+        command = ["curl", "--silent", "--show-error", "--fail", "--http1.0",
+                   "--speed-limit", "1", "--speed-time", str(PEER_TIMEOUT_S),
+                   f"--tlsv{tls}", "--tls-max", tls, "--resolve", f"localhost:{port}:{host}",
+                   "--output", str(scratch / "curl-body"), "--write-out", "%{speed_download}",
+                   f"https://localhost:{port}/{response_size(options)}"]  # fmt: skip
         command += ["--cacert", ca] if auth != "none" else ["--insecure"]
         if auth == "mutual":
             command += ["--cert", client_chain, "--key", client_key]
@@ -270,10 +272,13 @@ def _nginx(options: dict[str, Any], port: int | None, scratch: Path, host: str) 
     point's certificate, version, suite, group and signature scheme, no tickets and no
     session cache, and the response body as a file named after its size."""
     tls = str(options.get("tls", "1.3"))
-    payload = int(options.get("payload", 1024))
+    payload = response_size(options)
     www = scratch / "www"
     www.mkdir(exist_ok=True)
-    (www / str(payload)).write_text(_body(payload))
+    block = _body(26 * 40330).encode()  # whole pattern periods: blocks join seamlessly
+    with (www / str(payload)).open("wb") as f:
+        for done in range(0, payload, len(block)):
+            f.write(block[: min(len(block), payload - done)])
     suite = str(options.get("suite") or "")
     lines = [
         f"listen {host}:{port} ssl;",
@@ -340,12 +345,33 @@ def _body(length: int) -> str:
     return "".join(chr(ord("a") + (i * 7) % 26) for i in range(length))
 
 
-def check_program_client(side: Side, options: dict[str, Any]) -> str | None:
+def response_size(options: dict[str, Any]) -> int:
+    """What the client asks for: `bytes` for a download, else `payload`."""
+    return int(options.get("bytes") or options.get("payload", 1024))
+
+
+def _pattern_matches(path: Path, size: int) -> bool:
+    """The file holds exactly `size` bytes of the body pattern (read in 1 MiB blocks)."""
+    block = 26 * 40330  # a whole number of pattern periods, about 1 MiB
+    expected = _body(block).encode()
+    done = 0
+    with path.open("rb") as f:
+        while chunk := f.read(block):
+            if chunk != expected[: len(chunk)]:
+                return False
+            done += len(chunk)
+    return done == size
+
+
+def check_program_client(side: Side, options: dict[str, Any], scratch: Path) -> str | None:
     """What a real client printed: the whole response of the tlsbench server, and (for
     s_client) the version and suite it reports. None when all is as asked."""
-    payload = int(options.get("payload", 1024))
-    if side.label == "curl":  # prints the body only (and fails on an HTTP error, --fail)
-        return None if side.out == _body(payload) else "curl did not print the response body"
+    payload = response_size(options)
+    if side.label == "curl":  # writes the body to a file (and fails on an HTTP error)
+        body = scratch / "curl-body"
+        ok = body.exists() and _pattern_matches(body, payload)
+        body.unlink(missing_ok=True)
+        return None if ok else f"curl did not receive the {payload}-byte response body intact"
     if "HTTP/1.0 200 OK" not in side.out:
         return f"{side.label} printed no HTTP 200 response"
     if _body(payload) not in side.out:
@@ -461,16 +487,19 @@ def _run_pair(options: dict[str, Any], role: str, build: Build, peer: str,
         made = program_side(peer, options, connect_port, connections, scratch, host)
         if isinstance(made, str):
             return PairResult("unsupported", 3, 0.0, {"error": {"message": made}}, made)
-        request = f"GET /{int(options.get('payload', 1024))} HTTP/1.0\r\n\r\n"
+        request = f"GET /{response_size(options)} HTTP/1.0\r\n\r\n"
         # A real client makes one connection per process: one per connection the server
         # waits for; the first failure ends the point.
+        speeds: list[float] = []  # curl's own MB/s per download
         for _ in range(connections):
             client = placed(Side("client", made.label, made.command))
             sides["client"] = client
             client.start(env, stdin=request)
             client.finish(deadline)
             problem = None if client.code == 0 else f"{client.label} exited {client.code}"
-            problem = problem or check_program_client(client, options)
+            problem = problem or check_program_client(client, options, scratch)
+            if client.label == "curl" and problem is None:
+                speeds.append(float(client.out.strip() or 0) / 1e6)
             if problem:
                 # The tlsbench server may have ended the connection for a reason of its own
                 # (a check that fired): give it a moment to say so.
@@ -479,7 +508,12 @@ def _run_pair(options: dict[str, Any], role: str, build: Build, peer: str,
     if program and role == "client":
         server.kill("the client is done")  # gnutls-serv serves until stopped
     server.finish(deadline)
-    return _ended(sides, started, options, role, peer, None)
+    result = _ended(sides, started, options, role, peer, None)
+    if role == "server" and program and options.get("bytes") and result.output is not None:
+        # What curl measured, after the warm-up connections (as the drivers count).
+        warmup = int(options.get("warmup", 1))
+        result.output.setdefault("samples", {})["download_MBps"] = speeds[warmup:]
+    return result
 
 
 def _ended(sides: dict[str, Side], started: float, options: dict[str, Any], role: str,

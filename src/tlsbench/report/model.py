@@ -202,6 +202,12 @@ class InteropRow:
     # what the measured client wall time adds to it.
     model_ms: float | None = None
     residual_ms: float | None = None
+    # A download (`bytes`): its size, the client's MB/s (tlsbench's or curl's own figure)
+    # and each tlsbench side's CPU seconds per GB in its read / write calls.
+    download_bytes: int | None = None
+    download_mbps: float | None = None
+    client_cpu_s_per_gb: float | None = None
+    server_cpu_s_per_gb: float | None = None
     failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
 
 
@@ -689,9 +695,13 @@ class _Loader:
                     " resumed" if n.get("resumed") else ""
                 )
 
-            def median_ms(series: str, point: Point = p) -> float | None:
+            def median_of(series: str, point: Point = p) -> float | None:
                 values = self.store.samples(point.id, series)
-                return statistics.median(values) / 1e6 if values else None
+                return statistics.median(values) if values else None
+
+            def median_ms(series: str) -> float | None:
+                value = median_of(series)
+                return value / 1e6 if value is not None else None
 
             client_wall = median_ms("client_wall_ns")
             round_trips = _first_wire(outputs, None, "round_trips")
@@ -724,6 +734,10 @@ class _Loader:
                     round_trips=round_trips,
                     model_ms=model_ms,
                     residual_ms=residual_ms,
+                    download_bytes=_int_or_none(p.params.get("bytes")),
+                    download_mbps=median_of("download_MBps"),
+                    client_cpu_s_per_gb=median_of("client_cpu_s_per_GB"),
+                    server_cpu_s_per_gb=median_of("server_cpu_s_per_GB"),
                 )
             )
         return rows

@@ -343,6 +343,28 @@ def _interop_views(model: RunModel) -> list[View]:
                 titles=[["", *(title(c, server) for server in servers)] for c in clients],
             )
         )
+    downloads = [r for r in model.interop if r.download_bytes]
+    if downloads:
+        out.append(
+            View(
+                "downloads",
+                "Downloads",
+                "One response of `bytes` per connection after the handshake: the client's "
+                "MB/s (10^6 bytes per second from the first to the last response byte; curl's "
+                "own figure where curl is the client) and each tlsbench side's CPU seconds per "
+                "GB (10^9 bytes) in its library's read or write calls; every byte checked. "
+                "Median over connections and repetitions.",
+                ["client", "server", "case", "bytes", "result", "MB/s", "client CPU s/GB",
+                 "server CPU s/GB"],
+                [False, False, False, True, False, True, True, True],
+                [
+                    [r.client, r.server, r.case, fmt_bytes(r.download_bytes), r.result,
+                     fmt_sig(r.download_mbps), fmt_sig(r.client_cpu_s_per_gb),
+                     fmt_sig(r.server_cpu_s_per_gb)]
+                    for r in downloads
+                ],
+            )
+        )  # fmt: skip
     emulated = any(r.model_ms is not None for r in model.interop)
     out.append(
         View(
