@@ -689,6 +689,11 @@ class _Loader:
                     if (subject, cpu_paths) not in seen:
                         seen.add((subject, cpu_paths))
                         notes.append(NoteRow(subject, "cpu paths", str(cpu_paths)))
+                # Emulated targets (armhf under qemu-user): heap only, time not measured.
+                not_timed = ((result.output or {}).get("measure") or {}).get("time_not_measured")
+                if not_timed and (p.variant, str(not_timed)) not in seen:
+                    seen.add((p.variant, str(not_timed)))
+                    notes.append(NoteRow(p.variant, "time not measured", str(not_timed)))
                 for message in (result.output or {}).get("warnings", []):
                     # The same warning from every point of a variant says one thing once.
                     if (p.variant, message) not in seen:
