@@ -114,3 +114,16 @@ def test_armhf_handshake_under_qemu_heap_only_and_smaller(tmp_path: Path, build_
     assert any(
         n.subject == "mbedtls-3.6.6:armhf" and n.kind == "time not measured" for n in model.notes
     )
+
+
+def test_code_size_of_an_armhf_variant_uses_the_cross_tools(build_of) -> None:
+    from tlsbench import codesize
+
+    arm = codesize.as_rows(build := build_of("mbedtls-3.6.6:armhf"), codesize.measure(build))
+    assert {r["target"] for r in arm} == {"armhf"} and {r["role"] for r in arm} == {
+        "client",
+        "server",
+    }
+    x86 = codesize.as_rows(build := build_of("mbedtls-3.6.6"), codesize.measure(build))
+    # Thumb-2 code is denser than x86-64's.
+    assert max(r["text"] for r in arm) < min(r["text"] for r in x86)
