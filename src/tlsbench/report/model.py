@@ -690,7 +690,10 @@ class _Loader:
                         seen.add((subject, cpu_paths))
                         notes.append(NoteRow(subject, "cpu paths", str(cpu_paths)))
                 # Emulated targets (armhf under qemu-user): heap only, time not measured.
-                not_timed = ((result.output or {}).get("measure") or {}).get("time_not_measured")
+                # ("measure" is the runner's dict, or the driver's own string in
+                # instruction mode.)
+                measure = (result.output or {}).get("measure")
+                not_timed = measure.get("time_not_measured") if isinstance(measure, dict) else None
                 if not_timed and (p.variant, str(not_timed)) not in seen:
                     seen.add((p.variant, str(not_timed)))
                     notes.append(NoteRow(p.variant, "time not measured", str(not_timed)))
