@@ -124,3 +124,22 @@ def test_code_size_of_an_armhf_variant_uses_the_cross_tools(build_of) -> None:
     x86 = codesize.as_rows(build := build_of("mbedtls-3.6.6"), codesize.measure(build))
     # Thumb-2 code is denser than x86-64's.
     assert max(r["text"] for r in arm) < min(r["text"] for r in x86)
+
+
+def test_instruction_mode_is_unsupported_on_armhf(tmp_path: Path, build_of) -> None:
+    """valgrind runs this machine's code: an armhf point says so instead of counting qemu."""
+    build_of("mbedtls-3.6.6:armhf")
+    experiment = tmp_path / "instr.toml"
+    experiment.write_text(
+        'question = "Instructions on armhf?"\nrepetitions = 1\n\n[defaults]\n'
+        'scenario = "handshake"\niterations = 2\nwarmup = 0\n\n[matrix]\n'
+        'variant = ["mbedtls-3.6.6:armhf"]\n'
+    )
+    db = tmp_path / "r.db"
+    proc = tlsbench("run", str(experiment), "--db", str(db), "--mode", "instructions")
+    assert proc.returncode == 0, proc.stderr
+    store = Store(db)
+    [point] = store.points(store.run("latest")["id"])
+    [result] = store.results(point.id)
+    assert result["status"] == "unsupported"
+    assert "valgrind" in json.loads(result["output"])["error"]["message"]
