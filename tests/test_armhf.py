@@ -66,6 +66,8 @@ def test_drive_refuses_time_on_armhf() -> None:
     proc = tlsbench("drive", "--measure", "time", "mbedtls-3.6.6:armhf", "handshake")
     assert proc.returncode == 2
     assert "time is not measured on armhf" in proc.stderr and "--measure heap" in proc.stderr
+    proc = tlsbench("drive", "mbedtls-3.6.6:armhf", "aead")
+    assert proc.returncode == 3 and "aead measures time only" in proc.stderr
 
 
 def test_armhf_handshake_under_qemu_heap_only_and_smaller(tmp_path: Path, build_of) -> None:
