@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tlsbench import paths
+from tlsbench import arches, paths
 from tlsbench.errors import BuildError, UserError
 from tlsbench.recipes import recipe_for
 from tlsbench.recipes.base import BuildContext, BuildLog, LinkInfo, tool_version
@@ -55,6 +55,15 @@ class Build:
 
     def program(self, name: str) -> Path:
         return self.drivers_folder / "bin" / name
+
+    def command(self, name: str) -> list[str]:
+        """How to run one of the variant's programs here (under qemu-user for armhf)."""
+        return [*arches.arch(self.variant.arch).run_prefix(), str(self.program(name))]
+
+    @property
+    def timing(self) -> bool:
+        """Whether the driver's clocks mean anything for this build (not under emulation)."""
+        return arches.arch(self.variant.arch).timing
 
     def describe(self) -> dict[str, Any]:
         """What `tlsbench build --json` prints for this variant."""
@@ -122,19 +131,27 @@ class Builder:
             self._compiler = f"{os.path.realpath(path)}: {tool_version([COMPILER, '--version'])}"
         return self._compiler
 
+    def cross_compiler(self, variant: Variant) -> str:
+        """The compiler of a cross-built variant, with its version (a cache key input)."""
+        name = arches.arch(variant.arch).cc(COMPILER)  # says what to install if missing
+        return f"{os.path.realpath(name)}: {tool_version([name, '--version'])}"
+
     def key_inputs(self, variant: Variant) -> dict[str, Any]:
         recipe = recipe_for(variant)
         pin = variant.line.pin
+        cross = arches.arch(variant.arch).cross is not None
         return {
             "source_sha256": pin.sha256 if pin else None,
             "upstream": pin.upstream if pin else None,
             "options": variant.options(),
-            "compiler": self.compiler(),
+            "compiler": self.cross_compiler(variant) if cross else self.compiler(),
             "arch": variant.arch,
             "recipe": hashlib.sha256(
                 inspect.getsource(sys.modules[type(recipe).__module__]).encode()
             ).hexdigest(),
             "tools": recipe.key_inputs(variant),
+            # A cross target's own flags (native keys stay as they were).
+            **({"arch_flags": list(arches.arch(variant.arch).flags)} if cross else {}),
         }
 
     def key(self, variant: Variant) -> str:
@@ -172,7 +189,8 @@ class Builder:
             if variant.line.pin is not None:
                 log.step("fetch and verify source")
                 source = self.sources.source_dir(variant.line.name)
-            ctx = BuildContext(variant, source, work, self.jobs, log, cc=COMPILER)
+            cc = arches.arch(variant.arch).cc(COMPILER)
+            ctx = BuildContext(variant, source, work, self.jobs, log, cc=cc)
             link = recipe_for(variant).build(ctx)
         except BaseException as exc:
             raise self._failed(exc, work, folder) from None
@@ -243,19 +261,23 @@ class Builder:
             shutil.rmtree(work, ignore_errors=True)
             work.mkdir(parents=True)
             log = BuildLog(work / "build.log", f"{variant.name} drivers", self.quiet)
-            ctx = BuildContext(variant, None, work, self.jobs, log, cc=COMPILER)
+            target = arches.arch(variant.arch)
+            cc = target.cc(COMPILER)
+            ctx = BuildContext(variant, None, work, self.jobs, log, cc=cc)
             try:
                 ctx.run(
                     [
                         "cmake", "-S", str(paths.DRIVERS), "-B", str(work / "tree"), "-G",
-                        "Ninja", f"-DCMAKE_C_COMPILER={COMPILER}",
+                        "Ninja", f"-DCMAKE_C_COMPILER={cc}", *cmake_cross(variant.arch),
                         f"-DTLSBENCH_VARIANT_CMAKE={folder / 'variant.cmake'}",
                         f"-DCMAKE_RUNTIME_OUTPUT_DIRECTORY={work / 'bin'}",
                     ],
                     cwd=work,
                 )  # fmt: skip
                 ctx.run(["cmake", "--build", str(work / "tree"), "-j", str(self.jobs)], cwd=work)
-                probe = self._run_probe(work / "bin" / "tlsbench-probe", log)
+                probe = self._run_probe(
+                    [*target.run_prefix(), str(work / "bin" / "tlsbench-probe")], log
+                )
             except BaseException as exc:
                 raise self._failed(exc, work, done) from None
             (work / "probe.json").write_text(json.dumps(probe, indent=2) + "\n")
@@ -264,15 +286,24 @@ class Builder:
         return done
 
     @staticmethod
-    def _run_probe(program: Path, log: BuildLog) -> dict[str, Any]:
-        proc = subprocess.run([str(program)], capture_output=True, text=True, check=False)
-        log.note(f"$ {program}\n{proc.stdout}{proc.stderr}")
+    def _run_probe(command: list[str], log: BuildLog) -> dict[str, Any]:
+        proc = subprocess.run(command, capture_output=True, text=True, check=False)
+        log.note(f"$ {' '.join(command)}\n{proc.stdout}{proc.stderr}")
         if proc.returncode != 0:
             raise log.fail(f"the probe exited with status {proc.returncode}")
         try:
             return dict(json.loads(proc.stdout))
         except json.JSONDecodeError as exc:
             raise log.fail(f"the probe printed no valid JSON ({exc})") from exc
+
+
+def cmake_cross(arch: str) -> list[str]:
+    """CMake's cross-compiling settings for a cross-built arch (none for native ones)."""
+    target = arches.arch(arch)
+    if target.cross is None:
+        return []
+    return ["-DCMAKE_SYSTEM_NAME=Linux", f"-DCMAKE_SYSTEM_PROCESSOR={target.cmake_processor}",
+            f"-DCMAKE_FIND_ROOT_PATH=/usr/{target.cross}"]  # fmt: skip
 
 
 def _cmake_list(items: list[str]) -> str:

@@ -16,7 +16,9 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from tlsbench import arches
 from tlsbench.build import Builder
+from tlsbench.errors import UserError
 from tlsbench.variants import Catalog, Variant
 
 
@@ -60,7 +62,12 @@ def plan(builder: Builder, catalog: Catalog) -> list[Stale]:
     stale: list[Stale] = []
     keep_builds: dict[str, str] = {}  # folder name -> key
     for variant in current_variants(catalog):
-        key = builder.key(variant)
+        try:
+            key = builder.key(variant)
+        except UserError:
+            if arches.arch(variant.arch).cross is None:
+                raise
+            continue  # no cross toolchain here (armhf): nothing on this machine can build it
         keep_builds[builder.folder(variant, key).name] = key
     if builder.builds.exists():
         for entry in sorted(builder.builds.iterdir()):

@@ -395,9 +395,10 @@ def parser() -> argparse.ArgumentParser:
     drive.add_argument(
         "--measure",
         choices=["time", "heap"],
-        default="time",
+        default=None,
         help="time (default): the timing driver, no heap accounting in the allocation path; "
-        "heap: the driver that accounts heap per side (its times are not comparable)",
+        "heap: the driver that accounts heap per side (its times are not comparable); "
+        "armhf variants run under qemu-user and take heap only (their default)",
     )
     drive.add_argument("variant", help="a variant, e.g. openssl-3.5.x or wolfssl-5.7.2:intelasm")
     drive.add_argument(

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from tlsbench import paths
+from tlsbench import arches, paths
 from tlsbench.build import COMPILER, Build
 from tlsbench.errors import UserError
 
@@ -54,18 +54,19 @@ def measure(build: Build) -> list[RoleSize]:
             "choose a variant of one of those"
         )
     link = build.manifest["link"]
+    target = arches.arch(build.variant.arch)  # armhf: the cross compiler and its `size`
     source = paths.DRIVERS / "embedded" / SOURCES[library]
     sizes = []
     with tempfile.TemporaryDirectory(prefix="tlsbench-size-") as work:
         for role in ROLES:
             program = Path(work) / role
-            _link(source, program, link, server=(role == "server"))
-            sizes.append(_size(role, program))
+            _link(source, program, link, server=(role == "server"), cc=target.cc(COMPILER))
+            sizes.append(_size(role, program, target.tool("size", SIZE_TOOL)))
     return sizes
 
 
-def _link(source: Path, program: Path, link: dict[str, Any], server: bool) -> None:
-    command = [COMPILER, "-Os", *link.get("c_flags", [])]
+def _link(source: Path, program: Path, link: dict[str, Any], server: bool, cc: str) -> None:
+    command = [cc, "-Os", *link.get("c_flags", [])]
     command += ["-ffunction-sections", "-fdata-sections", "-Wl,--gc-sections"]
     command += [f"-I{d}" for d in link.get("include_dirs", [])]
     command += [f"-D{d}" for d in link.get("defines", [])]
@@ -81,9 +82,9 @@ def _link(source: Path, program: Path, link: dict[str, Any], server: bool) -> No
         )
 
 
-def _size(role: str, program: Path) -> RoleSize:
+def _size(role: str, program: Path, tool: str) -> RoleSize:
     done = subprocess.run(
-        [SIZE_TOOL, "--format=berkeley", str(program)],
+        [tool, "--format=berkeley", str(program)],
         capture_output=True,
         text=True,
         check=True,
@@ -94,8 +95,8 @@ def _size(role: str, program: Path) -> RoleSize:
 
 
 def as_rows(build: Build, sizes: list[RoleSize]) -> list[dict[str, Any]]:
-    """One row per role, with the variant's name and target (pointer width from the probe)."""
-    target = "i686" if "i686" in build.variant.features else "x86-64"
+    """One row per role, with the variant's name and target (x86-64, i686, armhf)."""
+    target = arches.arch(build.variant.arch).label
     return [
         {"variant": build.variant.name, "target": target, **asdict(s), "total": s.total}
         for s in sizes

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tlsbench import arches
 from tlsbench.recipes.base import tool_version
 from tlsbench.recipes.system import debian_version
 
@@ -41,6 +42,7 @@ class Report:
     tools: dict[str, str] = field(default_factory=dict)
     cpu: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     def install_command(self) -> str | None:
         packages = sorted(set(self.missing.values()))
@@ -139,6 +141,19 @@ def collect() -> Report:
             report.tools[package] = version
     if "gcc" in report.tools and not _m32_works():
         report.missing["i686 multilib (gcc -m32)"] = "gcc-multilib"
+    for arch_name in arches.PACKAGES:
+        for tool, package in arches.missing_tools(arch_name).items():
+            report.missing[f"{tool} ({arch_name})"] = package
+        for tool in arches.PACKAGES[arch_name]:
+            if shutil.which(tool) is not None:
+                report.tools[tool] = tool_version([tool, "--version"])
+    if arches.binfmt_registered("armhf"):
+        report.notes.append("armhf programs also run directly (binfmt_misc registers qemu-arm)")
+    else:
+        report.notes.append(
+            "armhf programs run as `qemu-arm -L /usr/arm-linux-gnueabihf PROGRAM` "
+            "(no binfmt_misc registration here; tlsbench always calls qemu-arm itself)"
+        )
     report.cpu = cpu_facts()
     report.warnings = measurement_warnings(report.cpu)
     return report
@@ -165,6 +180,8 @@ def run_doctor(as_json: bool = False) -> int:
         f"virtual  {cpu['virtualization'] or 'no'}; ASLR {cpu['aslr'] or unknown}; "
         f"kernel {cpu['kernel']}"
     )
+    for note in report.notes:
+        print(f"note     {note}")
     from tlsbench import netem
 
     reason = netem.check_possible()

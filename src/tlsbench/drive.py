@@ -6,8 +6,9 @@ import signal
 import subprocess
 import sys
 
-from tlsbench import certs
+from tlsbench import arches, certs
 from tlsbench.build import Build, Builder
+from tlsbench.errors import UserError
 from tlsbench.variants import Catalog
 
 # Two programs from the same sources: timing without heap accounting in the allocation path,
@@ -15,6 +16,8 @@ from tlsbench.variants import Catalog
 DRIVER = "tlsbench-driver"
 HEAP_DRIVER = "tlsbench-driver-heap"
 PROGRAMS = {"time": DRIVER, "heap": HEAP_DRIVER}
+# Scenarios with no heap figures (the runner times them only).
+TIMED_ONLY = {"bulk", "aead"}
 # Scenarios that run TLS and so need certificates.
 TLS_SCENARIOS = {"handshake", "resume", "records", "bulk", "peer"}
 
@@ -33,7 +36,7 @@ def driver_command(
     build: Build, scenario: str, args: list[str], measure: str = "time"
 ) -> list[str]:
     """The command line of one driver run: `measure` "time" or "heap" picks the program."""
-    command = [str(build.program(PROGRAMS[measure])), scenario, "--variant", build.variant.name]
+    command = [*build.command(PROGRAMS[measure]), scenario, "--variant", build.variant.name]
     if scenario in TLS_SCENARIOS and "--cert-dir" not in args:
         kind = option_value(args, "--cert", "rsa2048")
         if kind in certs.KINDS:  # an unknown kind is the driver's usage error to report
@@ -46,11 +49,32 @@ def drive(
     scenario: str,
     args: list[str],
     catalog: Catalog | None = None,
-    measure: str = "time",
+    measure: str | None = None,
 ) -> int:
+    """Runs one driver; `measure` None = "time", or "heap" where time means nothing (armhf
+    under qemu-user), where an explicit "time" is refused."""
     catalog = catalog or Catalog()
-    build = Builder().build(catalog.resolve(spec))
-    command = driver_command(build, scenario, args, measure)
+    variant = catalog.resolve(spec)
+    if not arches.arch(variant.arch).timing:
+        if scenario in TIMED_ONLY:
+            raise UserError(  # unsupported (3), as the runner stores such a point
+                f"{variant.name}: {scenario} measures time only, and "
+                f"{arches.no_timing_reason(variant.arch)}",
+                3,
+            )
+        if measure == "time":
+            raise UserError(
+                f"{variant.name}: {arches.no_timing_reason(variant.arch)}; "
+                "use --measure heap (the default for it)"
+            )
+        measure = "heap"
+        print(
+            f"tlsbench: {variant.name} runs under qemu-user: heap figures only; "
+            "the times in the driver's output are the emulator's, not an ARM core's",
+            file=sys.stderr,
+        )
+    build = Builder().build(variant)
+    command = driver_command(build, scenario, args, measure or "time")
     code = subprocess.run(command, check=False).returncode
     if code < 0:  # killed by a signal: say which, and exit as a shell would (128 + n)
         try:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tlsbench import certs, interop, paths
+from tlsbench import arches, certs, interop, paths
 from tlsbench.build import Build, Builder
 from tlsbench.doctor import cpu_facts, cpu_flags, measurement_warnings
 from tlsbench.drive import TLS_SCENARIOS, driver_command
@@ -177,6 +177,10 @@ def callgrind_total(out_file: Path) -> int:
 
 def run_instructions(point: RunPoint, build: Build, timeout: float, scratch: Path) -> Outcome:
     """Instruction counts per measured operation and side, identical from run to run."""
+    if arches.arch(build.variant.arch).emulator:
+        reason = (f"instruction mode runs valgrind on this machine's code; {build.variant.name} "
+                  "runs under qemu-user")  # fmt: skip
+        return Outcome("unsupported", 3, None, 0.0, {"error": {"message": reason}}, reason)
     if point.scenario not in COLLECT_SIDES:
         reason = f"instruction mode does not apply to the {point.scenario} scenario"
         return Outcome("unsupported", 3, None, 0.0, {"error": {"message": reason}}, reason)
@@ -217,6 +221,8 @@ def run_time_and_heap(point: RunPoint, build: Build, timeout: float) -> Outcome:
     heap driver, in separate processes. The stored result carries the timing run's series
     and the heap run's heap figures and allocation counts (never its times), and says which
     program produced what in output["measure"]."""
+    if not build.timing:
+        return run_heap_only(point, build, timeout)
     timed = run_driver(point, build, timeout, measure="time")
     if timed.status != "ok" or point.scenario not in HEAP_SCENARIOS:
         if timed.output is not None:
@@ -248,6 +254,37 @@ def run_time_and_heap(point: RunPoint, build: Build, timeout: float) -> Outcome:
         merged,
         "\n".join(t for t in (timed.stderr_tail, heap.stderr_tail) if t),
     )
+
+
+# What the driver reports about its clocks: meaningless under emulation, so not stored.
+CLOCK_FIELDS = ("calibration", "tsc_hz", "tsc_overhead_cycles", "tsc_step_ns",
+                "thread_cpu_overhead_ns")  # fmt: skip
+
+
+def run_heap_only(point: RunPoint, build: Build, timeout: float) -> Outcome:
+    """A repetition of a variant whose programs run under emulation (armhf on qemu-user):
+    the heap driver only. Its heap figures and allocation counts are stored; its time series
+    and clock facts are dropped (they time the emulator), and output["measure"] says so.
+    Timed-only scenarios (bulk, aead) are unsupported there."""
+    reason = arches.no_timing_reason(build.variant.arch)
+    if point.scenario not in HEAP_SCENARIOS:
+        message = f"{point.scenario} measures time only, and {reason}"
+        return Outcome("unsupported", 3, None, 0.0, {"error": {"message": message}}, message)
+    heap = run_driver(point, build, timeout, measure="heap")
+    if heap.status != "ok" or heap.output is None:
+        heap.stderr_tail = f"(the heap run, tlsbench-driver-heap)\n{heap.stderr_tail}"
+        return heap
+    output = {k: v for k, v in heap.output.items() if k not in CLOCK_FIELDS}
+    heap_series = {k: v for k, v in output.get("samples", {}).items() if k.endswith("_allocs")}
+    output["samples"] = heap_series
+    output["summary"] = {k: v for k, v in output.get("summary", {}).items() if k in heap_series}
+    output["measure"] = {
+        "time": None,
+        "heap": "tlsbench-driver-heap",
+        "heap_series": sorted(heap_series),
+        "time_not_measured": reason,
+    }
+    return Outcome("ok", 0, None, heap.seconds, output, heap.stderr_tail)
 
 
 # Variables that change what a library or the allocator does. A driver gets them only when a
@@ -466,6 +503,13 @@ class Runner:
             if peer not in builds:
                 builds[peer] = self.builder.build(self.catalog.resolve(peer))
             peer_build = builds[peer]
+        for build in (builds[point.variant], peer_build):
+            if build is not None and not arches.ARCHES[build.variant.arch].timing:
+                # Two processes timed against each other: not under emulation.
+                reason = arches.no_timing_reason(build.variant.arch)
+                message = f"interop measures time, and {reason}"
+                return Outcome("unsupported", 3, None, 0.0, {"error": {"message": message}},
+                               message)  # fmt: skip
         result = interop.run_point(point.options, builds[point.variant], peer_build, timeout,
                                    driver_environment({}))  # fmt: skip
         return Outcome(result.status, result.exit_code, None, result.seconds, result.output,

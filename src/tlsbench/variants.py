@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tlsbench import paths
+from tlsbench import arches, paths
 from tlsbench.errors import UserError, read_user_file
 from tlsbench.sources import Pin, load_pins
 
-ARCHES = ("x86_64", "i686")
+ARCHES = tuple(arches.ARCHES)
 FEATURE_KEYS = {"description", "arch", "macros", "configure", "cflags", "unsupported"}
 LIBRARY_KEYS = {"recipe", "system", "base", "feature"}
 MACRO_OPTION = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")

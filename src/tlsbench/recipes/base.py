@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from tlsbench import arches
 from tlsbench.errors import BuildError
 from tlsbench.variants import Variant
 
@@ -89,7 +90,12 @@ class BuildContext:
 
     @property
     def m32(self) -> list[str]:
-        return ["-m32"] if self.variant.arch == "i686" else []
+        """Compile and link flags of the target arch (-m32 for i686)."""
+        return list(arches.arch(self.variant.arch).flags)
+
+    @property
+    def target(self) -> arches.Arch:
+        return arches.arch(self.variant.arch)
 
     def run(self, argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
         self.log.note(f"\n$ (cd {cwd} && {shlex.join(argv)})")

@@ -5,8 +5,6 @@ from __future__ import annotations
 from tlsbench.recipes.base import BuildContext, LinkInfo, tool_version
 from tlsbench.variants import Variant
 
-TARGETS = {"x86_64": "linux-x86_64", "i686": "linux-x86"}
-
 # OpenSSL 1.1.1's Configure refuses these 3.0 options; its `make build_libs` builds neither
 # the apps nor the docs anyway, so leaving them out changes nothing that is built.
 UNKNOWN_TO_1_1_1 = ("no-apps", "no-docs")
@@ -28,15 +26,17 @@ class OpensslRecipe:
         configure = list(ctx.variant.configure)
         if not (ctx.source / "VERSION.dat").exists():  # 3.0 introduced VERSION.dat
             configure = [option for option in configure if option not in UNKNOWN_TO_1_1_1]
+        # A cross build (armhf) uses the target's ar and ranlib too.
+        tools = {"AR": ctx.target.tool("ar", "ar"), "RANLIB": ctx.target.tool("ranlib", "ranlib")}
         ctx.log.step("Configure")
         ctx.run(
             [
-                "perl", str(ctx.source / "Configure"), TARGETS[ctx.variant.arch],
+                "perl", str(ctx.source / "Configure"), ctx.target.openssl_target,
                 *configure, f"--prefix={ctx.prefix}", "--libdir=lib",
                 f"--openssldir={ctx.prefix / 'ssl'}", *ctx.m32, *ctx.variant.cflags, *macros,
             ],
             cwd=ctx.tree,
-            env={"CC": ctx.cc},
+            env={"CC": ctx.cc, **(tools if ctx.target.cross else {})},
         )  # fmt: skip
         ctx.log.step("compile")
         ctx.run(["make", f"-j{ctx.jobs}", "build_libs"], cwd=ctx.tree)

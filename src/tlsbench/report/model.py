@@ -803,6 +803,14 @@ class _Loader:
                     if (subject, cpu_paths) not in seen:
                         seen.add((subject, cpu_paths))
                         notes.append(NoteRow(subject, "cpu paths", str(cpu_paths)))
+                # Emulated targets (armhf under qemu-user): heap only, time not measured.
+                # ("measure" is the runner's dict, or the driver's own string in
+                # instruction mode.)
+                measure = (result.output or {}).get("measure")
+                not_timed = measure.get("time_not_measured") if isinstance(measure, dict) else None
+                if not_timed and (p.variant, str(not_timed)) not in seen:
+                    seen.add((p.variant, str(not_timed)))
+                    notes.append(NoteRow(p.variant, "time not measured", str(not_timed)))
                 for message in (result.output or {}).get("warnings", []):
                     # The same warning from every point of a variant says one thing once.
                     if (p.variant, message) not in seen:

@@ -1,0 +1,157 @@
+"""Target architectures a variant can be built for, and how to build and run on each.
+
+x86_64 is the machine's own; i686 is built with `gcc -m32` (gcc-multilib) and runs natively;
+armhf (32-bit ARM Linux, ARMv7-A Thumb-2, hard-float EABI, Debian's armhf baseline) is
+cross-built and its programs run under qemu-user.
+
+The armhf compiler is Debian's clang, not gcc-arm-linux-gnueabihf: on Debian 12 (amd64) that
+package conflicts with gcc-multilib, which the i686 builds need, so installing either removes
+the other. clang targets ARM by itself; it is called through a link named
+`arm-linux-gnueabihf-clang` (clang takes its target from its name, so every build system
+sees one plain compiler command), and links with binutils-arm-linux-gnueabihf against the
+armhf C library and libgcc of Debian's cross packages, none of which conflicts.
+
+Heap figures are exact under emulation (the program does the same allocations as on a real
+ARM board); time is not (qemu translates the code, so its clocks measure the translator on
+this machine), so no timing series of an emulated target is ever run, stored or reported.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from tlsbench import paths
+
+
+@dataclass(frozen=True)
+class Arch:
+    name: str
+    flags: tuple[str, ...] = ()  # compile and link flags of every program and library
+    cross: str | None = None  # GNU triplet of a cross toolchain (binutils `TRIPLET-ld` ...)
+    host: str | None = None  # autoconf --host
+    cmake_processor: str = ""  # CMAKE_SYSTEM_PROCESSOR of a cross build
+    openssl_target: str = "linux-x86_64"
+    emulator: tuple[str, ...] = ()  # prefix that runs the target's programs here
+    timing: bool = True  # are the driver's clocks meaningful?
+    label: str = ""  # the target's name in reports (code size)
+
+    def tool(self, name: str, native: str) -> str:
+        """A binutils tool of the target ("size" -> "arm-linux-gnueabihf-size")."""
+        return f"{self.cross}-{name}" if self.cross else native
+
+    def cc(self, native: str) -> str:
+        """The C compiler command: the native one, or the cross clang's link."""
+        return str(cross_clang(self)) if self.cross else native
+
+    def run_prefix(self) -> list[str]:
+        return list(self.emulator)
+
+
+ARMHF_TRIPLET = "arm-linux-gnueabihf"
+# Debian installs the armhf C library (libc6-armhf-cross) under this sysroot.
+ARMHF_SYSROOT = f"/usr/{ARMHF_TRIPLET}"
+# Debian's armhf baseline (what its gcc-arm-linux-gnueabihf does by default); clang's own
+# default for the triplet is ARM (not Thumb) code.
+ARMHF_FLAGS = ("-march=armv7-a", "-mthumb", "-mfpu=vfpv3-d16", "-mfloat-abi=hard")
+CLANG_NAMES = ("clang-14", "clang")  # Debian 12's clang first
+
+ARCHES: dict[str, Arch] = {
+    "x86_64": Arch("x86_64", label="x86-64"),
+    "i686": Arch(
+        "i686", flags=("-m32",), host="i686-pc-linux-gnu", openssl_target="linux-x86",
+        label="i686",
+    ),
+    "armhf": Arch(
+        "armhf", flags=ARMHF_FLAGS, cross=ARMHF_TRIPLET, host=ARMHF_TRIPLET,
+        openssl_target="linux-armv4",
+        cmake_processor="arm", emulator=("qemu-arm", "-L", ARMHF_SYSROOT), timing=False,
+        label="armhf",
+    ),
+}  # fmt: skip
+
+# What each cross target needs: commands -> Debian package, files -> Debian package.
+PACKAGES = {
+    "armhf": {
+        "clang-14": "clang-14",
+        f"{ARMHF_TRIPLET}-ld": "binutils-arm-linux-gnueabihf",
+        "qemu-arm": "qemu-user",
+    }
+}
+FILES = {
+    "armhf": {
+        f"{ARMHF_SYSROOT}/lib/crt1.o": "libc6-dev-armhf-cross",
+        f"/usr/lib/gcc-cross/{ARMHF_TRIPLET}/*/crtbegin.o": "libgcc-12-dev-armhf-cross",
+    }
+}
+
+NO_TIMING = (
+    "time is not measured on {arch}: its programs run under qemu-user emulation, whose clocks "
+    "measure the translator, not an ARM core (heap figures are exact there)"
+)
+
+
+def arch(name: str) -> Arch:
+    return ARCHES[name]
+
+
+def no_timing_reason(name: str) -> str:
+    return NO_TIMING.format(arch=name)
+
+
+def missing_tools(name: str) -> dict[str, str]:
+    """What an arch needs that is not installed: command or file -> Debian package."""
+    missing = {
+        tool: pkg
+        for tool, pkg in PACKAGES.get(name, {}).items()
+        if not (tool.startswith("clang") and _clang()) and shutil.which(tool) is None
+    }
+    for pattern, pkg in FILES.get(name, {}).items():
+        if not list(Path("/").glob(pattern.lstrip("/"))):
+            missing[pattern] = pkg
+    return missing
+
+
+def _clang() -> str | None:
+    for name in CLANG_NAMES:
+        found = shutil.which(name)
+        if found:
+            return os.path.realpath(found)
+    return None
+
+
+def cross_clang(target: Arch) -> Path:
+    """A link `TRIPLET-clang` to the machine's clang, under the cache (made once)."""
+    from tlsbench.errors import UserError
+
+    clang = _clang()
+    missing = missing_tools(target.name)
+    if clang is None or missing:
+        packages = " ".join(sorted(set(missing.values()))) or "clang-14"
+        raise UserError(
+            f"{target.name} builds need {', '.join(sorted(missing)) or 'clang'}: run "
+            f"`apt-get install {packages}` (or `make deps`; `./tlsbench doctor` checks it)"
+        )
+    folder = paths.cache_root() / "toolchains"
+    link = folder / f"{target.cross}-clang"
+    if not link.is_symlink() or os.readlink(link) != clang:
+        folder.mkdir(parents=True, exist_ok=True)
+        temporary = folder / f".{link.name}.{os.getpid()}"
+        temporary.unlink(missing_ok=True)
+        temporary.symlink_to(clang)
+        temporary.replace(link)  # atomic: a concurrent build sees the old or the new link
+    return link
+
+
+def binfmt_registered(name: str) -> bool:
+    """Whether the kernel runs the arch's programs directly (binfmt_misc with qemu)."""
+    target = ARCHES[name]
+    if not target.emulator:
+        return True
+    entry = Path("/proc/sys/fs/binfmt_misc") / f"{target.emulator[0]}"
+    try:
+        return entry.read_text().startswith("enabled")
+    except OSError:
+        return False
