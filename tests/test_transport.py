@@ -76,3 +76,30 @@ def test_wire_figures_of_a_handshake(transport: str, build_of) -> None:
                      transport, "--iterations", "1", "--warmup", "0")  # fmt: skip
     assert run.code == 0, run.stderr
     assert run.output["wire"]["full"]["round_trips"] == 2  # TLS 1.2: two server flights
+
+
+@pytest.mark.parametrize("spec", [s for s in LIBRARIES if s != "null"])
+def test_the_library_s_own_socket_io_runs_every_scenario_with_every_check(
+    spec: str, build_of
+) -> None:
+    """--io fd: the library reads and writes the TCP socket itself (OpenSSL's socket BIO,
+    wolfSSL's EmbedSend/EmbedReceive, mbedTLS's net_sockets, GnuTLS's default push/pull);
+    the checks are the same (the no-tickets one reads the socket's queue)."""
+    tls = "1.2" if spec == "mbedtls-2.28.x" else "1.3"
+    for scenario in ["handshake", "resume", "records"]:
+        run = run_driver(build_of(spec), scenario, "--tls", tls, "--transport", "tcp",
+                         "--io", "fd", "--iterations", "3", "--warmup", "1")  # fmt: skip
+        assert run.code == 0, (spec, scenario, run.stderr)
+        assert run.output is not None and run.output["params"]["io"] == "fd"
+        assert "wire" not in run.output  # nothing passes tlsbench's counters on this path
+    if tls == "1.3":  # in TLS 1.2 a ticket travels inside the handshake (test_checks.py)
+        run = run_driver(build_of(spec), "handshake", "--transport", "tcp", "--io", "fd",
+                         "--iterations", "2", "--warmup", "0", "--fault", "server-tickets")  # fmt: skip
+        assert run.code == 4, run.stderr
+
+
+def test_own_socket_io_needs_a_socket_and_a_library(build_of) -> None:
+    run = run_driver(build_of("openssl-3.5.x"), "records", "--io", "fd")
+    assert run.code == 2 and "--io fd needs --transport tcp" in run.stderr
+    run = run_driver(build_of("null"), "records", "--transport", "tcp", "--io", "fd")
+    assert run.code == 3 and "the null baseline has no socket I/O of its own" in run.stderr

@@ -538,9 +538,14 @@ static int conn_setup(gt_conn *c, const gnutls_datum_t *resume) {
   int rc = gnutls_priority_set(c->session, x->prio);
   if (rc >= 0) rc = gnutls_credentials_set(c->session, GNUTLS_CRD_CERTIFICATE, x->cred);
   if (rc < 0) return rc;
-  gnutls_transport_set_ptr(c->session, c);
-  gnutls_transport_set_push_function(c->session, gt_push);
-  gnutls_transport_set_pull_function(c->session, gt_pull);
+  if (c->transport.fd >= 0) {
+    /* --io fd: GnuTLS's default push and pull (send/recv on the descriptor). */
+    gnutls_transport_set_int(c->session, c->transport.fd);
+  } else {
+    gnutls_transport_set_ptr(c->session, c);
+    gnutls_transport_set_push_function(c->session, gt_push);
+    gnutls_transport_set_pull_function(c->session, gt_pull);
+  }
   /* The handshake timeout is wall-clock based; a slow run (valgrind) must not trip it. */
   gnutls_handshake_set_timeout(c->session, 0);
   if (x->record_size != 0) {

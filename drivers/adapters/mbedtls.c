@@ -34,7 +34,7 @@
 #include <mbedtls/error.h>
 #include <mbedtls/gcm.h>
 #include <mbedtls/md.h>
-#include <mbedtls/net_sockets.h> /* only for MBEDTLS_ERR_NET_* */
+#include <mbedtls/net_sockets.h> /* MBEDTLS_ERR_NET_*, and --io fd's socket I/O */
 #include <mbedtls/pk.h>
 #include <mbedtls/platform_util.h>
 #include <mbedtls/ssl.h>
@@ -283,7 +283,8 @@ typedef struct mt_ctx {
 typedef struct mt_conn {
   mt_ctx *ctx;
   tb_transport io;
-  int observing; /* server: the handshake is still running, parse outgoing records */
+  mbedtls_net_context net; /* --io fd: the socket mbedTLS's net_sockets reads and writes */
+  int observing;           /* server: the handshake is still running, parse outgoing records */
   mt_seen seen;
   mt_wire wire;
   mbedtls_ssl_context ssl;
@@ -555,6 +556,15 @@ static void read_protected_certificate_verify(mt_conn *c) {
 static int bio_send(void *p, const unsigned char *buf, size_t len) {
   mt_conn *c = p;
   if (c->observing) observe_sent(c, buf, len);
+  if (c->io.fd >= 0) {
+    /* --io fd: mbedTLS's own socket I/O (net_sockets), still observed on the way out. */
+    int ret = mbedtls_net_send(&c->net, buf, len);
+    if (ret > 0 && c->observing) {
+      c->wire.parsed_ahead =
+          c->wire.parsed_ahead > (size_t)ret ? c->wire.parsed_ahead - (size_t)ret : 0;
+    }
+    return ret;
+  }
   long n = c->io.send(c->io.io, buf, len);
   if (n == TB_IO_WOULD_BLOCK || n == 0) return MBEDTLS_ERR_SSL_WANT_WRITE;
   if (n < 0) return MBEDTLS_ERR_NET_SEND_FAILED;
@@ -566,6 +576,7 @@ static int bio_send(void *p, const unsigned char *buf, size_t len) {
 
 static int bio_recv(void *p, unsigned char *buf, size_t len) {
   mt_conn *c = p;
+  if (c->io.fd >= 0) return mbedtls_net_recv(&c->net, buf, len);
   long n = c->io.recv(c->io.io, buf, len);
   if (n == TB_IO_WOULD_BLOCK) return MBEDTLS_ERR_SSL_WANT_READ;
   if (n < 0) return MBEDTLS_ERR_NET_RECV_FAILED;
@@ -1159,6 +1170,7 @@ static tb_status conn_new(void *ctx_p, const tb_transport *transport, void *sess
   if (c == NULL) return tb_fail(err, TB_FAILED, "out of memory");
   c->ctx = ctx;
   c->io = *transport;
+  c->net.fd = transport->fd;
   c->observing = ctx->role == TB_SERVER;
   mbedtls_ssl_init(&c->ssl);
   int ret = mbedtls_ssl_setup(&c->ssl, &ctx->conf);

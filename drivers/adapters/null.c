@@ -87,6 +87,10 @@ static void ctx_free(void *ctx) { free(ctx); }
 static tb_status conn_new(void *ctx, const tb_transport *transport, void *session, void **conn,
                           char *err) {
   (void)session;
+  if (transport->fd >= 0) {
+    return tb_fail(err, TB_UNSUPPORTED,
+                   "the null baseline has no socket I/O of its own (--io fd is for libraries)");
+  }
   null_conn *c = calloc(1, sizeof(*c));
   if (c == NULL) return tb_fail(err, TB_FAILED, "out of memory");
   c->ctx = ctx;

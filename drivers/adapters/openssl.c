@@ -682,13 +682,15 @@ static tb_status ossl_conn_new(void *ctx, const tb_transport *transport, void *s
   if (c == NULL) return tb_fail(err, TB_FAILED, "out of memory");
   c->transport = *transport;
   c->ssl = SSL_new(oc->ctx);
-  BIO *bio = BIO_new(g_bio_method);
+  /* --io fd: OpenSSL's own socket BIO on the connection's file descriptor. */
+  BIO *bio =
+      transport->fd >= 0 ? BIO_new_socket(transport->fd, BIO_NOCLOSE) : BIO_new(g_bio_method);
   if (c->ssl == NULL || bio == NULL) {
     BIO_free(bio);
     ossl_conn_free(c);
     return ossl_fail(err, TB_FAILED, "SSL_new");
   }
-  BIO_set_data(bio, &c->transport);
+  if (transport->fd < 0) BIO_set_data(bio, &c->transport);
   SSL_set_bio(c->ssl, bio, bio); /* one reference, owned by the SSL */
   SSL_set_app_data(c->ssl, c);
   if (oc->role == TB_CLIENT) {

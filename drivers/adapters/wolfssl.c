@@ -830,8 +830,19 @@ static tb_status wolf_conn_new(void *ctx, const tb_transport *transport, void *s
     free(c);
     return tb_fail(err, TB_FAILED, "wolfSSL_new failed");
   }
-  wolfSSL_SetIOReadCtx(c->ssl, c);
-  wolfSSL_SetIOWriteCtx(c->ssl, c);
+  if (transport->fd >= 0) {
+    /* --io fd: wolfSSL's built-in socket callbacks on the descriptor (the context's are
+     * tlsbench's, so the connection's are set back to wolfSSL's own). */
+    wolfSSL_SSLSetIORecv(c->ssl, EmbedReceive);
+    wolfSSL_SSLSetIOSend(c->ssl, EmbedSend);
+    if (wolfSSL_set_fd(c->ssl, transport->fd) != WOLFSSL_SUCCESS) {
+      wolf_conn_free(c);
+      return tb_fail(err, TB_FAILED, "wolfSSL_set_fd failed");
+    }
+  } else {
+    wolfSSL_SetIOReadCtx(c->ssl, c);
+    wolfSSL_SetIOWriteCtx(c->ssl, c);
+  }
   tb_status st = TB_OK;
   if (w->role == TB_CLIENT) {
     st = client_setup(w, c, session, err);

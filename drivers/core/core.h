@@ -72,6 +72,7 @@ typedef struct tb_options {
   const char *fault;
   const char *cert_dir;
   tb_link_kind transport;
+  int io_fd; /* --io fd: the library's own socket I/O (TCP only) instead of callbacks */
   /* peer: this process is one side (--role), the other is in another process. */
   tb_role role;
   const char *connect;   /* client: HOST:PORT of the server */

@@ -89,6 +89,9 @@ static void usage(FILE *out) {
           "  --peer-resume            peer: connections after the first resume a session\n"
           "  --body pattern|any       peer client: the response body must be tlsbench's\n"
           "                           pattern (default) or may be anything (a real server's)\n"
+          "  --io callbacks|fd        callbacks: the library reads and writes through\n"
+          "                           tlsbench's callbacks (default); fd: its own socket I/O\n"
+          "                           on the TCP connection (--transport tcp)\n"
           "  --record-size N          max plaintext per record (default: library's)\n"
           "  --payload N              bytes per record (records, bulk) or AEAD payload\n"
           "  --bytes N                bulk: application bytes per iteration; peer: a\n"
@@ -185,6 +188,7 @@ static int parse_options(int argc, char **argv, tb_options *o) {
                                         {"variant", required_argument, 0, 'v'},
                                         {"transport", required_argument, 0, 'T'},
                                         {"role", required_argument, 0, 'R'},
+                                        {"io", required_argument, 0, 'I'},
                                         {"connect", required_argument, 0, 'K'},
                                         {"listen", required_argument, 0, 'L'},
                                         {"port-file", required_argument, 0, 'P'},
@@ -311,6 +315,14 @@ static int parse_options(int argc, char **argv, tb_options *o) {
       case 'K':
         o->connect = optarg;
         break;
+      case 'I':
+        if (strcmp(optarg, "callbacks") == 0 || strcmp(optarg, "fd") == 0) {
+          o->io_fd = strcmp(optarg, "fd") == 0;
+        } else {
+          fprintf(stderr, "tlsbench-driver: --io must be callbacks or fd, not %s\n", optarg);
+          return -1;
+        }
+        break;
       case 'L':
         o->listen = optarg;
         break;
@@ -380,6 +392,11 @@ static int parse_options(int argc, char **argv, tb_options *o) {
     return -1;
   }
   if (peer && o->role == TB_SERVER && o->listen == NULL) o->listen = "127.0.0.1:0";
+  if (o->io_fd && (peer || o->transport != TB_LINK_TCP)) {
+    fprintf(stderr,
+            "tlsbench-driver: --io fd needs --transport tcp (a socket for the library to use)\n");
+    return -1;
+  }
   if (peer && o->transport != TB_LINK_MEMORY) {
     fprintf(stderr, "tlsbench-driver: peer always runs over TCP; --transport is not for it\n");
     return -1;
@@ -495,6 +512,7 @@ static void write_params(tb_json *j, const tb_options *o) {
   tb_json_i64(j, "warmup", o->warmup);
   /* Only when not the default, so that memory-pair points keep their stored params. */
   if (o->transport == TB_LINK_TCP) tb_json_str(j, "transport", "tcp");
+  if (o->io_fd) tb_json_str(j, "io", "fd");
   if (strcmp(o->scenario, "peer") == 0) {
     tb_json_str(j, "role", o->role == TB_SERVER ? "server" : "client");
     tb_json_bool(j, "resume", o->peer_resume);

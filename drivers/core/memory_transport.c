@@ -60,8 +60,8 @@ static long server_recv(void *io, unsigned char *buf, size_t len) {
 
 int tb_memory_pair_init(tb_memory_pair *pair) {
   memset(pair, 0, sizeof(*pair));
-  pair->client = (tb_transport){pair, client_send, client_recv};
-  pair->server = (tb_transport){pair, server_send, server_recv};
+  pair->client = (tb_transport){pair, client_send, client_recv, -1};
+  pair->server = (tb_transport){pair, server_send, server_recv, -1};
   /* Allocate up front so that no queue growth happens inside a measured call. */
   if (reserve(&pair->to_server, INITIAL_CAPACITY) != 0) return -1;
   if (reserve(&pair->to_client, INITIAL_CAPACITY) != 0) return -1;

@@ -445,7 +445,7 @@ int tb_scenario_peer(tb_run *r) {
     } else {
       code = open_connection(r, i == 0, &s.fd);
     }
-    tb_transport transport = {&s, sock_send, sock_recv};
+    tb_transport transport = {&s, sock_send, sock_recv, -1};
     void *conn = NULL;
     uint64_t cpu_ns = 0, handshake_done = 0, first_byte_ns = 0, last_byte_ns = 0, body_ns = 0;
     tb_heap_counters before;

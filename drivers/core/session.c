@@ -161,13 +161,18 @@ int tb_connect(tb_run *r, void *session, tb_conn_pair *conns, uint64_t *client_n
   memset(conns, 0, sizeof(*conns));
   if (tb_link_reset(&r->link, r->err, sizeof(r->err)) != 0)
     return tb_fail_stage(r, TB_EXIT_ERROR, "transport");
-  tb_status st = TB_ON_TIMED(
-      TB_SIDE_SERVER, server_ns,
-      r->ad->conn_new(r->server_ctx, &r->link.counted[1], NULL, &conns->server, r->err));
+  /* --io fd: the libraries do their own socket I/O on the two ends of the TCP connection
+   * (nothing counted on the way: no wire figures then). */
+  tb_transport fds[2] = {{NULL, NULL, NULL, r->link.tcp.client_fd},
+                         {NULL, NULL, NULL, r->link.tcp.server_fd}};
+  const tb_transport *client_io = r->opt->io_fd ? &fds[0] : &r->link.counted[0];
+  const tb_transport *server_io = r->opt->io_fd ? &fds[1] : &r->link.counted[1];
+  tb_status st =
+      TB_ON_TIMED(TB_SIDE_SERVER, server_ns,
+                  r->ad->conn_new(r->server_ctx, server_io, NULL, &conns->server, r->err));
   if (st != TB_OK) return tb_fail_stage(r, status_exit(st), "connection (server)");
-  st = TB_ON_TIMED(
-      TB_SIDE_CLIENT, client_ns,
-      r->ad->conn_new(r->client_ctx, &r->link.counted[0], session, &conns->client, r->err));
+  st = TB_ON_TIMED(TB_SIDE_CLIENT, client_ns,
+                   r->ad->conn_new(r->client_ctx, client_io, session, &conns->client, r->err));
   if (st != TB_OK) return tb_fail_stage(r, status_exit(st), "connection (client)");
 
   int client_done = 0, server_done = 0;
@@ -199,7 +204,7 @@ int tb_connect(tb_run *r, void *session, tb_conn_pair *conns, uint64_t *client_n
   }
   /* The first full and the first resumed handshake's wire figures (all are alike). */
   tb_wire_report *w = session ? &r->wire_resumed : &r->wire_full;
-  if (!w->valid) *w = (tb_wire_report){1, r->link.wire, client_rtt};
+  if (!w->valid && !r->opt->io_fd) *w = (tb_wire_report){1, r->link.wire, client_rtt};
   return TB_EXIT_OK;
 }
 

@@ -50,8 +50,8 @@ static void close_connection(tb_tcp_pair *p) {
 int tb_tcp_pair_init(tb_tcp_pair *p, char *err, size_t errlen) {
   memset(p, 0, sizeof(*p));
   p->client_fd = p->server_fd = -1;
-  p->client = (tb_transport){&p->client_fd, fd_send, fd_recv};
-  p->server = (tb_transport){&p->server_fd, fd_send, fd_recv};
+  p->client = (tb_transport){&p->client_fd, fd_send, fd_recv, -1};
+  p->server = (tb_transport){&p->server_fd, fd_send, fd_recv, -1};
   p->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (p->listen_fd < 0) return fail(err, errlen, "socket");
   /* Port 0: the kernel picks a free port, so parallel runs never race for one. */
@@ -151,8 +151,8 @@ static long server_recv(void *io, unsigned char *buf, size_t len) {
 int tb_link_init(tb_link *link, tb_link_kind kind, char *err, size_t errlen) {
   memset(link, 0, sizeof(*link));
   link->kind = kind;
-  link->counted[0] = (tb_transport){link, client_send, client_recv};
-  link->counted[1] = (tb_transport){link, server_send, server_recv};
+  link->counted[0] = (tb_transport){link, client_send, client_recv, -1};
+  link->counted[1] = (tb_transport){link, server_send, server_recv, -1};
   link->tcp.listen_fd = link->tcp.client_fd = link->tcp.server_fd = -1;
   if (kind == TB_LINK_TCP) return tb_tcp_pair_init(&link->tcp, err, errlen);
   if (tb_memory_pair_init(&link->memory) != 0) {

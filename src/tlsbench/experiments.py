@@ -53,7 +53,7 @@ SCENARIOS = ("handshake", "resume", "records", "bulk", "aead", "interop")
 # Option keys of a point, in the order they appear in names; value -> name fragment.
 OPTION_ORDER = (
     "tls", "suite", "group", "sigalg", "cert", "chain", "auth", "record_size", "payload",
-    "bytes", "aead", "accel", "transport", "role", "peer", "resume", "rtt_ms", "loss",
+    "bytes", "aead", "accel", "transport", "io", "role", "peer", "resume", "rtt_ms", "loss",
 )  # fmt: skip
 # Keys that tune a measurement without changing what is measured: not in names.
 TUNING_KEYS = ("iterations", "warmup")
@@ -62,7 +62,7 @@ TOP_KEYS = {"question", "description", "repetitions", "timeout", "defaults", "pe
             "matrix", "include", "exclude"}  # fmt: skip
 # Options that mean something to a scenario (others set by [defaults] are dropped).
 TLS_KEYS = ("tls", "suite", "group", "sigalg", "cert", "chain", "auth", "record_size", "accel",
-            "transport")  # fmt: skip
+            "transport", "io")  # fmt: skip
 SCENARIO_KEYS = {
     "handshake": (*TLS_KEYS, *TUNING_KEYS),
     "resume": (*TLS_KEYS, *TUNING_KEYS),
@@ -72,7 +72,7 @@ SCENARIO_KEYS = {
     # Client and server in two processes: the variant plays `role`, `peer` the other side
     # (a variant or a real program, interop.py); payload = the response's bytes.
     "interop": (
-        *[k for k in TLS_KEYS if k not in ("accel", "transport")],
+        *[k for k in TLS_KEYS if k not in ("accel", "transport", "io")],
         "payload",
         "bytes",
         "role",
@@ -96,6 +96,8 @@ CHOICES = {
     "role": ("client", "server"),
     # What joins the two sides of a one-process point: in-memory queues or loopback TCP.
     "transport": ("memory", "tcp"),
+    # Who does the socket I/O over TCP: tlsbench's callbacks, or the library itself.
+    "io": ("callbacks", "fd"),
     "resume": ("on", "off"),
 }
 MAX_REPETITIONS = 1000
@@ -412,6 +414,10 @@ class _Loader:
 
     def check_combination(self, scenario: str, values: dict[str, Any]) -> None:
         """What no library could honour, whatever it supports: a typo in spirit."""
+        if values.get("io") == "fd" and values.get("transport") != "tcp" \
+                and scenario in TLS_SCENARIO_NAMES:  # fmt: skip
+            raise self.value_error("io", "fd", 'with transport = "tcp" only (the library '
+                                   "needs a socket of its own)")  # fmt: skip
         suite = values.get("suite")
         if suite is not None and scenario in TLS_SCENARIO_NAMES:
             tls = values.get("tls", "1.3")

@@ -49,11 +49,16 @@ typedef enum tb_status {
 #define TB_IO_ERROR (-1)
 
 /* A byte stream to the peer. send() accepts all or part of `len` bytes and returns how
- * many; recv() returns 1..len bytes, TB_IO_WOULD_BLOCK or TB_IO_ERROR (0 = peer closed). */
+ * many; recv() returns 1..len bytes, TB_IO_WOULD_BLOCK or TB_IO_ERROR (0 = peer closed).
+ * fd >= 0 (`--io fd`, over TCP only): the library does its own I/O on this non-blocking
+ * socket instead (OpenSSL's socket BIO, wolfSSL's built-in socket callbacks, mbedTLS's
+ * net_sockets, GnuTLS's default push/pull); send/recv are then not called. An adapter
+ * whose library has no socket I/O of its own returns TB_UNSUPPORTED for it. */
 typedef struct tb_transport {
   void *io;
   long (*send)(void *io, const unsigned char *buf, size_t len);
   long (*recv)(void *io, unsigned char *buf, size_t len);
+  int fd;
 } tb_transport;
 
 /* ------------------------------------------------------------------------- configuration */

@@ -33,7 +33,7 @@ from tlsbench.store import Point, Store
 # Driver options that tell two points of one table apart, in the order labels show them.
 CASE_KEYS = (
     "tls", "suite", "group", "sigalg", "cert", "chain", "auth", "record_size", "payload",
-    "bytes", "aead", "accel", "transport", "rtt_ms", "loss",
+    "bytes", "aead", "accel", "transport", "io", "rtt_ms", "loss",
 )  # fmt: skip
 HEAP_FIGURES = (
     "start", "peak", "retained", "peak_minus_start", "retained_minus_start", "conn_peak",
