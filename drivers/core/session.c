@@ -50,9 +50,13 @@ static void fill_config(tb_run *r, tb_config *cfg, tb_role role, int resumption)
 /* --fault: each one makes the library, through its own API, negotiate or send something
  * other than what the checks expect, so that a test can see the check fire (exit 4). Both
  * sides get the same changed configuration (so the handshake completes), except
- * server-tickets, which turns tickets on at the server only. */
-static const char *const fault_names[] = {"server-tickets", "suite",  "group", "sigalg",
-                                          "version",        "verify", "resume"};
+ * server-tickets, which turns tickets on at the server only. client-sigalg (mutual auth,
+ * RSA certificate) keeps the server's signature as asked and moves only the client's
+ * CertificateVerify to the other scheme of the pair: the server must accept it, so both
+ * configurations carry it as client_sigalg (one pinned scheme per side could not differ
+ * and still complete the handshake). */
+static const char *const fault_names[] = {"server-tickets", "suite",  "group",  "sigalg",
+                                          "version",        "verify", "resume", "client-sigalg"};
 
 int tb_fault_known(const char *name) {
   for (size_t i = 0; i < sizeof(fault_names) / sizeof(fault_names[0]); i++) {
@@ -93,6 +97,15 @@ static int apply_fault(tb_run *r) {
   if (fault_is(r, "verify")) {
     if (r->opt->auth != TB_AUTH_MUTUAL) goto no_fault;
     for (int i = 0; i < 2; i++) cfgs[i]->auth = TB_AUTH_SERVER;
+    return TB_EXIT_OK;
+  }
+  if (fault_is(r, "client-sigalg")) {
+    if (r->opt->auth != TB_AUTH_MUTUAL || r->opt->sigalg == NULL ||
+        strncmp(r->opt->cert, "rsa", 3) != 0)
+      goto no_fault;
+    other = swap(r->opt->sigalg, sigalgs, 2);
+    if (other == NULL) goto no_fault;
+    for (int i = 0; i < 2; i++) cfgs[i]->client_sigalg = other;
     return TB_EXIT_OK;
   }
   if (fault_is(r, "version")) {
@@ -236,6 +249,12 @@ static int check_side(tb_run *r, const char *side, const tb_negotiated *n, int v
     const char *sigalg = no_group ? "" : o->sigalg;
     if (strcmp(n->sigalg, sigalg) != 0)
       return mismatch(r, side, "signature scheme", sigalg, n->sigalg);
+    /* Mutual auth: the client signs its CertificateVerify with the same --sigalg (its
+     * certificate is of the same kind as the server's), static RSA suites included; without
+     * it the client signs nothing. */
+    const char *client_sigalg = o->auth == TB_AUTH_MUTUAL && o->sigalg ? o->sigalg : "";
+    if (strcmp(n->client_sigalg, client_sigalg) != 0)
+      return mismatch(r, side, "client signature scheme", client_sigalg, n->client_sigalg);
     if (n->peer_verified != verifies) {
       return mismatch(r, side, "peer verification", verifies ? "verified" : "not verified",
                       n->peer_verified ? "verified" : "not verified");
