@@ -229,7 +229,7 @@ def test_without_cargo_a_crate_comes_from_the_sparse_index_checked_against_it(
     assert sha256_of(tmp_path / "a" / "archives" / pin.file) == pin.sha256
     wrong = Pin(pin.line, pin.library, pin.package, pin.upstream, pin.file, "0" * 64,
                 kind="crate", subdir="openssl")  # fmt: skip
-    with pytest.raises(UserError, match="index gives openssl-src 111.28.2.1.1.1w the sha256"):
+    with pytest.raises(UserError, match=r"index gives openssl-src 111.28.2.1.1.1w the sha256"):
         Sources(cache=tmp_path / "b", pins={pin.line: wrong}).archive(pin.line)
     assert not list((tmp_path / "b").rglob("*.crate"))
 
