@@ -66,6 +66,8 @@ def test_handshake_negotiates_what_was_asked(spec, tls, cert, auth, build_of) ->
     expected_group = "secp256r1" if (cert, tls) == ("ecdsa-p256", "1.2") else "x25519"
     assert negotiated["group"] == expected_group
     assert negotiated["sigalg"] == SIGALG[(cert, tls)]
+    # The client's CertificateVerify: the same scheme under mutual auth, none otherwise.
+    assert negotiated.get("client_sigalg") == (SIGALG[(cert, tls)] if auth == "mutual" else None)
     assert negotiated["peer_verified"] == {
         "client": auth != "none",
         "server": auth == "mutual",

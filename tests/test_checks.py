@@ -3,8 +3,9 @@
 The driver's test hook `--fault NAME` makes the library, through its own API, negotiate or
 send something other than what the checks expect (tickets switched on at the server, the
 other suite, group, signature scheme or version on both sides, no client verification,
-no session offered). Each must end the run with exit 4 and a message that names the field,
-the value asked for and the value the library reports.
+no session offered, the other signature scheme for the client's CertificateVerify only).
+Each must end the run with exit 4 and a message that names the field, the value asked for
+and the value the library reports.
 """
 
 from __future__ import annotations
@@ -41,7 +42,16 @@ FAULTS = {
         [],
         "negotiated resumption 'full handshake', the run asked for 'resumed'",
     ),
+    "client-sigalg": ("handshake", ["--auth", "mutual"], "negotiated client signature scheme"),
 }
+# The scheme each version signs with by default (RSA certificate), both signers alike.
+DEFAULT_SIGALG = {"1.3": "rsa_pss_rsae_sha256", "1.2": "rsa_pkcs1_sha256"}
+SIGALG_SWAP = {"1.3": "rsa_pss_rsae_sha384", "1.2": "rsa_pkcs1_sha384"}
+# One signature algorithm list serves both signers in these libraries (mbedTLS sig_algs /
+# sig_hashes, wolfSSL's Suites.hashSigAlgo, GnuTLS's priority string): the client's
+# CertificateVerify cannot be moved alone, so they must refuse the fault (exit 3), never
+# ignore it. Their read-back of the client's scheme is checked by the control below.
+ONE_SIGALG_LIST = ("mbedtls-", "wolfssl-", "gnutls-")
 SUITE_SWAP = {
     "1.3": ("TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384"),
     "1.2": ("TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"),
@@ -60,12 +70,30 @@ def test_each_check_fires(spec: str, fault: str, build_of) -> None:
     scenario, extra, message = FAULTS[fault]
     run = run_driver(build_of(spec), scenario, "--tls", tls, *extra, "--iterations", "2",
                      "--warmup", "0", "--fault", fault)  # fmt: skip
+    if fault == "client-sigalg" and spec.startswith(ONE_SIGALG_LIST):
+        assert run.code == 3, (run.code, run.stderr)
+        assert "cannot pin the client's signature scheme" in run.stderr, run.stderr
+        assert run.output is not None and "samples" not in run.output
+        return
     assert run.code == 4, (run.code, run.stderr)
     assert message in run.stderr, run.stderr
     if fault == "suite":
         asked, other = SUITE_SWAP[tls]
         assert f"negotiated suite '{other}', the run asked for '{asked}'" in run.stderr
+    if fault == "client-sigalg":
+        asked, other = DEFAULT_SIGALG[tls], SIGALG_SWAP[tls]
+        assert (f"client negotiated client signature scheme '{other}', the run asked for "
+                f"'{asked}'") in run.stderr  # fmt: skip
     assert run.output is not None and "samples" not in run.output
+
+
+def test_the_client_signature_check_fires_on_the_null_baseline(build_of) -> None:
+    """The null adapter echoes each side's configuration: the core's check alone."""
+    run = run_driver(build_of("null"), "handshake", "--auth", "mutual", "--fault",
+                     "client-sigalg", "--iterations", "1")  # fmt: skip
+    assert run.code == 4, run.stderr
+    assert ("negotiated client signature scheme 'rsa_pss_rsae_sha384', the run asked for "
+            "'rsa_pss_rsae_sha256'") in run.stderr  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -91,3 +119,9 @@ def test_without_a_fault_every_library_passes_the_same_checks(build_of) -> None:
             run = run_driver(build_of(spec), scenario, "--tls", tls, *extra, "--iterations",
                              "2", "--warmup", "0")  # fmt: skip
             assert run.code == 0, (spec, scenario, run.stderr)
+            negotiated = run.output["negotiated"]
+            if "mutual" in extra:
+                # Both sides read the client's scheme back and agree with the request.
+                assert negotiated["client_sigalg"] == DEFAULT_SIGALG[tls], (spec, negotiated)
+            else:
+                assert "client_sigalg" not in negotiated, (spec, negotiated)

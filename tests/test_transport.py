@@ -94,7 +94,8 @@ def test_the_library_s_own_socket_io_runs_every_scenario_with_every_check(
         assert "wire" not in run.output  # nothing passes tlsbench's counters on this path
     if tls == "1.3":  # in TLS 1.2 a ticket travels inside the handshake (test_checks.py)
         run = run_driver(build_of(spec), "handshake", "--transport", "tcp", "--io", "fd",
-                         "--iterations", "2", "--warmup", "0", "--fault", "server-tickets")  # fmt: skip
+                         "--iterations", "2", "--warmup", "0",
+                         "--fault", "server-tickets")  # fmt: skip
         assert run.code == 4, run.stderr
 
 

@@ -340,6 +340,16 @@ static tb_status build_priority(const tb_config *cfg, char *buf, size_t size, ch
     return tb_fail(err, TB_UNSUPPORTED, "TLS version %d not supported by this build",
                    cfg->tls_version);
   }
+  /* One priority string holds the signature algorithms for both signers: GnuTLS has no
+   * separate list for client authentication (the CertificateRequest and the client's
+   * choice use the same one). */
+  if (cfg->client_sigalg != NULL &&
+      (cfg->sigalg == NULL || strcmp(cfg->client_sigalg, cfg->sigalg))) {
+    return tb_fail(err, TB_UNSUPPORTED,
+                   "GnuTLS cannot pin the client's signature scheme (%s) apart from the "
+                   "server's: one priority string serves both",
+                   cfg->client_sigalg);
+  }
   snprintf(buf, size, "NONE:+VERS-TLS1.%d", cfg->tls_version - 10);
   suite_info si;
   tb_status st = prio_suite(cfg, buf, size, &si, err);
@@ -694,6 +704,20 @@ static void negotiated_sigalg(gt_conn *c, int resumed, tb_negotiated *out) {
             sn ? sn->iana : gnutls_sign_get_name((gnutls_sign_algorithm_t)s));
 }
 
+static void negotiated_client_sigalg(gt_conn *c, int resumed, tb_negotiated *out) {
+  /* gnutls_sign_algorithm_get_client() is the client's CertificateVerify on both sides:
+   * the client sets it when it picks its certificate's scheme (TLS 1.3: on the
+   * CertificateRequest; TLS 1.2: when it signs), the server when it verifies. A resumed
+   * handshake keeps the original one's value (session data) but signs nothing. Static RSA
+   * suites still carry a client's CertificateVerify. */
+  if (resumed) return;
+  int s = gnutls_sign_algorithm_get_client(c->session);
+  if (s == GNUTLS_SIGN_UNKNOWN || s < 0) return;
+  const sig_name *sn = sig_by_gnutls((gnutls_sign_algorithm_t)s);
+  copy_name(out->client_sigalg, sizeof(out->client_sigalg),
+            sn ? sn->iana : gnutls_sign_get_name((gnutls_sign_algorithm_t)s));
+}
+
 static int peer_verified(gt_conn *c) {
   /* vc_status is reset to (unsigned)-1 at each handshake and set only by the automatic
    * verification of gnutls_session_set_verify_cert(). */
@@ -720,6 +744,7 @@ static tb_status gt_negotiated(void *p, tb_negotiated *out, char *err) {
   out->resumed = gnutls_session_is_resumed(c->session) != 0;
   negotiated_group(c, v == GNUTLS_TLS1_3, out->resumed, out);
   negotiated_sigalg(c, out->resumed, out);
+  negotiated_client_sigalg(c, out->resumed, out);
   out->peer_verified = peer_verified(c);
   return TB_OK;
 }

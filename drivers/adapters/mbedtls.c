@@ -239,10 +239,14 @@ typedef struct mt_seen {
   int dh_bits;    /* TLS 1.2 DHE with a prime that is no RFC 7919 group */
   int have_sigalg;
   uint16_t sigalg;
+  int have_client_sigalg; /* the client's CertificateVerify (mutual auth) */
+  uint16_t client_sigalg;
 } mt_seen;
 
-/* Server only: its own outgoing records, during the handshake. */
+/* This side's own outgoing records, during the handshake: the server's (its messages), and
+ * the client's (only its CertificateVerify is looked for). */
 typedef struct mt_wire {
+  int client;          /* these are the client's records */
   size_t parsed_ahead; /* bytes at the start of mbedTLS's pending output already parsed */
   int ccs_sent;        /* later handshake records are encrypted */
   unsigned n_protected;
@@ -250,7 +254,7 @@ typedef struct mt_wire {
     size_t len;
     unsigned char head[MT_PROTECTED_HEAD];
   } protected_records[MT_MAX_PROTECTED];
-  unsigned char secret[MBEDTLS_MD_MAX_SIZE]; /* TLS 1.3 server handshake traffic secret */
+  unsigned char secret[MBEDTLS_MD_MAX_SIZE]; /* TLS 1.3 handshake traffic secret (own side) */
   size_t secret_len;
 } mt_wire;
 
@@ -404,8 +408,19 @@ static void observe_message(mt_seen *s, unsigned type, const unsigned char *body
   }
 }
 
-/* Client: the handshake message mbedTLS has just accepted is still in its record buffer
- * (it is consumed only when the next one is read). */
+/* One whole handshake message of the client's: only its CertificateVerify matters. Its
+ * first two bytes are the SignatureScheme (TLS 1.3) or SignatureAndHashAlgorithm (TLS 1.2,
+ * the same code points). */
+static void observe_client_message(mt_seen *s, unsigned type, const unsigned char *body,
+                                   size_t len) {
+  if (type != HS_CERTIFICATE_VERIFY || len < 2) return;
+  s->client_sigalg = get16(body);
+  s->have_client_sigalg = 1;
+}
+
+/* The handshake message mbedTLS has just accepted is still in its record buffer (it is
+ * consumed only when the next one is read), TLS 1.3 ones decrypted: the client sees the
+ * server's messages, the server the client's. */
 static void observe_received(mt_conn *c) {
   const mbedtls_ssl_context *ssl = &c->ssl;
   size_t hs_len = ssl->MT_PRIV(in_hslen);
@@ -414,7 +429,11 @@ static void observe_received(mt_conn *c) {
       hs_len > ssl->MT_PRIV(in_msglen) || get24(m + 1) + 4 != hs_len) {
     return;
   }
-  observe_message(&c->seen, m[0], m + 4, hs_len - 4);
+  if (c->ctx->role == TB_CLIENT) {
+    observe_message(&c->seen, m[0], m + 4, hs_len - 4);
+  } else {
+    observe_client_message(&c->seen, m[0], m + 4, hs_len - 4);
+  }
 }
 
 static void observe_record(mt_conn *c, unsigned type, const unsigned char *b, size_t len) {
@@ -425,7 +444,11 @@ static void observe_record(mt_conn *c, unsigned type, const unsigned char *b, si
     for (size_t p = 0; p + 4 <= len;) {
       size_t n = get24(b + p + 1);
       if (p + 4 + n > len) break;
-      observe_message(&c->seen, b[p], b + p + 4, n);
+      if (w->client) {
+        observe_client_message(&c->seen, b[p], b + p + 4, n);
+      } else {
+        observe_message(&c->seen, b[p], b + p + 4, n);
+      }
       p += 4 + n;
     }
   } else if (type == REC_APPLICATION_DATA && c->seen.tls13 && len >= MT_PROTECTED_HEAD &&
@@ -436,7 +459,7 @@ static void observe_record(mt_conn *c, unsigned type, const unsigned char *b, si
   }
 }
 
-/* Server: mbedTLS hands its whole pending output (complete records) to the send callback,
+/* mbedTLS hands its whole pending output (complete records) to the send callback,
  * and after a partial send the rest of it; records are parsed once, before sending. */
 static void observe_sent(mt_conn *c, const unsigned char *buf, size_t len) {
   size_t p = c->wire.parsed_ahead;
@@ -455,8 +478,10 @@ static void export_keys(void *p, mbedtls_ssl_key_export_type type, const unsigne
                         const unsigned char server_random[32], mbedtls_tls_prf_types prf) {
   (void)client_random, (void)server_random, (void)prf;
   mt_wire *w = p;
-  if (type != MBEDTLS_SSL_KEY_EXPORT_TLS1_3_SERVER_HANDSHAKE_TRAFFIC_SECRET ||
-      secret_len > sizeof(w->secret)) {
+  mbedtls_ssl_key_export_type own =
+      w->client ? MBEDTLS_SSL_KEY_EXPORT_TLS1_3_CLIENT_HANDSHAKE_TRAFFIC_SECRET
+                : MBEDTLS_SSL_KEY_EXPORT_TLS1_3_SERVER_HANDSHAKE_TRAFFIC_SECRET;
+  if (type != own || secret_len > sizeof(w->secret)) {
     return;
   }
   memcpy(w->secret, secret, secret_len);
@@ -514,7 +539,9 @@ static int keystream(int suite, const unsigned char *key, const unsigned char no
   return ret;
 }
 
-/* Server, TLS 1.3: which signature scheme its (encrypted) CertificateVerify carries. */
+/* TLS 1.3: which signature scheme this side's own (encrypted) CertificateVerify carries:
+ * the server's, or the client's under mutual auth. Every record this side protected during
+ * the handshake used its handshake traffic key, so the n-th has sequence number n. */
 static void read_protected_certificate_verify(mt_conn *c) {
   mt_wire *w = &c->wire;
   int suite = mbedtls_ssl_get_ciphersuite_id_from_ssl(&c->ssl);
@@ -525,7 +552,9 @@ static void read_protected_certificate_verify(mt_conn *c) {
                        : 32;
   size_t tag_len = suite == MBEDTLS_TLS1_3_AES_128_CCM_8_SHA256 ? 8 : 16;
   unsigned char key[32], iv[12];
-  if (c->seen.have_sigalg || w->secret_len == 0 ||
+  int *have = w->client ? &c->seen.have_client_sigalg : &c->seen.have_sigalg;
+  uint16_t *sigalg = w->client ? &c->seen.client_sigalg : &c->seen.sigalg;
+  if (*have || w->secret_len == 0 ||
       expand_label(w->secret, w->secret_len, "key", key, key_len) != 0 ||
       expand_label(w->secret, w->secret_len, "iv", iv, sizeof(iv)) != 0) {
     return;
@@ -542,8 +571,8 @@ static void read_protected_certificate_verify(mt_conn *c) {
     size_t inner = w->protected_records[seq].len - tag_len, need = get24(plain + 1) + 4 + 1;
     int right_key = inner >= need && inner < need + MT_TLS13_PADDING;
     if (right_key && plain[0] == HS_CERTIFICATE_VERIFY) {
-      c->seen.sigalg = get16(plain + 4);
-      c->seen.have_sigalg = 1;
+      *sigalg = get16(plain + 4);
+      *have = 1;
       break;
     }
   }
@@ -891,6 +920,14 @@ static tb_status choose_group(const tb_config *cfg, mt_ctx *ctx, mt_offer *o, ch
 }
 
 static tb_status choose_sigalg(const tb_config *cfg, mt_ctx *ctx, mt_offer *o, char *err) {
+  /* One list (3.6 sig_algs, 2.28 sig_hashes) serves both signers. */
+  if (cfg->client_sigalg != NULL &&
+      (cfg->sigalg == NULL || strcmp(cfg->client_sigalg, cfg->sigalg))) {
+    return tb_fail(err, TB_UNSUPPORTED,
+                   "mbedTLS cannot pin the client's signature scheme (%s) apart from the "
+                   "server's: one signature algorithm list serves both",
+                   cfg->client_sigalg);
+  }
   if (o->kx == KX_RSA) return TB_OK; /* static RSA signs nothing */
   const mt_sigalg *s = sigalg_by_name(cfg->sigalg);
   if (s == NULL) {
@@ -1171,7 +1208,10 @@ static tb_status conn_new(void *ctx_p, const tb_transport *transport, void *sess
   c->ctx = ctx;
   c->io = *transport;
   c->net.fd = transport->fd;
-  c->observing = ctx->role == TB_SERVER;
+  /* The server parses its outgoing records (its messages); a client with a certificate its
+   * own (its CertificateVerify, mutual auth). */
+  c->observing = ctx->role == TB_SERVER || ctx->own_cert;
+  c->wire.client = ctx->role == TB_CLIENT;
   mbedtls_ssl_init(&c->ssl);
   int ret = mbedtls_ssl_setup(&c->ssl, &ctx->conf);
   if (ret == 0 && ctx->role == TB_CLIENT && ctx->server_name[0] != '\0') {
@@ -1183,7 +1223,7 @@ static tb_status conn_new(void *ctx_p, const tb_transport *transport, void *sess
     return mt_fail(err, "connection set-up", ret);
   }
 #if MT_TLS13
-  if (ctx->role == TB_SERVER && ctx->tls == 13) {
+  if (c->observing && ctx->tls == 13) {
     mbedtls_ssl_set_export_keys_cb(&c->ssl, export_keys, &c->wire);
   }
 #endif
@@ -1228,7 +1268,7 @@ static tb_status handshake(void *conn, char *err) {
     int ret = mbedtls_ssl_handshake_step(&c->ssl);
     if (ret == MBEDTLS_ERR_SSL_WANT_READ || ret == MBEDTLS_ERR_SSL_WANT_WRITE) return TB_WANT_IO;
     if (ret != 0) return handshake_failure(c, ret, err);
-    if (c->ctx->role == TB_CLIENT) observe_received(c);
+    observe_received(c);
   }
   c->observing = 0;
   return TB_OK;
@@ -1294,7 +1334,7 @@ static tb_status negotiated(void *conn, tb_negotiated *out, char *err) {
 #endif
   snprintf(out->version, sizeof(out->version), "%s", version);
 #if MT_TLS13
-  if (c->ctx->role == TB_SERVER && c->seen.tls13) read_protected_certificate_verify(c);
+  if (c->wire.secret_len != 0 && c->seen.tls13) read_protected_certificate_verify(c);
 #endif
   const mt_seen *s = &c->seen;
   if (s->group != 0) {
@@ -1304,6 +1344,7 @@ static tb_status negotiated(void *conn, tb_negotiated *out, char *err) {
   }
   if (s->have_sigalg) sigalg_name(s->sigalg, out->sigalg);
   out->resumed = s->tls13 ? s->psk : s->server_hello && !s->hello_done;
+  if (s->have_client_sigalg && !out->resumed) sigalg_name(s->client_sigalg, out->client_sigalg);
   /* verify_result is 0 only after a chain really verified (verify-none sets SKIP_VERIFY). */
   out->peer_verified = c->ctx->verify && mbedtls_ssl_get_verify_result(&c->ssl) == 0;
   if (!s->server_hello) return tb_fail(err, TB_FAILED, "no ServerHello was observed");

@@ -199,6 +199,10 @@ static tb_status negotiated(void *conn, tb_negotiated *out, char *err) {
     strncpy(out->group, cfg->group ? cfg->group : "", TB_NAME_LEN - 1);
     strncpy(out->sigalg, cfg->sigalg ? cfg->sigalg : "", TB_NAME_LEN - 1);
   }
+  if (cfg->auth == TB_AUTH_MUTUAL) {
+    const char *client_sigalg = cfg->client_sigalg ? cfg->client_sigalg : cfg->sigalg;
+    strncpy(out->client_sigalg, client_sigalg ? client_sigalg : "", TB_NAME_LEN - 1);
+  }
   out->peer_verified =
       cfg->role == TB_CLIENT ? cfg->auth != TB_AUTH_NONE : cfg->auth == TB_AUTH_MUTUAL;
   return TB_OK;

@@ -471,17 +471,32 @@ static tb_status pin_group(SSL_CTX *ctx, const tb_config *cfg, int kx_nid, char 
   return cfg->role == TB_SERVER ? set_dhe_params(ctx, g->name, err) : TB_OK;
 }
 
-static tb_status pin_sigalg(SSL_CTX *ctx, const tb_config *cfg, int kx_nid, char *err) {
-  if (kx_nid == NID_kx_rsa) return TB_OK; /* static RSA: the server signs nothing */
-  if (cfg->sigalg == NULL) return tb_fail(err, TB_UNSUPPORTED, "no signature scheme given");
-  const sigalg_name *sa = find_sigalg(cfg->sigalg);
-  if (sa == NULL) return tb_fail(err, TB_UNSUPPORTED, "unknown signature scheme '%s'", cfg->sigalg);
+static tb_status check_sigalg(const tb_config *cfg, const char *name, char *err) {
+  const sigalg_name *sa = find_sigalg(name);
+  if (sa == NULL) return tb_fail(err, TB_UNSUPPORTED, "unknown signature scheme '%s'", name);
   if (cfg->tls_version == 13 && !sa->tls13)
-    return tb_fail(err, TB_UNSUPPORTED, "TLS 1.3 does not allow %s", cfg->sigalg);
+    return tb_fail(err, TB_UNSUPPORTED, "TLS 1.3 does not allow %s", name);
+  return TB_OK;
+}
+
+static tb_status pin_sigalg(SSL_CTX *ctx, const tb_config *cfg, int kx_nid, char *err) {
+  /* Static RSA: the server signs nothing, but a client certificate still signs a
+   * CertificateVerify, so a given scheme is pinned all the same. */
+  if (kx_nid == NID_kx_rsa && cfg->sigalg == NULL) return TB_OK;
+  if (cfg->sigalg == NULL) return tb_fail(err, TB_UNSUPPORTED, "no signature scheme given");
+  tb_status st = check_sigalg(cfg, cfg->sigalg, err);
+  if (st != TB_OK) return st;
   /* OpenSSL's sigalgs list takes the IANA names (3.0 and 3.5); the list also applies to
    * the client's CertificateVerify and the server's CertificateRequest (mutual). */
   if (!SSL_CTX_set1_sigalgs_list(ctx, cfg->sigalg))
     return ossl_fail(err, TB_UNSUPPORTED, "SSL_CTX_set1_sigalgs_list");
+  if (cfg->client_sigalg == NULL || strcmp(cfg->client_sigalg, cfg->sigalg) == 0) return TB_OK;
+  /* The client-auth list apart (--fault client-sigalg): the server's CertificateRequest and
+   * what it accepts in the client's CertificateVerify, the client's choice of its own. */
+  st = check_sigalg(cfg, cfg->client_sigalg, err);
+  if (st != TB_OK) return st;
+  if (!SSL_CTX_set1_client_sigalgs_list(ctx, cfg->client_sigalg))
+    return ossl_fail(err, TB_UNSUPPORTED, "SSL_CTX_set1_client_sigalgs_list");
   return TB_OK;
 }
 
@@ -858,6 +873,36 @@ static void read_sigalg(ossl_conn *c, const SSL_CIPHER *cipher, char *out) {
 #endif
 }
 
+/* The scheme of the signature the CLIENT made (its CertificateVerify, mutual auth): the
+ * server reads its peer's, the client its own; "" when the client signed nothing. */
+static void read_client_sigalg(ossl_conn *c, char *out) {
+  out[0] = '\0';
+  if (SSL_session_reused(c->ssl)) return; /* an abbreviated handshake signs nothing */
+  int server = SSL_is_server(c->ssl);
+  if (server && SSL_get0_peer_certificate(c->ssl) == NULL) return;
+  if (!server && SSL_get_certificate(c->ssl) == NULL) return;
+#ifdef SSL_get0_peer_signature_name
+  const char *name = NULL;
+  if (server ? SSL_get0_peer_signature_name(c->ssl, &name) : SSL_get0_signature_name(c->ssl, &name))
+    copy_name(out, name);
+#else
+  int type = NID_undef, hash = NID_undef;
+  if (server) {
+    if (SSL_get_peer_signature_type_nid(c->ssl, &type) && SSL_get_peer_signature_nid(c->ssl, &hash))
+      copy_name(out, sigalg_from_nids(type, hash, SSL_get0_peer_certificate(c->ssl)));
+  } else {
+#ifdef OSSL_111
+    /* 1.1.1 has no SSL_get_signature_type_nid: the client's first shared scheme is the one
+     * it picked (its client-auth list against the CertificateRequest, pinned to one). */
+    if (SSL_get_shared_sigalgs(c->ssl, 0, &type, &hash, NULL, NULL, NULL) > 0)
+#else
+    if (SSL_get_signature_type_nid(c->ssl, &type) && SSL_get_signature_nid(c->ssl, &hash))
+#endif
+      copy_name(out, sigalg_from_nids(type, hash, SSL_get_certificate(c->ssl)));
+  }
+#endif
+}
+
 static tb_status ossl_negotiated(void *conn, tb_negotiated *out, char *err) {
   ossl_conn *c = conn;
   memset(out, 0, sizeof(*out));
@@ -871,6 +916,7 @@ static tb_status ossl_negotiated(void *conn, tb_negotiated *out, char *err) {
   copy_name(out->suite, SSL_CIPHER_standard_name(cipher));
   read_group(c, cipher, out->group);
   read_sigalg(c, cipher, out->sigalg);
+  read_client_sigalg(c, out->client_sigalg);
   /* Verified = this side asked to verify, the peer presented a chain, and the library's
    * verification (chain and, on the client, host name) succeeded. */
   out->peer_verified = (SSL_get_verify_mode(c->ssl) & SSL_VERIFY_PEER) != 0 &&

@@ -424,6 +424,21 @@ static const char *sigalg_name(WOLFSSL *ssl, tb_role role, int tls13, int resume
   return name != NULL ? name : "unknown-sigalg";
 }
 
+/* The scheme of the client's CertificateVerify (mutual auth): the client reads the one it
+ * chose for it (options.sigAlgo/hashAlgo, set by PickHashSigAlgo on the
+ * CertificateRequest), once it sent a certificate (options.sendVerify == SEND_CERT); the
+ * server the one it verified (options.peerSigAlgo/peerHashAlgo, decoded from that message),
+ * once it processed one (options.havePeerVerify). Resumed handshakes sign nothing. */
+static const char *client_sigalg_name(WOLFSSL *ssl, tb_role role, int resumed) {
+  if (resumed) return "";
+  if (role == TB_CLIENT && ssl->options.sendVerify != SEND_CERT) return "";
+  if (role == TB_SERVER && !ssl->options.havePeerVerify) return "";
+  byte sig = role == TB_CLIENT ? ssl->options.sigAlgo : ssl->options.peerSigAlgo;
+  byte hash = role == TB_CLIENT ? ssl->options.hashAlgo : ssl->options.peerHashAlgo;
+  const char *name = name_of(kSigalgs, sigalg_code(sig, hash));
+  return name != NULL ? name : "unknown-sigalg";
+}
+
 /* Whether this side verified the peer's chain. Without OPENSSL_EXTRA there is no
  * wolfSSL_get_verify_result: options.havePeerCert is set once the peer's chain was parsed
  * and passed ProcessPeerCerts, which only treats errors as fatal when verification is on
@@ -443,6 +458,7 @@ static tb_status read_private(WOLFSSL *ssl, tb_role role, int tls13, int resumed
   }
   copy_name(out->group, sizeof(out->group), group_name(ssl, tls13, resumed));
   copy_name(out->sigalg, sizeof(out->sigalg), sigalg_name(ssl, role, tls13, resumed));
+  copy_name(out->client_sigalg, sizeof(out->client_sigalg), client_sigalg_name(ssl, role, resumed));
   out->peer_verified = peer_verified(ssl);
   return TB_OK;
 }
@@ -689,6 +705,14 @@ static tb_status configure(wolf_ctx *w, const tb_config *cfg, char *err) {
   if (st == TB_OK) st = set_suite(w->ctx, cfg->tls_version, cfg->suite, err);
   if (st == TB_OK && cfg->sigalg != NULL)
     st = set_sigalg(w->ctx, cfg->tls_version, cfg->sigalg, err);
+  /* One Suites.hashSigAlgo list serves both signers: no separate client-auth list. */
+  if (st == TB_OK && cfg->client_sigalg != NULL &&
+      (cfg->sigalg == NULL || strcmp(cfg->client_sigalg, cfg->sigalg) != 0)) {
+    st = tb_fail(err, TB_UNSUPPORTED,
+                 "wolfSSL cannot pin the client's signature scheme (%s) apart from the "
+                 "server's: one signature algorithm list serves both",
+                 cfg->client_sigalg);
+  }
   if (st == TB_OK) st = set_group(w, cfg, err);
   if (st == TB_OK) st = set_verify(w->ctx, cfg, err);
   if (st == TB_OK) st = set_sessions(w->ctx, cfg, err);

@@ -162,6 +162,8 @@ void tb_fill_config(tb_run *r, tb_config *cfg, tb_role role, int resumption);
 /* Checks one side's read-back parameters against the request. */
 int tb_check_side(tb_run *r, const char *side, const tb_negotiated *n, int verifies,
                   int expect_resumed);
+/* Checks the client's CertificateVerify scheme as one side read it back (mutual auth). */
+int tb_check_client_sigalg(tb_run *r, const char *side, const tb_negotiated *n, int expect_resumed);
 
 /* scenarios.c */
 int tb_scenario_handshake(tb_run *r);

@@ -73,7 +73,7 @@ static void usage(FILE *out) {
           "  --wrong-ca               negative control: verify against a wrong CA\n"
           "  --fault NAME             test hook: misconfigure so that a check must fire\n"
           "                           (server-tickets suite group sigalg version verify\n"
-          "                           resume); never used in measurements\n"
+          "                           resume client-sigalg); never used in measurements\n"
           "  --cert-dir DIR           certificates from `tlsbench certs`\n"
           "  --transport memory|tcp   what joins the two sides: in-memory queues (default)\n"
           "                           or a loopback TCP connection (handshake resume records\n"
@@ -259,7 +259,7 @@ static int parse_options(int argc, char **argv, tb_options *o) {
         if (!tb_fault_known(optarg)) {
           fprintf(stderr,
                   "tlsbench-driver: unknown --fault '%s'; known: server-tickets suite group "
-                  "sigalg version verify resume\n",
+                  "sigalg version verify resume client-sigalg\n",
                   optarg);
           return -1;
         }
@@ -576,6 +576,9 @@ static void write_negotiated(tb_json *j, const tb_run *r) {
   tb_json_str(j, "suite", n->suite);
   tb_json_str(j, "group", n->group);
   tb_json_str(j, "sigalg", n->sigalg);
+  /* The client's CertificateVerify (mutual auth): omitted when the client signed nothing,
+   * so that other results keep the shape they were stored with. */
+  if (n->client_sigalg[0] != '\0') tb_json_str(j, "client_sigalg", n->client_sigalg);
   tb_json_object(j, "peer_verified");
   /* A peer process knows only its own side's verification. */
   if (!peer || r->opt->role == TB_CLIENT) tb_json_bool(j, "client", r->client_neg.peer_verified);

@@ -475,6 +475,8 @@ int tb_scenario_peer(tb_run *r) {
       int verifies = server ? o->auth == TB_AUTH_MUTUAL : o->auth != TB_AUTH_NONE;
       if (code == TB_EXIT_OK)
         code = tb_check_side(r, server ? "server" : "client", n, verifies, expect_resumed);
+      if (code == TB_EXIT_OK)
+        code = tb_check_client_sigalg(r, server ? "server" : "client", n, expect_resumed);
       r->have_negotiated = 1;
       if (code == TB_EXIT_OK && i == 0) {
         tb_wire_report *w = &r->wire_full;

@@ -50,9 +50,13 @@ void tb_fill_config(tb_run *r, tb_config *cfg, tb_role role, int resumption) {
 /* --fault: each one makes the library, through its own API, negotiate or send something
  * other than what the checks expect, so that a test can see the check fire (exit 4). Both
  * sides get the same changed configuration (so the handshake completes), except
- * server-tickets, which turns tickets on at the server only. */
-static const char *const fault_names[] = {"server-tickets", "suite",  "group", "sigalg",
-                                          "version",        "verify", "resume"};
+ * server-tickets, which turns tickets on at the server only. client-sigalg (mutual auth,
+ * RSA certificate) keeps the server's signature as asked and moves only the client's
+ * CertificateVerify to the other scheme of the pair: the server must accept it, so both
+ * configurations carry it as client_sigalg (one pinned scheme per side could not differ
+ * and still complete the handshake). */
+static const char *const fault_names[] = {"server-tickets", "suite",  "group",  "sigalg",
+                                          "version",        "verify", "resume", "client-sigalg"};
 
 int tb_fault_known(const char *name) {
   for (size_t i = 0; i < sizeof(fault_names) / sizeof(fault_names[0]); i++) {
@@ -93,6 +97,15 @@ static int apply_fault(tb_run *r) {
   if (fault_is(r, "verify")) {
     if (r->opt->auth != TB_AUTH_MUTUAL) goto no_fault;
     for (int i = 0; i < 2; i++) cfgs[i]->auth = TB_AUTH_SERVER;
+    return TB_EXIT_OK;
+  }
+  if (fault_is(r, "client-sigalg")) {
+    if (r->opt->auth != TB_AUTH_MUTUAL || r->opt->sigalg == NULL ||
+        strncmp(r->opt->cert, "rsa", 3) != 0)
+      goto no_fault;
+    other = swap(r->opt->sigalg, sigalgs, 2);
+    if (other == NULL) goto no_fault;
+    for (int i = 0; i < 2; i++) cfgs[i]->client_sigalg = other;
     return TB_EXIT_OK;
   }
   if (fault_is(r, "version")) {
@@ -253,6 +266,21 @@ int tb_check_side(tb_run *r, const char *side, const tb_negotiated *n, int verif
   return TB_EXIT_OK;
 }
 
+/* Mutual auth: the client signs its CertificateVerify with the same --sigalg (its
+ * certificate is of the same kind as the server's), static RSA suites included; without it
+ * the client signs nothing. Resumed handshakes sign nothing. Run after both sides' other
+ * checks: a client never asked for a certificate signs nothing either, and the server's
+ * peer verification check names that cause. */
+int tb_check_client_sigalg(tb_run *r, const char *side, const tb_negotiated *n,
+                           int expect_resumed) {
+  const tb_options *o = r->opt;
+  if (expect_resumed) return TB_EXIT_OK;
+  const char *want = o->auth == TB_AUTH_MUTUAL && o->sigalg ? o->sigalg : "";
+  if (strcmp(n->client_sigalg, want) != 0)
+    return mismatch(r, side, "client signature scheme", want, n->client_sigalg);
+  return TB_EXIT_OK;
+}
+
 /* Without resumption nothing may follow the handshake: a byte left in flight either way is
  * a NewSessionTicket (or another post-handshake message) that was meant to be off. */
 static int check_quiet(tb_run *r) {
@@ -279,7 +307,11 @@ int tb_check_negotiated(tb_run *r, tb_conn_pair *conns, int expect_resumed) {
   int code =
       tb_check_side(r, "client", &r->client_neg, r->opt->auth != TB_AUTH_NONE, expect_resumed);
   if (code != TB_EXIT_OK) return code;
-  return tb_check_side(r, "server", &r->server_neg, r->opt->auth == TB_AUTH_MUTUAL, expect_resumed);
+  code = tb_check_side(r, "server", &r->server_neg, r->opt->auth == TB_AUTH_MUTUAL, expect_resumed);
+  if (code != TB_EXIT_OK) return code;
+  code = tb_check_client_sigalg(r, "client", &r->client_neg, expect_resumed);
+  if (code != TB_EXIT_OK) return code;
+  return tb_check_client_sigalg(r, "server", &r->server_neg, expect_resumed);
 }
 
 /* ------------------------------------------------------------------------- data */

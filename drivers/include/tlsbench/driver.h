@@ -83,6 +83,11 @@ typedef struct tb_config {
   const char *sigalg; /* IANA SignatureScheme name, e.g. "rsa_pss_rsae_sha256",
                          "ecdsa_secp256r1_sha256", "ed25519", "rsa_pkcs1_sha256";
                          NULL when the suite signs nothing (static RSA key exchange) */
+  /* Mutual auth: the scheme the client signs its CertificateVerify with and the server
+   * accepts there, when it is not `sigalg`; NULL: `sigalg`. Only the test hook
+   * --fault client-sigalg sets it; an adapter that cannot keep the two apart returns
+   * TB_UNSUPPORTED. */
+  const char *client_sigalg;
   tb_auth auth;
   const char *ca_file;     /* PEM trust anchor(s) used by whoever verifies */
   const char *chain_file;  /* PEM: own certificate chain, leaf first (NULL: client
@@ -105,6 +110,10 @@ typedef struct tb_negotiated {
                                ServerKeyExchange; "" when none was used */
   int peer_verified;        /* 1: this side verified the peer's chain successfully */
   int resumed;              /* 1: this handshake resumed a session */
+  /* IANA SignatureScheme of the client's CertificateVerify (mutual auth, full handshake):
+   * the client reads its own, the server its peer's; "" when the client did not sign (auth
+   * not mutual, resumed). */
+  char client_sigalg[TB_NAME_LEN];
 } tb_negotiated;
 
 /* Build facts for `info` and the JSON output: NULL-terminated arrays of strings. */
