@@ -56,7 +56,10 @@ def test_records_are_checked_and_timed(null) -> None:
     assert timed.code == 0, timed.stderr
     assert timed.output is not None and timed.output["measure"] == "time"
     assert timed.output["heap"] is None
-    assert set(timed.output["samples"]) == {"write_ns", "read_ns"}
+    assert set(timed.output["samples"]) == {"write_ns", "read_ns", "write_batch_ns",
+                                            "read_batch_ns"}  # fmt: skip
+    # Then batches of 64 records (300 bytes each: 64 fit 64 KiB), timed as one region each.
+    assert len(timed.output["samples"]["write_batch_ns"]) == 500 // 64
 
 
 def test_a_negotiated_mismatch_is_an_error_without_samples(null) -> None:

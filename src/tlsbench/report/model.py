@@ -124,6 +124,8 @@ class LatencyRow:
     p50_ci_low_ns: float
     p50_ci_high_ns: float
     allocs_per_record: float | None
+    # Median of per-record means of batches of records (not quantised by the TSC's step).
+    batch_mean_ns: float | None = None
     failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
 
 
@@ -554,6 +556,7 @@ class _Loader:
                 by_op[op] = values
                 s = self.summarize(p, f"{op} ns", groups)
                 allocs = self.store.samples(p.id, f"{op}_allocs")
+                batches = self.store.samples(p.id, f"{op}_batch_ns")
                 rows.append(
                     LatencyRow(
                         variant=p.variant,
@@ -571,6 +574,7 @@ class _Loader:
                         p50_ci_low_ns=s.ci_low,
                         p50_ci_high_ns=s.ci_high,
                         allocs_per_record=statistics.fmean(allocs) if allocs else None,
+                        batch_mean_ns=statistics.median(batches) if batches else None,
                     )
                 )
             if by_op:
