@@ -104,6 +104,7 @@ typedef struct tb_heap_report {
   uint64_t start, ctx, peak, retained;
   uint64_t start_usable, ctx_usable, peak_usable, retained_usable;
   uint64_t handshake_allocs;
+  uint64_t stack; /* stack high-water of the side's calls during the connection, bytes */
 } tb_heap_report;
 
 /* What one handshake put on the wire (session.c), and the client's round trips until it
@@ -184,7 +185,9 @@ void tb_warn(tb_run *r, const char *warning);
 #define TB_ON(side, expr)                      \
   ({                                           \
     tb_side tb_prev_ = tb_heap_set_side(side); \
+    if (tb_stack_active) tb_stack_enter(side); \
     tb_status tb_st_ = (expr);                 \
+    if (tb_stack_active) tb_stack_leave(side); \
     tb_heap_set_side(tb_prev_);                \
     tb_st_;                                    \
   })
@@ -195,9 +198,11 @@ void tb_warn(tb_run *r, const char *warning);
   ({                                                  \
     tb_side tb_prev_ = tb_heap_set_side(side);        \
     if ((acc) != NULL) tb_collect(side);              \
+    if (tb_stack_active) tb_stack_enter(side);        \
     uint64_t tb_t0_ = tb_thread_cpu_ns();             \
     tb_status tb_st_ = (expr);                        \
     uint64_t tb_dt_ = tb_thread_cpu_ns() - tb_t0_;    \
+    if (tb_stack_active) tb_stack_leave(side);        \
     uint64_t tb_ovh_ = tb_thread_cpu_overhead();      \
     tb_dt_ = tb_dt_ > tb_ovh_ ? tb_dt_ - tb_ovh_ : 0; \
     if ((acc) != NULL) {                              \

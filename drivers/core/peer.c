@@ -452,6 +452,7 @@ int tb_scenario_peer(tb_run *r) {
     if (i == 0) {
       tb_heap_reset_peak(side);
       tb_heap_get(side, &before);
+      tb_stack_measure(1);
     }
     if (code == TB_EXIT_OK) {
       st = TB_ON_TIMED(side, &cpu_ns, r->ad->conn_new(*ctx, &transport, session, &conn, r->err));
@@ -468,7 +469,11 @@ int tb_scenario_peer(tb_run *r) {
     }
     if (code == TB_EXIT_OK) {
       handshake_done = tb_mono_ns();
-      if (i == 0) heap_snapshot(r, heap, &before);
+      if (i == 0) {
+        tb_stack_measure(0);
+        heap_snapshot(r, heap, &before);
+        heap->stack = tb_stack_high_water(side);
+      }
       tb_negotiated *n = server ? &r->server_neg : &r->client_neg;
       st = TB_ON(side, r->ad->negotiated(conn, n, r->err));
       if (st != TB_OK) code = tb_fail_stage(r, status_code(st), "negotiated");

@@ -46,10 +46,14 @@ static int measured_connection(tb_run *r, tb_conn_pair *conns, int expect_resume
   tb_heap_reset_peak(TB_SIDE_SERVER);
   tb_heap_get(TB_SIDE_CLIENT, &client_before);
   tb_heap_get(TB_SIDE_SERVER, &server_before);
+  tb_stack_measure(1);
   int code = tb_connect(r, NULL, conns, NULL, NULL);
+  tb_stack_measure(0);
   if (code != TB_EXIT_OK) return code;
   heap_after_handshake(TB_SIDE_CLIENT, client, &client_before);
   heap_after_handshake(TB_SIDE_SERVER, server, &server_before);
+  client->stack = tb_stack_high_water(TB_SIDE_CLIENT);
+  server->stack = tb_stack_high_water(TB_SIDE_SERVER);
   return tb_check_negotiated(r, conns, expect_resumed);
 }
 

@@ -42,6 +42,17 @@ static inline tb_side tb_heap_set_side(tb_side side) {
  * accounting in the allocation path; heap figures are not measured there). */
 extern const int tb_heap_accounting;
 
+/* Stack high-water per side (stack.c): while measuring (heap driver only), every call made
+ * for a side is bracketed by tb_stack_enter/leave, which paint the stack below the caller
+ * and find how deep the call went. tb_stack_measure(1) starts a measurement (zeroing the
+ * marks), tb_stack_measure(0) ends it; tb_stack_high_water reads a side's mark in bytes
+ * (including the frames of tlsbench's call wrapper, a few hundred bytes). */
+extern int tb_stack_active;
+void tb_stack_enter(tb_side side);
+void tb_stack_leave(tb_side side);
+void tb_stack_measure(int on);
+uint64_t tb_stack_high_water(tb_side side);
+
 /* Counters of one side, or of the whole process (all sides) with TB_SIDES. */
 void tb_heap_get(tb_side side, tb_heap_counters *out);
 /* Makes peak = live (for one side, or all with TB_SIDES). */

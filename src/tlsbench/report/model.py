@@ -82,6 +82,7 @@ class MemoryRow:
     conn_retained: float
     handshake_allocs: float
     repetitions: int
+    stack: float | None = None  # stack high-water of the side's calls, bytes (heap driver)
     failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
 
 
@@ -489,6 +490,7 @@ class _Loader:
                         side=side.replace("_", "-"),
                         record_size=_record_size(p, self.params(p)),
                         repetitions=len(heaps),
+                        stack=_median_stack(heaps, side),
                         **figures,
                     )
                 )
@@ -874,6 +876,12 @@ class _Loader:
                     for r in rows
                 ],
             )
+
+
+def _median_stack(heaps: list[dict[str, Any]], side: str) -> float | None:
+    """Median stack high-water of one side, where the driver measured it."""
+    values = [float(h[side]["stack"]) for h in heaps if (h.get(side) or {}).get("stack")]
+    return statistics.median(values) if values else None
 
 
 def _heap_peak(outputs: list[dict[str, Any]], side: str) -> float | None:

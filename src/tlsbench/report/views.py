@@ -133,17 +133,19 @@ def _views(model: RunModel) -> list[View]:
                 "the first handshake completes, `retained` after it with the connection open; "
                 "`conn` figures exclude the context. `client-warm` / `server-warm`: a second "
                 "connection on the same contexts, after the first was closed (what each "
-                "further connection costs; start = live bytes before it). Median over "
-                "repetitions.",
+                "further connection costs; start = live bytes before it). `stack`: how deep "
+                "the side's calls went during the connection (painted stack, 0.5 KiB "
+                "resolution). Median over repetitions.",
                 ["variant", "case", "side", "record size", "start", "peak", "retained",
-                 "peak - start", "retained - start", "conn peak", "conn retained", "allocs"],
-                [False, False, False, True] + [True] * 8,
+                 "peak - start", "retained - start", "conn peak", "conn retained", "allocs",
+                 "stack"],
+                [False, False, False, True] + [True] * 9,
                 [
                     [_variant(r), _case(r.case, r.scenario), r.side, fmt_size(r.record_size),
                      fmt_bytes(r.start), fmt_bytes(r.peak), fmt_bytes(r.retained),
                      fmt_bytes(r.peak_minus_start), fmt_bytes(r.retained_minus_start),
                      fmt_bytes(r.conn_peak), fmt_bytes(r.conn_retained),
-                     fmt_count(r.handshake_allocs)]
+                     fmt_count(r.handshake_allocs), fmt_bytes(r.stack)]
                     for r in model.memory
                 ],
             )
