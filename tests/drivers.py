@@ -11,6 +11,20 @@ from typing import Any
 from tlsbench.build import Build
 from tlsbench.drive import driver_command
 
+# The variants of every TLS library line, pinned and system (the null baseline apart).
+TLS_LIBRARIES = [
+    "mbedtls-3.6.6",
+    "mbedtls-2.28.x",
+    "wolfssl-5.7.2",
+    "openssl-3.5.x",
+    "openssl-system",
+    "openssl-1.1.1w",
+    "gnutls-3.8.x",
+    "gnutls-system",
+]
+# One pinned variant per library.
+PINNED = ["mbedtls-3.6.6", "wolfssl-5.7.2", "openssl-3.5.x", "gnutls-3.8.x"]
+
 
 @dataclass
 class DriverRun:

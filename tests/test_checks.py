@@ -12,18 +12,9 @@ from __future__ import annotations
 
 import pytest
 
-from drivers import run_driver
+from drivers import TLS_LIBRARIES, run_driver
 
-LIBRARIES = [
-    "mbedtls-3.6.6",
-    "mbedtls-2.28.x",
-    "wolfssl-5.7.2",
-    "openssl-3.5.x",
-    "openssl-system",
-    "openssl-1.1.1w",
-    "gnutls-3.8.x",
-    "gnutls-system",
-]
+LIBRARIES = TLS_LIBRARIES
 
 # fault -> (scenario, extra options, what the message must say)
 FAULTS = {

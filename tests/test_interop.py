@@ -11,15 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from drivers import run_driver
+from drivers import PINNED, run_driver
 from tlsbench import certs, paths
 from tlsbench.drive import driver_command
 from tlsbench.errors import UserError
 from tlsbench.experiments import load
 from tlsbench.report import load_run
 from tlsbench.store import Store
-
-PINNED = ["mbedtls-3.6.6", "wolfssl-5.7.2", "openssl-3.5.x", "gnutls-3.8.x"]
 
 
 def tlsbench(*args: str) -> subprocess.CompletedProcess:

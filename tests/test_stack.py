@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from drivers import run_driver
-
-PINNED = ["mbedtls-3.6.6", "wolfssl-5.7.2", "openssl-3.5.x", "gnutls-3.8.x"]
+from drivers import PINNED, run_driver
 
 
 @pytest.mark.parametrize("spec", PINNED)

@@ -167,6 +167,9 @@ int tb_check_side(tb_run *r, const char *side, const tb_negotiated *n, int verif
 int tb_check_client_sigalg(tb_run *r, const char *side, const tb_negotiated *n, int expect_resumed);
 
 /* scenarios.c */
+/* Heap of one side's first connection: peak from connection creation to handshake end,
+ * what it retains, and its allocations (`before`: the counters at its start). */
+void tb_heap_after_handshake(tb_side side, tb_heap_report *h, const tb_heap_counters *before);
 int tb_scenario_handshake(tb_run *r);
 int tb_scenario_resume(tb_run *r);
 int tb_scenario_records(tb_run *r);

@@ -372,18 +372,6 @@ static int fetch_response(tb_run *r, peer_socket *s, void *conn, uint64_t *cpu_n
   return TB_EXIT_OK;
 }
 
-/* Heap of the first (cold) connection of this side: the whole process is this side. */
-static void heap_snapshot(tb_run *r, tb_heap_report *h, const tb_heap_counters *before) {
-  tb_heap_counters c;
-  tb_heap_get(own_side(r), &c);
-  h->valid = 1;
-  h->peak = c.peak;
-  h->peak_usable = c.peak_usable;
-  h->retained = c.live;
-  h->retained_usable = c.live_usable;
-  h->handshake_allocs = c.allocs - before->allocs;
-}
-
 int tb_scenario_peer(tb_run *r) {
   const tb_options *o = r->opt;
   int server = o->role == TB_SERVER;
@@ -471,7 +459,7 @@ int tb_scenario_peer(tb_run *r) {
       handshake_done = tb_mono_ns();
       if (i == 0) {
         tb_stack_measure(0);
-        heap_snapshot(r, heap, &before);
+        tb_heap_after_handshake(side, heap, &before); /* the whole process is this side */
         heap->stack = tb_stack_high_water(side);
       }
       tb_negotiated *n = server ? &r->server_neg : &r->client_neg;

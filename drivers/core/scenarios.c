@@ -25,8 +25,7 @@ static void harness_free(void *p) {
 
 static double ticks_to_ns(tb_run *r, uint64_t ticks) { return (double)ticks * 1e9 / r->tsc_hz; }
 
-/* Heap of the first connection: peak from connection creation to handshake end. */
-static void heap_after_handshake(tb_side side, tb_heap_report *h, const tb_heap_counters *before) {
+void tb_heap_after_handshake(tb_side side, tb_heap_report *h, const tb_heap_counters *before) {
   tb_heap_counters c;
   tb_heap_get(side, &c);
   h->valid = 1;
@@ -50,8 +49,8 @@ static int measured_connection(tb_run *r, tb_conn_pair *conns, int expect_resume
   int code = tb_connect(r, NULL, conns, NULL, NULL);
   tb_stack_measure(0);
   if (code != TB_EXIT_OK) return code;
-  heap_after_handshake(TB_SIDE_CLIENT, client, &client_before);
-  heap_after_handshake(TB_SIDE_SERVER, server, &server_before);
+  tb_heap_after_handshake(TB_SIDE_CLIENT, client, &client_before);
+  tb_heap_after_handshake(TB_SIDE_SERVER, server, &server_before);
   client->stack = tb_stack_high_water(TB_SIDE_CLIENT);
   server->stack = tb_stack_high_water(TB_SIDE_SERVER);
   return tb_check_negotiated(r, conns, expect_resumed);
