@@ -303,3 +303,43 @@ def test_a_download_is_checked_and_measured_on_both_sides(tmp_path: Path, build_
     assert len(store.samples(curl.id, "server_cpu_s_per_GB")) == 2
     report = tlsbench("report", "--db", str(store.path), "--format", "md").stdout
     assert "## Downloads" in report and "8,388,608" in report
+
+
+def _namespaces() -> list[str]:
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return [line.split()[0] for line in listed.splitlines() if line.startswith("tlsbench-")]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces and TUN need root")
+def test_namespaces_are_removed_after_an_interrupt_and_after_a_kill(
+    tmp_path: Path, build_of
+) -> None:
+    """Ctrl-C during an emulated-network point removes its namespaces; a runner killed with
+    SIGKILL cannot, so the next emulated network removes what it left."""
+    import signal
+
+    from tlsbench import netem
+
+    build_of("openssl-3.5.x")
+    experiment = tmp_path / "slow.toml"
+    matrix = 'variant = ["openssl-3.5.x"]\npeer = ["openssl-3.5.x"]\nrtt_ms = [200]\n'
+    experiment.write_text(HEADER + f"[[matrix]]\n{matrix}iterations = [60]\n")
+    for sig in (signal.SIGINT, signal.SIGKILL):
+        command = [str(paths.REPO / "tlsbench"), "run", str(experiment), "--db",
+                   str(tmp_path / "r.db")]  # fmt: skip
+        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)  # fmt: skip
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(_namespaces()) < 2:
+            time.sleep(0.1)
+        assert len(_namespaces()) == 2, "the point never made its namespaces"
+        time.sleep(1.0)  # in the middle of its connections
+        os.killpg(proc.pid, sig)  # as a terminal's Ctrl-C (the whole group) or kill -9
+        proc.wait(timeout=120)
+        if sig == signal.SIGINT:
+            assert proc.returncode == 130
+            assert _namespaces() == []
+        else:
+            assert len(_namespaces()) == 2  # nobody was left to clean up
+    assert len(netem.remove_stale()) == 2
+    assert _namespaces() == []

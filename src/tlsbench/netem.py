@@ -143,14 +143,37 @@ def _relay(fds: tuple[int, int], link: Link, net: Network, stop: threading.Event
                 net.dropped += 1
 
 
+NAMESPACE_PREFIX = "tlsbench-"
+
+
+def remove_stale() -> list[str]:
+    """Removes the namespaces of runners that are gone (killed with SIGKILL, so that their
+    clean-up never ran): the runner's process id is in each name. Returns what it removed."""
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
+                            check=False).stdout  # fmt: skip
+    removed = []
+    for line in listed.splitlines():
+        name = line.split()[0] if line.split() else ""
+        parts = name.split("-")
+        if not name.startswith(NAMESPACE_PREFIX) or len(parts) < 4 or not parts[2].isdigit():
+            continue
+        if Path(f"/proc/{parts[2]}").exists():
+            continue  # its runner still runs (possibly a concurrent run)
+        subprocess.run(["ip", "netns", "delete", name], capture_output=True, check=False)
+        removed.append(name)
+    return removed
+
+
 @contextmanager
 def emulated(link: Link) -> Iterator[Network]:
-    """Two namespaces joined by the delay line, removed on exit whatever happens."""
+    """Two namespaces joined by the delay line, removed on exit whatever happens (and those
+    a killed runner left behind, before new ones are made)."""
     reason = check_possible()
     if reason:
         raise UserError(reason, exit_code=1)
+    remove_stale()
     tag = f"{os.getpid()}-{threading.get_ident() % 100000}"
-    net = Network(f"tlsbench-c-{tag}", f"tlsbench-s-{tag}", link)
+    net = Network(f"{NAMESPACE_PREFIX}c-{tag}", f"{NAMESPACE_PREFIX}s-{tag}", link)
     made: list[str] = []
     fds: list[int] = []
     stop = threading.Event()
