@@ -843,23 +843,18 @@ static const char *sigalg_from_nids(int pkey_type, int hash, const X509 *cert) {
 }
 #endif
 
-/* The scheme of the signature the SERVER made: the client reads its peer's, the server
- * its own. */
-static void read_sigalg(ossl_conn *c, const SSL_CIPHER *cipher, char *out) {
-  out[0] = '\0';
-  /* Static RSA signs nothing, yet OpenSSL may still have chosen a scheme for the
-   * certificate: the suite's key exchange decides. */
-  if (SSL_CIPHER_get_kx_nid(cipher) == NID_kx_rsa) return;
-  int server = SSL_is_server(c->ssl);
+/* The scheme of a signature made in the handshake: this side's own (own != 0) or its
+ * peer's, as OpenSSL names it (3.5) or from its key type and digest (3.0, 1.1.1). */
+static void read_signature(ossl_conn *c, int own, char *out) {
 #ifdef SSL_get0_peer_signature_name
   const char *name = NULL;
-  if (server ? SSL_get0_signature_name(c->ssl, &name) : SSL_get0_peer_signature_name(c->ssl, &name))
+  if (own ? SSL_get0_signature_name(c->ssl, &name) : SSL_get0_peer_signature_name(c->ssl, &name))
     copy_name(out, name);
 #else
   int type = NID_undef, hash = NID_undef;
-  if (server) {
+  if (own) {
 #ifdef OSSL_111
-    /* 1.1.1 tells the server the digest of its own signature but not the scheme: the first
+    /* 1.1.1 tells a side the digest of its own signature but not the scheme: the first
      * shared scheme is the one it picked (the offer is pinned to one scheme anyway). */
     if (SSL_get_shared_sigalgs(c->ssl, 0, &type, &hash, NULL, NULL, NULL) > 0)
 #else
@@ -873,6 +868,17 @@ static void read_sigalg(ossl_conn *c, const SSL_CIPHER *cipher, char *out) {
 #endif
 }
 
+/* The scheme of the signature the SERVER made: the client reads its peer's, the server
+ * its own. */
+static void read_sigalg(ossl_conn *c, const SSL_CIPHER *cipher, char *out) {
+  out[0] = '\0';
+  /* Static RSA signs nothing, yet OpenSSL may still have chosen a scheme for the
+   * certificate: the suite's key exchange decides. */
+  if (SSL_CIPHER_get_kx_nid(cipher) == NID_kx_rsa) return;
+  /* The server's signature: the server's own, the client's peer's. */
+  read_signature(c, SSL_is_server(c->ssl), out);
+}
+
 /* The scheme of the signature the CLIENT made (its CertificateVerify, mutual auth): the
  * server reads its peer's, the client its own; "" when the client signed nothing. */
 static void read_client_sigalg(ossl_conn *c, char *out) {
@@ -881,26 +887,8 @@ static void read_client_sigalg(ossl_conn *c, char *out) {
   int server = SSL_is_server(c->ssl);
   if (server && SSL_get0_peer_certificate(c->ssl) == NULL) return;
   if (!server && SSL_get_certificate(c->ssl) == NULL) return;
-#ifdef SSL_get0_peer_signature_name
-  const char *name = NULL;
-  if (server ? SSL_get0_peer_signature_name(c->ssl, &name) : SSL_get0_signature_name(c->ssl, &name))
-    copy_name(out, name);
-#else
-  int type = NID_undef, hash = NID_undef;
-  if (server) {
-    if (SSL_get_peer_signature_type_nid(c->ssl, &type) && SSL_get_peer_signature_nid(c->ssl, &hash))
-      copy_name(out, sigalg_from_nids(type, hash, SSL_get0_peer_certificate(c->ssl)));
-  } else {
-#ifdef OSSL_111
-    /* 1.1.1 has no SSL_get_signature_type_nid: the client's first shared scheme is the one
-     * it picked (its client-auth list against the CertificateRequest, pinned to one). */
-    if (SSL_get_shared_sigalgs(c->ssl, 0, &type, &hash, NULL, NULL, NULL) > 0)
-#else
-    if (SSL_get_signature_type_nid(c->ssl, &type) && SSL_get_signature_nid(c->ssl, &hash))
-#endif
-      copy_name(out, sigalg_from_nids(type, hash, SSL_get_certificate(c->ssl)));
-  }
-#endif
+  /* The client's signature: the client's own, the server's peer's. */
+  read_signature(c, !server, out);
 }
 
 static tb_status ossl_negotiated(void *conn, tb_negotiated *out, char *err) {
