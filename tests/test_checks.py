@@ -3,7 +3,8 @@
 The driver's test hook `--fault NAME` makes the library, through its own API, negotiate or
 send something other than what the checks expect (tickets switched on at the server, the
 other suite, group, signature scheme or version on both sides, no client verification,
-no session offered, the other signature scheme for the client's CertificateVerify only).
+no session offered, the other signature scheme for the client's CertificateVerify only, the
+key share the server wants sent at once where a HelloRetryRequest was asked for).
 Each must end the run with exit 4 and a message that names the field, the value asked for
 and the value the library reports.
 """
@@ -34,6 +35,12 @@ FAULTS = {
         "negotiated resumption 'full handshake', the run asked for 'resumed'",
     ),
     "client-sigalg": ("handshake", ["--auth", "mutual"], "negotiated client signature scheme"),
+    # The client offers secp256r1 with its key share at once: no HelloRetryRequest.
+    "key-share": (
+        "handshake",
+        ["--group", "secp256r1", "--key-share", "x25519"],
+        "client negotiated round trips '1', the run asked for '2 (a HelloRetryRequest)'",
+    ),
 }
 # The scheme each version signs with by default (RSA certificate), both signers alike.
 DEFAULT_SIGALG = {"1.3": "rsa_pss_rsae_sha256", "1.2": "rsa_pkcs1_sha256"}
@@ -56,8 +63,8 @@ def test_each_check_fires(spec: str, fault: str, build_of) -> None:
     if spec == "mbedtls-2.28.x" and fault == "server-tickets":
         pytest.skip("TLS 1.2 sends a ticket inside the handshake, and only when the client "
                     "asks for one, which it does not")  # fmt: skip
-    if spec == "mbedtls-2.28.x" and fault == "version":
-        pytest.skip("mbedTLS 2.28 has no TLS 1.3 to switch to")
+    if spec == "mbedtls-2.28.x" and fault in ("version", "key-share"):
+        pytest.skip("mbedTLS 2.28 has no TLS 1.3 (to switch to, or to retry a hello in)")
     scenario, extra, message = FAULTS[fault]
     run = run_driver(build_of(spec), scenario, "--tls", tls, *extra, "--iterations", "2",
                      "--warmup", "0", "--fault", fault)  # fmt: skip
@@ -107,6 +114,8 @@ def test_without_a_fault_every_library_passes_the_same_checks(build_of) -> None:
     for spec in LIBRARIES:
         tls = "1.2" if spec == "mbedtls-2.28.x" else "1.3"
         for scenario, extra, _ in FAULTS.values():
+            if tls == "1.2" and "--key-share" in extra:
+                continue  # a HelloRetryRequest is TLS 1.3's
             run = run_driver(build_of(spec), scenario, "--tls", tls, *extra, "--iterations",
                              "2", "--warmup", "0")  # fmt: skip
             assert run.code == 0, (spec, scenario, run.stderr)
@@ -116,3 +125,7 @@ def test_without_a_fault_every_library_passes_the_same_checks(build_of) -> None:
                 assert negotiated["client_sigalg"] == DEFAULT_SIGALG[tls], (spec, negotiated)
             else:
                 assert "client_sigalg" not in negotiated, (spec, negotiated)
+            if "--key-share" in extra:
+                # The retry happened and the server's group was negotiated after it.
+                assert run.output["wire"]["full"]["round_trips"] == 2, (spec, run.output)
+                assert negotiated["group"] == "secp256r1", (spec, negotiated)

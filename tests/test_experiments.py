@@ -181,6 +181,25 @@ iterations = 9
             r"exp.toml:\d+: scenario = 'info' .* known: handshake, resume, records, bulk, aead, "
             r"interop$",
         ),
+        # A HelloRetryRequest: TLS 1.3, another group than the server's, the client's.
+        (
+            "[matrix]\nvariant = ['null']\nscenario = ['handshake']\nkey_share = ['x25519']\n",
+            r"key_share = 'x25519' .* a group other than `group`",
+        ),
+        (
+            "[matrix]\nvariant = ['null']\nscenario = ['handshake']\ntls = ['1.2']\n"
+            "group = ['secp256r1']\nkey_share = ['x25519']\n",
+            r"key_share = 'x25519' .* with tls = \"1.3\" only",
+        ),
+        (
+            "[matrix]\nvariant = ['null']\nscenario = ['interop']\nrole = ['server']\n"
+            "peer = ['self']\ngroup = ['secp256r1']\nkey_share = ['x25519']\n",
+            r"key_share = 'x25519' .* with role = \"client\" only",
+        ),
+        (
+            "[matrix]\nvariant = ['null']\nscenario = ['handshake']\nkey_share = ['x2519']\n",
+            r"key_share = 'x2519' .* did you mean x25519",
+        ),
         (
             "[matrix]\nvariant = ['null', 'nul']\nscenario = ['handshake']\n",
             r"exp.toml:\d+: variant = 'nul' .* unknown variant 'nul'\. Did you mean null",

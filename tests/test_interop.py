@@ -112,6 +112,27 @@ def test_real_programs_at_either_end(tmp_path: Path, build_of) -> None:
         assert verified[side] is True  # mutual auth, or the client verifying the server
 
 
+def test_a_hello_retry_costs_one_round_trip_with_real_servers(tmp_path: Path, build_of) -> None:
+    """A tlsbench client offers x25519 first, with its only key share; openssl s_server,
+    nginx and a tlsbench server offer secp256r1 alone and must ask again (HelloRetryRequest).
+    gnutls-serv, which accepts any group here, is refused with the reason."""
+    for spec in ("openssl-3.5.x", "wolfssl-5.7.2"):
+        build_of(spec)
+    proc, store = run_experiment(
+        tmp_path,
+        HEADER + '[[matrix]]\nvariant = ["openssl-3.5.x", "wolfssl-5.7.2"]\n'
+        'peer = ["openssl-s_server", "nginx", "openssl-3.5.x", "gnutls-serv"]\n'
+        'group = ["secp256r1"]\nkey_share = ["x25519"]\n',
+    )
+    assert proc.returncode == 0, proc.stderr
+    found = statuses(store)
+    assert found[("wolfssl-5.7.2", "gnutls-serv")] == "unsupported"
+    rows = [r for r in load_run(store).interop if r.result == "ok"]
+    assert len(rows) == 6, rows
+    for row in rows:
+        assert " secp256r1 " in row.negotiated and row.round_trips == 2, row
+
+
 def test_heap_of_a_side_alone_in_its_process_agrees_with_the_side_tags(build_of) -> None:
     """The independent check of side attribution: a process that holds one side needs no
     tags, and must find the connection heap that the one-process run charged to that side

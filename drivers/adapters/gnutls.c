@@ -295,6 +295,15 @@ static tb_status prio_group(const tb_config *cfg, char *buf, size_t size, char *
                    cfg->group, gnutls_check_version(NULL));
   }
   char item[64];
+  if (cfg->key_share != NULL) {
+    /* Offered first; the client sends one share, for it only (GNUTLS_KEY_SHARE_TOP). */
+    const group_name *first = group_by_tb(cfg->key_share);
+    if (first == NULL || !group_available(gnutls_group_get_id(first->gnutls)))
+      return tb_fail(err, TB_UNSUPPORTED, "key share group %s: not in this GnuTLS build",
+                     cfg->key_share);
+    snprintf(item, sizeof(item), "GROUP-%s", first->gnutls);
+    if (!prio_add(buf, size, item)) return tb_fail(err, TB_FAILED, "priority string too long");
+  }
   snprintf(item, sizeof(item), "GROUP-%s", gn->gnutls);
   if (!prio_add(buf, size, item)) return tb_fail(err, TB_FAILED, "priority string too long");
   return TB_OK;
@@ -380,7 +389,8 @@ typedef struct gt_ctx {
   tb_role role;
   tb_auth auth;
   int resumption;
-  int has_cert; /* own chain loaded (server, or client in mutual) */
+  int has_cert;      /* own chain loaded (server, or client in mutual) */
+  int one_key_share; /* client with tb_config.key_share: the first group's share only */
   size_t record_size;
   char server_name[256]; /* must outlive the sessions (gnutls_session_set_verify_cert) */
   gnutls_certificate_credentials_t cred;
@@ -457,6 +467,7 @@ static tb_status gt_ctx_new(const tb_config *cfg, void **out, char *err) {
   c->role = cfg->role;
   c->auth = cfg->auth;
   c->resumption = cfg->resumption;
+  c->one_key_share = cfg->role == TB_CLIENT && cfg->key_share != NULL;
   c->record_size = cfg->record_size;
   if (cfg->server_name != NULL)
     snprintf(c->server_name, sizeof(c->server_name), "%s", cfg->server_name);
@@ -584,6 +595,8 @@ static tb_status gt_conn_new(void *ctx, const tb_transport *transport, void *ses
    * and the handshake fails with "Certificate is required". We load exactly one chain:
    * send it regardless (it still signs with an offered scheme). */
   if (x->role == TB_CLIENT && x->has_cert) flags |= GNUTLS_FORCE_CLIENT_CERT;
+  /* By default a client sends shares for its two first groups (GNUTLS_KEY_SHARE_TOP2). */
+  if (x->one_key_share) flags |= GNUTLS_KEY_SHARE_TOP;
   int rc = gnutls_init(&c->session, flags);
   if (rc < 0) {
     free(c);

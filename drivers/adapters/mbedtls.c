@@ -231,6 +231,7 @@ static tb_status mt_fail(char *err, const char *what, int ret) {
 /* What the server sent in its handshake messages, as seen by this side. */
 typedef struct mt_seen {
   int server_hello; /* a ServerHello (not a HelloRetryRequest) was seen */
+  int hrr;          /* a HelloRetryRequest was seen (TLS 1.3) */
   int tls13;        /* it selected TLS 1.3 */
   int psk;          /* TLS 1.3: it accepted a pre-shared key (resumption) */
   int hello_done;   /* TLS 1.2: ServerHelloDone, i.e. a full handshake */
@@ -263,7 +264,8 @@ typedef struct mt_ctx {
   int tls;
   int verify; /* this side verifies the peer's chain */
   int resumption;
-  int own_cert; /* own_chain / own_key loaded */
+  int expect_hrr; /* client with tb_config.key_share: the server must ask for another share */
+  int own_cert;   /* own_chain / own_key loaded */
   size_t record_size;
   char server_name[256];
   int suites[2];
@@ -307,7 +309,11 @@ static const unsigned char hrr_random[32] = {
     0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb, 0x8c, 0x5e, 0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8, 0x33, 0x9c};
 
 static void parse_server_hello(mt_seen *s, const unsigned char *b, size_t len) {
-  if (len < 35 || memcmp(b + 2, hrr_random, 32) == 0) return;
+  if (len < 35) return;
+  if (memcmp(b + 2, hrr_random, 32) == 0) {
+    s->hrr = 1;
+    return;
+  }
   size_t p = 35 + b[34]; /* version, random, session id */
   if (p + 3 > len) return;
   s->server_hello = 1;
@@ -440,7 +446,9 @@ static void observe_record(mt_conn *c, unsigned type, const unsigned char *b, si
   mt_wire *w = &c->wire;
   if (type == REC_CHANGE_CIPHER_SPEC) {
     w->ccs_sent = 1;
-  } else if (type == REC_HANDSHAKE && !w->ccs_sent) {
+  } else if (type == REC_HANDSHAKE && (!w->ccs_sent || c->seen.hrr)) {
+    /* TLS 1.3 (a HelloRetryRequest came first): the compatibility-mode ChangeCipherSpec
+     * after it changes nothing; the ServerHello still follows in plaintext. */
     for (size_t p = 0; p + 4 <= len;) {
       size_t n = get24(b + p + 1);
       if (p + 4 + n > len) break;
@@ -881,6 +889,16 @@ static tb_status pin_groups(const tb_config *cfg, mt_ctx *ctx, const mt_group *g
 #if MT_V3
   ctx->groups[0] = g->id;
   ctx->groups[1] = 0;
+  if (cfg->key_share != NULL) {
+    /* A TLS 1.3 client sends a key share for the first group of its list only. */
+    const mt_group *first = group_by_name(cfg->key_share);
+    if (first == NULL || !group_available(first, 13))
+      return tb_fail(err, TB_UNSUPPORTED, "key share group %s is not in this build",
+                     cfg->key_share);
+    ctx->groups[0] = first->id;
+    ctx->groups[1] = g->id;
+    ctx->groups[2] = 0;
+  }
 #else
   const mbedtls_ecp_curve_info *curve = mbedtls_ecp_curve_info_from_tls_id(g->id);
   if (curve == NULL) return tb_fail(err, TB_UNSUPPORTED, "curve 0x%04x not in this build", g->id);
@@ -1140,6 +1158,7 @@ static mt_ctx *ctx_alloc(const tb_config *cfg) {
   ctx->role = cfg->role;
   ctx->tls = cfg->tls_version;
   ctx->resumption = cfg->resumption;
+  ctx->expect_hrr = cfg->role == TB_CLIENT && cfg->key_share != NULL;
   ctx->record_size = cfg->record_size;
   ctx->verify = cfg->role == TB_CLIENT ? cfg->auth != TB_AUTH_NONE : cfg->auth == TB_AUTH_MUTUAL;
   snprintf(ctx->server_name, sizeof(ctx->server_name), "%s",
@@ -1265,9 +1284,22 @@ static tb_status handshake_failure(mt_conn *c, int ret, char *err) {
 static tb_status handshake(void *conn, char *err) {
   mt_conn *c = conn;
   while (!handshake_over(c)) {
+    int before = c->ssl.MT_PRIV(state);
     int ret = mbedtls_ssl_handshake_step(&c->ssl);
     if (ret == MBEDTLS_ERR_SSL_WANT_READ || ret == MBEDTLS_ERR_SSL_WANT_WRITE) return TB_WANT_IO;
     if (ret != 0) return handshake_failure(c, ret, err);
+#if MT_TLS13
+    /* A HelloRetryRequest is dropped from the record layer as it is processed (the
+     * message layer is reset for the second ClientHello), so the client tells it by the
+     * state it moves to: back to (the CCS before) a ClientHello. */
+    int after = c->ssl.MT_PRIV(state);
+    if (c->ctx->role == TB_CLIENT && before == MBEDTLS_SSL_SERVER_HELLO &&
+        (after == MBEDTLS_SSL_CLIENT_HELLO ||
+         after == MBEDTLS_SSL_CLIENT_CCS_BEFORE_2ND_CLIENT_HELLO))
+      c->seen.hrr = 1;
+#else
+    (void)before;
+#endif
     observe_received(c);
   }
   c->observing = 0;
@@ -1348,6 +1380,10 @@ static tb_status negotiated(void *conn, tb_negotiated *out, char *err) {
   /* verify_result is 0 only after a chain really verified (verify-none sets SKIP_VERIFY). */
   out->peer_verified = c->ctx->verify && mbedtls_ssl_get_verify_result(&c->ssl) == 0;
   if (!s->server_hello) return tb_fail(err, TB_FAILED, "no ServerHello was observed");
+  if (c->ctx->role == TB_CLIENT && s->tls13 && !out->resumed && s->hrr != c->ctx->expect_hrr) {
+    return tb_fail(err, TB_FAILED, "the server %s a HelloRetryRequest",
+                   c->ctx->expect_hrr ? "did not send" : "sent");
+  }
   /* max_fragment_length is an offer the peer may ignore: check it took effect. */
   int max_out = mbedtls_ssl_get_max_out_record_payload(&c->ssl);
   if (c->ctx->record_size != 0 && (max_out < 0 || (size_t)max_out > c->ctx->record_size)) {

@@ -71,6 +71,11 @@ static tb_status ctx_new(const tb_config *cfg, void **ctx, char *err) {
     return tb_fail(err, TB_UNSUPPORTED, "the null adapter has no key exchange (asked: %s)",
                    cfg->group);
   }
+  if (cfg->key_share != NULL) {
+    return tb_fail(err, TB_UNSUPPORTED,
+                   "the null adapter sends no key share, so no HelloRetryRequest (asked: %s)",
+                   cfg->key_share);
+  }
   const char *ca = cfg->ca_file ? strrchr(cfg->ca_file, '/') : NULL;
   if (ca != NULL && strcmp(ca, "/wrong-ca.pem") == 0) {
     return tb_fail(err, TB_UNSUPPORTED, "the null adapter verifies no certificate (--wrong-ca)");

@@ -438,18 +438,29 @@ static int note_dhe_group(const SSL *s, const SSL_CTX *ctx, int op, int bits, in
   return ok;
 }
 
-/* Offers exactly one group. 1.1.1's groups list knows the NIST and OpenSSL short names
- * (P-256, X25519), not the IANA ones 3.0 added. */
-static int set_one_group(SSL_CTX *ctx, const char *name) {
+/* 1.1.1's groups list knows the NIST and OpenSSL short names (P-256, X25519), not the IANA
+ * ones 3.0 added. */
+static const char *group_spelling(const char *name) {
 #ifdef OSSL_111
   static const char *const kSpelling111[][2] = {
       {"x25519", "X25519"},   {"x448", "X448"},       {"secp256r1", "P-256"},
       {"secp384r1", "P-384"}, {"secp521r1", "P-521"},
   };
   for (size_t i = 0; i < ARRAY_LEN(kSpelling111); i++)
-    if (strcmp(name, kSpelling111[i][0]) == 0) name = kSpelling111[i][1];
+    if (strcmp(name, kSpelling111[i][0]) == 0) return kSpelling111[i][1];
 #endif
-  return SSL_CTX_set1_groups_list(ctx, name);
+  return name;
+}
+
+/* Offers exactly one group, or [key_share, group]: a list without 3.5's `*` marks gets a
+ * key share for its first group only (1.1.1 and 3.0 send one share, for the first group). */
+static int set_groups(SSL_CTX *ctx, const char *key_share, const char *name) {
+  char list[2 * TB_NAME_LEN + 2];
+  if (key_share == NULL)
+    snprintf(list, sizeof(list), "%s", group_spelling(name));
+  else
+    snprintf(list, sizeof(list), "%s:%s", group_spelling(key_share), group_spelling(name));
+  return SSL_CTX_set1_groups_list(ctx, list);
 }
 
 static tb_status pin_group(SSL_CTX *ctx, const tb_config *cfg, int kx_nid, char *err) {
@@ -457,10 +468,14 @@ static tb_status pin_group(SSL_CTX *ctx, const tb_config *cfg, int kx_nid, char 
   if (cfg->group == NULL) return tb_fail(err, TB_UNSUPPORTED, "no group given");
   const group_name *g = find_group(cfg->group);
   if (g == NULL) return tb_fail(err, TB_UNSUPPORTED, "unknown group '%s'", cfg->group);
+  const group_name *first = NULL;
+  if (cfg->key_share != NULL && (first = find_group(cfg->key_share)) == NULL)
+    return tb_fail(err, TB_UNSUPPORTED, "unknown key share group '%s'", cfg->key_share);
   /* One name and nothing else: 3.5 would otherwise also send an X25519MLKEM768 share. */
-  if (!set_one_group(ctx, g->name)) {
-    char what[TB_NAME_LEN + 48];
-    snprintf(what, sizeof(what), "this OpenSSL build cannot offer group %s", g->name);
+  if (!set_groups(ctx, first != NULL ? first->name : NULL, g->name)) {
+    char what[2 * TB_NAME_LEN + 48];
+    snprintf(what, sizeof(what), "this OpenSSL build cannot offer group %s%s%s", g->name,
+             first != NULL ? " after " : "", first != NULL ? first->name : "");
     return ossl_fail(err, TB_UNSUPPORTED, what);
   }
   if (kx_nid != NID_kx_dhe) return TB_OK;
@@ -1105,7 +1120,7 @@ static void fill_suites(SSL_CTX *ctx) {
 static void fill_groups_and_sigalgs(SSL_CTX *ctx) {
   size_t n = 0;
   for (size_t i = 0; i < ARRAY_LEN(kGroupCandidates); i++)
-    if (set_one_group(ctx, kGroupCandidates[i])) g_groups[n++] = kGroupCandidates[i];
+    if (set_groups(ctx, NULL, kGroupCandidates[i])) g_groups[n++] = kGroupCandidates[i];
   g_groups[n] = NULL;
   n = 0;
   for (size_t i = 0; i < ARRAY_LEN(kSigalgs); i++) {

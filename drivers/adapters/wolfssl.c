@@ -54,6 +54,7 @@ typedef struct wolf_ctx {
   tb_role role;
   int tls_version;
   tb_auth auth;
+  int expect_hrr;        /* client with tb_config.key_share: a HelloRetryRequest is due */
   char server_name[256]; /* client: SNI and the name the certificate must carry */
 #ifdef WOLFSSL_STATIC_MEMORY
   unsigned char *pool;     /* this context's static memory pool */
@@ -64,6 +65,7 @@ typedef struct wolf_ctx {
 typedef struct wolf_conn {
   WOLFSSL *ssl;
   tb_role role;
+  int expect_hrr;         /* the context's: the server must ask for another key share */
   tb_transport transport; /* a copy: the caller's struct need not outlive conn_new */
 } wolf_conn;
 
@@ -448,13 +450,16 @@ static int peer_verified(WOLFSSL *ssl) {
 }
 
 /* What the public API of this build cannot report: group, the server's signature scheme,
- * peer verification; and a check that no HelloRetryRequest happened. */
-static tb_status read_private(WOLFSSL *ssl, tb_role role, int tls13, int resumed,
+ * peer verification; and a check that a HelloRetryRequest happened exactly when the config
+ * asked for one (tb_config.key_share). */
+static tb_status read_private(WOLFSSL *ssl, tb_role role, int tls13, int resumed, int expect_hrr,
                               tb_negotiated *out, char *err) {
-  /* The config pins one key share; a HelloRetryRequest would add a silent round trip. The
-   * client keeps this flag until renegotiation. */
-  if (tls13 && role == TB_CLIENT && ssl->msgsReceived.got_hello_retry_request) {
-    return tb_fail(err, TB_FAILED, "the server sent a HelloRetryRequest");
+  /* The config pins one key share; an unexpected HelloRetryRequest would add a silent round
+   * trip. The client keeps this flag until renegotiation. */
+  if (tls13 && role == TB_CLIENT && !resumed &&
+      !ssl->msgsReceived.got_hello_retry_request != !expect_hrr) {
+    return tb_fail(err, TB_FAILED, "the server %s a HelloRetryRequest",
+                   expect_hrr ? "did not send" : "sent");
   }
   copy_name(out->group, sizeof(out->group), group_name(ssl, tls13, resumed));
   copy_name(out->sigalg, sizeof(out->sigalg), sigalg_name(ssl, role, tls13, resumed));
@@ -476,9 +481,9 @@ static tb_status set_sigalg(WOLFSSL_CTX *ctx, int version, const char *sigalg, c
   return tb_fail(err, TB_UNSUPPORTED, NO_PRIVATE_REASON);
 }
 
-static tb_status read_private(WOLFSSL *ssl, tb_role role, int tls13, int resumed,
+static tb_status read_private(WOLFSSL *ssl, tb_role role, int tls13, int resumed, int expect_hrr,
                               tb_negotiated *out, char *err) {
-  (void)ssl, (void)role, (void)tls13, (void)resumed, (void)out;
+  (void)ssl, (void)role, (void)tls13, (void)resumed, (void)expect_hrr, (void)out;
   return tb_fail(err, TB_UNSUPPORTED, NO_PRIVATE_REASON);
 }
 
@@ -534,8 +539,8 @@ static tb_status set_suite(WOLFSSL_CTX *ctx, int version, const char *suite, cha
 }
 
 /* Exactly one group in supported_groups. In TLS 1.3 the client's single key share is then
- * generated for it (TLSX_PopulateExtensions takes ssl->group[0]), so no HelloRetryRequest;
- * negotiated() checks that none happened. */
+ * generated for it (TLSX_PopulateExtensions takes ssl->group[0]), so no HelloRetryRequest.
+ * With cfg->key_share the list is [key_share, group]: the one share is for key_share. */
 static tb_status set_group(wolf_ctx *w, const tb_config *cfg, char *err) {
   kx_kind kx = kx_of_suite(cfg->tls_version, cfg->suite);
   if (kx == KX_STATIC) return TB_OK; /* no key exchange group: nothing to offer */
@@ -549,7 +554,17 @@ static tb_status set_group(wolf_ctx *w, const tb_config *cfg, char *err) {
   if ((kx == KX_ECDHE && ffdhe) || (kx == KX_DHE && !ffdhe)) {
     return tb_fail(err, TB_UNSUPPORTED, "group %s cannot serve suite %s", cfg->group, cfg->suite);
   }
-  int ret = wolfSSL_CTX_set_groups(w->ctx, &group, 1);
+  int list[2] = {group, 0}, n = 1;
+  if (cfg->key_share != NULL) {
+    list[0] = code_of(kGroups, cfg->key_share);
+    if (list[0] < 0) {
+      return tb_fail(err, TB_UNSUPPORTED, "key share group %s is not supported by wolfSSL %s",
+                     cfg->key_share, LIBWOLFSSL_VERSION_STRING);
+    }
+    list[1] = group;
+    n = 2;
+  }
+  int ret = wolfSSL_CTX_set_groups(w->ctx, list, n);
   if (ret != WOLFSSL_SUCCESS) return fail_code(err, TB_FAILED, "set_groups", ret);
   return TB_OK;
 }
@@ -783,6 +798,7 @@ static tb_status wolf_ctx_new(const tb_config *cfg, void **out, char *err) {
   w->role = cfg->role;
   w->tls_version = cfg->tls_version;
   w->auth = cfg->auth;
+  w->expect_hrr = cfg->role == TB_CLIENT && cfg->key_share != NULL;
   st = new_library_ctx(w, method, err);
   if (st != TB_OK) {
     wolf_ctx_free(w);
@@ -848,6 +864,7 @@ static tb_status wolf_conn_new(void *ctx, const tb_transport *transport, void *s
   wolf_conn *c = calloc(1, sizeof(*c));
   if (c == NULL) return tb_fail(err, TB_FAILED, "out of memory");
   c->role = w->role;
+  c->expect_hrr = w->expect_hrr;
   c->transport = *transport;
   c->ssl = wolfSSL_new(w->ctx);
   if (c->ssl == NULL) {
@@ -942,7 +959,7 @@ static tb_status wolf_negotiated(void *conn, tb_negotiated *out, char *err) {
   const char *iana = wolfSSL_get_cipher_name_iana_from_suite((byte)(suite >> 8), (byte)suite);
   copy_name(out->suite, sizeof(out->suite), iana);
   out->resumed = resumed;
-  return read_private(ssl, c->role, tls13, resumed, out, err);
+  return read_private(ssl, c->role, tls13, resumed, c->expect_hrr, out, err);
 }
 
 /* ------------------------------------------------------------------------- sessions */

@@ -55,6 +55,7 @@ typedef struct tb_options {
   int tls;             /* 12 or 13 */
   const char *suite;
   const char *group;
+  const char *key_share; /* --key-share: the client's first, rejected key share (HRR) */
   const char *sigalg;
   const char *cert;
   int chain;
@@ -164,6 +165,7 @@ void tb_fill_config(tb_run *r, tb_config *cfg, tb_role role, int resumption);
 int tb_check_side(tb_run *r, const char *side, const tb_negotiated *n, int verifies,
                   int expect_resumed);
 /* Checks the client's CertificateVerify scheme as one side read it back (mutual auth). */
+int tb_check_hello_retry(tb_run *r, uint64_t client_round_trips);
 int tb_check_client_sigalg(tb_run *r, const char *side, const tb_negotiated *n, int expect_resumed);
 
 /* scenarios.c */

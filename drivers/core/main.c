@@ -66,6 +66,9 @@ static void usage(FILE *out) {
           "  --group NAME             x25519 secp256r1 secp384r1 ffdhe2048 ffdhe3072 "
           "X25519MLKEM768\n"
           "                           (default x25519; TLS 1.2 with ECDSA: the cert's curve)\n"
+          "  --key-share NAME         TLS 1.3 client: offer NAME first, with the only key\n"
+          "                           share; the server (--group only) must send a\n"
+          "                           HelloRetryRequest (checked: 2 round trips)\n"
           "  --sigalg NAME            IANA signature scheme (default per cert and version)\n"
           "  --cert KIND              rsa1024..rsa8192 ecdsa-p256 ecdsa-p384 ed25519\n"
           "  --chain 1|2|3            leaf; + intermediate; + root sent too (default 1)\n"
@@ -172,6 +175,7 @@ static int parse_options(int argc, char **argv, tb_options *o) {
   static const struct option longs[] = {{"tls", required_argument, 0, 't'},
                                         {"suite", required_argument, 0, 's'},
                                         {"group", required_argument, 0, 'g'},
+                                        {"key-share", required_argument, 0, 'G'},
                                         {"sigalg", required_argument, 0, 'S'},
                                         {"cert", required_argument, 0, 'c'},
                                         {"chain", required_argument, 0, 'C'},
@@ -229,6 +233,9 @@ static int parse_options(int argc, char **argv, tb_options *o) {
       case 'g':
         o->group = optarg;
         break;
+      case 'G':
+        o->key_share = optarg;
+        break;
       case 'S':
         o->sigalg = optarg;
         break;
@@ -259,7 +266,7 @@ static int parse_options(int argc, char **argv, tb_options *o) {
         if (!tb_fault_known(optarg)) {
           fprintf(stderr,
                   "tlsbench-driver: unknown --fault '%s'; known: server-tickets suite group "
-                  "sigalg version verify resume client-sigalg\n",
+                  "sigalg version verify resume client-sigalg key-share\n",
                   optarg);
           return -1;
         }
@@ -420,6 +427,7 @@ static int parse_options(int argc, char **argv, tb_options *o) {
   }
   if (check_name("suite", tb_suite_names, o->suite) ||
       check_name("group", tb_group_names, o->group) ||
+      check_name("key-share", tb_group_names, o->key_share) ||
       check_name("sigalg", tb_sigalg_names, o->sigalg) ||
       check_name("aead", tb_aead_names, o->aead) || check_name("cert", tb_cert_kinds, o->cert)) {
     return -1;
@@ -439,6 +447,20 @@ static int parse_options(int argc, char **argv, tb_options *o) {
     return -1;
   }
   if (o->group == NULL) o->group = default_group(o->cert, o->tls);
+  if (o->key_share != NULL && (o->tls != 13 || strcmp(o->key_share, o->group) == 0)) {
+    fprintf(stderr,
+            "tlsbench-driver: --key-share names the client's first key share, one the server "
+            "rejects with a HelloRetryRequest: TLS 1.3 only, and a group other than --group "
+            "(%s)\n",
+            o->group);
+    return -1;
+  }
+  if (o->key_share != NULL && o->io_fd) {
+    fprintf(stderr,
+            "tlsbench-driver: --key-share is checked by counting round trips on the wire, "
+            "which --io fd does not see: use --io callbacks\n");
+    return -1;
+  }
   if (o->sigalg == NULL) o->sigalg = default_sigalg(o->cert, o->tls);
   if (o->suite == NULL) o->suite = default_suite(o->cert, o->tls);
   if (o->sigalg == NULL) {
@@ -498,6 +520,7 @@ static void write_params(tb_json *j, const tb_options *o) {
     /* Static RSA (TLS 1.2) negotiates no group and signs nothing: no such parameters. */
     int static_rsa = o->tls == 12 && strncmp(o->suite, "TLS_RSA_WITH_", 13) == 0;
     tb_json_str(j, "group", static_rsa ? NULL : o->group);
+    if (o->key_share != NULL) tb_json_str(j, "key_share", o->key_share);
     tb_json_str(j, "sigalg", static_rsa ? NULL : o->sigalg);
     tb_json_str(j, "cert", o->cert);
     tb_json_u64(j, "chain", (uint64_t)o->chain);

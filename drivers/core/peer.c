@@ -476,6 +476,8 @@ int tb_scenario_peer(tb_run *r) {
         *w = (tb_wire_report){1, s.wire, server ? 0 : s.flights_received};
         r->peer_bytes_received = s.bytes_received;
       }
+      if (code == TB_EXIT_OK && i == 0 && !server)
+        code = tb_check_hello_retry(r, s.flights_received);
     }
     if (code == TB_EXIT_OK) {
       /* The request and response are not part of the handshake's CPU figure. */

@@ -39,9 +39,12 @@ void tb_fill_config(tb_run *r, tb_config *cfg, tb_role role, int resumption) {
   if (role == TB_SERVER) {
     cfg->chain_file = o->server_chain;
     cfg->key_file = o->server_key;
-  } else if (o->auth == TB_AUTH_MUTUAL) {
-    cfg->chain_file = o->client_chain;
-    cfg->key_file = o->client_key;
+  } else {
+    cfg->key_share = o->key_share;
+    if (o->auth == TB_AUTH_MUTUAL) {
+      cfg->chain_file = o->client_chain;
+      cfg->key_file = o->client_key;
+    }
   }
 }
 
@@ -55,8 +58,9 @@ void tb_fill_config(tb_run *r, tb_config *cfg, tb_role role, int resumption) {
  * CertificateVerify to the other scheme of the pair: the server must accept it, so both
  * configurations carry it as client_sigalg (one pinned scheme per side could not differ
  * and still complete the handshake). */
-static const char *const fault_names[] = {"server-tickets", "suite",  "group",  "sigalg",
-                                          "version",        "verify", "resume", "client-sigalg"};
+static const char *const fault_names[] = {"server-tickets", "suite",         "group",
+                                          "sigalg",         "version",       "verify",
+                                          "resume",         "client-sigalg", "key-share"};
 
 int tb_fault_known(const char *name) {
   for (size_t i = 0; i < sizeof(fault_names) / sizeof(fault_names[0]); i++) {
@@ -92,6 +96,12 @@ static int apply_fault(tb_run *r) {
   if (fault == NULL || fault_is(r, "resume")) return TB_EXIT_OK; /* resume: in its scenario */
   if (fault_is(r, "server-tickets")) {
     r->server_cfg.resumption = 1;
+    return TB_EXIT_OK;
+  }
+  if (fault_is(r, "key-share")) {
+    /* The client offers `group` with its key share at once: no HelloRetryRequest. */
+    if (r->opt->key_share == NULL) goto no_fault;
+    r->client_cfg.key_share = NULL;
     return TB_EXIT_OK;
   }
   if (fault_is(r, "verify")) {
@@ -218,7 +228,7 @@ int tb_connect(tb_run *r, void *session, tb_conn_pair *conns, uint64_t *client_n
   /* The first full and the first resumed handshake's wire figures (all are alike). */
   tb_wire_report *w = session ? &r->wire_resumed : &r->wire_full;
   if (!w->valid && !r->opt->io_fd) *w = (tb_wire_report){1, r->link.wire, client_rtt};
-  return TB_EXIT_OK;
+  return session ? TB_EXIT_OK : tb_check_hello_retry(r, client_rtt);
 }
 
 void tb_disconnect(tb_run *r, tb_conn_pair *conns) {
@@ -236,6 +246,17 @@ static int mismatch(tb_run *r, const char *side, const char *what, const char *w
   snprintf(r->err, sizeof(r->err), "%s negotiated %s '%s', the run asked for '%s'", side, what, got,
            want);
   return tb_fail_stage(r, TB_EXIT_MISMATCH, "negotiated parameters");
+}
+
+/* --key-share: the server had to ask for another key share, one HelloRetryRequest, which
+ * costs the client exactly one more round trip than TLS 1.3's one. Counted on the wire by
+ * the core (no library reports an HRR through a common API). Full handshakes only: a
+ * resumed one may or may not repeat the retry, depending on what the client remembers. */
+int tb_check_hello_retry(tb_run *r, uint64_t client_round_trips) {
+  if (r->opt->key_share == NULL || client_round_trips == 2) return TB_EXIT_OK;
+  char got[32];
+  snprintf(got, sizeof(got), "%llu", (unsigned long long)client_round_trips);
+  return mismatch(r, "client", "round trips", "2 (a HelloRetryRequest)", got);
 }
 
 int tb_check_side(tb_run *r, const char *side, const tb_negotiated *n, int verifies,

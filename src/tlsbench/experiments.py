@@ -52,8 +52,9 @@ SCENARIOS = ("handshake", "resume", "records", "bulk", "aead", "interop")
 
 # Option keys of a point, in the order they appear in names; value -> name fragment.
 OPTION_ORDER = (
-    "tls", "suite", "group", "sigalg", "cert", "chain", "auth", "record_size", "payload",
-    "bytes", "aead", "accel", "transport", "io", "role", "peer", "resume", "rtt_ms", "loss",
+    "tls", "suite", "group", "key_share", "sigalg", "cert", "chain", "auth", "record_size",
+    "payload", "bytes", "aead", "accel", "transport", "io", "role", "peer", "resume", "rtt_ms",
+    "loss",
 )  # fmt: skip
 # Keys that tune a measurement without changing what is measured: not in names.
 TUNING_KEYS = ("iterations", "warmup")
@@ -61,8 +62,10 @@ POINT_KEYS = ("variant", "scenario", *OPTION_ORDER, *TUNING_KEYS)
 TOP_KEYS = {"question", "description", "repetitions", "timeout", "defaults", "per_scenario",
             "matrix", "include", "exclude"}  # fmt: skip
 # Options that mean something to a scenario (others set by [defaults] are dropped).
-TLS_KEYS = ("tls", "suite", "group", "sigalg", "cert", "chain", "auth", "record_size", "accel",
-            "transport", "io")  # fmt: skip
+# key_share: the client's first key share, a group the server does not offer, so that it
+# answers with a HelloRetryRequest (TLS 1.3; the driver checks the extra round trip).
+TLS_KEYS = ("tls", "suite", "group", "key_share", "sigalg", "cert", "chain", "auth",
+            "record_size", "accel", "transport", "io")  # fmt: skip
 SCENARIO_KEYS = {
     "handshake": (*TLS_KEYS, *TUNING_KEYS),
     "resume": (*TLS_KEYS, *TUNING_KEYS),
@@ -141,6 +144,8 @@ def _fragment(key: str, value: Any) -> str:
         return str(value).removeprefix("TLS_").replace("_WITH_", "_").lower()
     if key == "chain":
         return f"chain{value}"
+    if key == "key_share":
+        return f"hrr-from-{value}"
     if key == "record_size":
         return f"rs{value}"
     if key == "payload":
@@ -418,6 +423,7 @@ class _Loader:
                 and scenario in TLS_SCENARIO_NAMES:  # fmt: skip
             raise self.value_error("io", "fd", 'with transport = "tcp" only (the library '
                                    "needs a socket of its own)")  # fmt: skip
+        self.check_key_share(scenario, values)
         suite = values.get("suite")
         if suite is not None and scenario in TLS_SCENARIO_NAMES:
             tls = values.get("tls", "1.3")
@@ -434,6 +440,23 @@ class _Loader:
                     f"at most the record size ({limit}): records measures one record per "
                     "write; bulk measures larger writes",
                 )
+
+    def check_key_share(self, scenario: str, values: dict[str, Any]) -> None:
+        key_share = values.get("key_share")
+        if key_share is None:
+            return
+        why = None
+        if values.get("tls", "1.3") != "1.3":
+            why = 'with tls = "1.3" only (a HelloRetryRequest is TLS 1.3\'s)'
+        elif key_share == values.get("group", "x25519"):
+            why = "a group other than `group` (the server offers `group` alone, and must ask " \
+                "the client for it)"  # fmt: skip
+        elif values.get("io") == "fd":
+            why = 'with io = "callbacks" only (the extra round trip is counted on the wire)'
+        elif scenario == "interop" and values.get("role", "client") != "client":
+            why = 'with role = "client" only: it is the tlsbench client\'s first key share'
+        if why is not None:
+            raise self.value_error("key_share", key_share, why)
 
 
 TLS_SCENARIO_NAMES = ("handshake", "resume", "records", "bulk")

@@ -226,6 +226,9 @@ def program_side(name: str, options: dict[str, Any], port: int | None, connectio
         if auth == "mutual":
             command += ["-Verify", "1", "-verify_return_error", "-CAfile", ca]
     elif name == "gnutls-serv":
+        if options.get("key_share"):
+            return ("gnutls-serv is run with GnuTLS's NORMAL groups: it accepts the client's "
+                    "first key share, so no HelloRetryRequest")  # fmt: skip
         command = ["gnutls-serv", "--port", str(port), "--http", "--x509certfile", chain,
                    "--x509keyfile", key, "--priority", _gnutls_priority(options),
                    "--noticket"]  # fmt: skip

@@ -55,6 +55,7 @@ class Declared:
             "scenario": self.scenarios,
             "suite": tuple(self.suites),
             "group": self.groups,
+            "key_share": self.groups,
             "sigalg": self.sigalgs,
             "aead": self.aeads,
             "cert": self.certs,

@@ -76,10 +76,16 @@ typedef enum tb_auth {
  * schemes offered), or returns TB_UNSUPPORTED with the reason. */
 typedef struct tb_config {
   tb_role role;
-  int tls_version;    /* 12 (TLS 1.2) or 13 (TLS 1.3); the only version offered */
-  const char *suite;  /* IANA name, e.g. "TLS_AES_128_GCM_SHA256" */
-  const char *group;  /* "x25519", "secp256r1", "secp384r1", "ffdhe2048", "ffdhe3072",
-                         "X25519MLKEM768"; for TLS 1.2 suites without (EC)DHE: ignored */
+  int tls_version;   /* 12 (TLS 1.2) or 13 (TLS 1.3); the only version offered */
+  const char *suite; /* IANA name, e.g. "TLS_AES_128_GCM_SHA256" */
+  const char *group; /* "x25519", "secp256r1", "secp384r1", "ffdhe2048", "ffdhe3072",
+                        "X25519MLKEM768"; for TLS 1.2 suites without (EC)DHE: ignored */
+  /* Client, TLS 1.3 only: NULL, or a group other than `group` that the client offers first,
+   * with its only key share. The offer is then exactly [key_share, group], one key share
+   * (for key_share); the server, which offers `group` alone, must answer with a
+   * HelloRetryRequest for `group`. An adapter that cannot send exactly that one key share
+   * returns TB_UNSUPPORTED. */
+  const char *key_share;
   const char *sigalg; /* IANA SignatureScheme name, e.g. "rsa_pss_rsae_sha256",
                          "ecdsa_secp256r1_sha256", "ed25519", "rsa_pkcs1_sha256";
                          NULL when the suite signs nothing (static RSA key exchange) */

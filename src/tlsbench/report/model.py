@@ -32,8 +32,8 @@ from tlsbench.store import Point, Store
 
 # Driver options that tell two points of one table apart, in the order labels show them.
 CASE_KEYS = (
-    "tls", "suite", "group", "sigalg", "cert", "chain", "auth", "record_size", "payload",
-    "bytes", "aead", "accel", "transport", "io", "rtt_ms", "loss",
+    "tls", "suite", "group", "key_share", "sigalg", "cert", "chain", "auth", "record_size",
+    "payload", "bytes", "aead", "accel", "transport", "io", "rtt_ms", "loss",
 )  # fmt: skip
 HEAP_FIGURES = (
     "start", "peak", "retained", "peak_minus_start", "retained_minus_start", "conn_peak",
@@ -105,6 +105,25 @@ class HandshakeRow:
     handshakes_per_s: float | None  # None when the median time is 0 (cannot happen for TLS)
     hps_ci_low: float | None
     hps_ci_high: float | None
+    failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
+
+
+@dataclass(frozen=True)
+class WireRow:
+    """What one handshake of a one-process point put on the wire, counted by the core at
+    its transport (alike in every repetition: the first full and first resumed one)."""
+
+    variant: str
+    library: str
+    point: str
+    case: str
+    handshake: str  # "full", "full, ticket issued" (a resume point's first) or "resumed"
+    client_hello_bytes: float | None  # the client's first record
+    client_bytes: float | None
+    server_bytes: float | None
+    client_records: float | None
+    server_records: float | None
+    round_trips: float | None  # server flights the client waited for before it could send
     failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
 
 
@@ -265,6 +284,7 @@ class RunModel:
     environment: list[EnvironmentRow] = field(default_factory=list)
     memory: list[MemoryRow] = field(default_factory=list)
     handshakes: list[HandshakeRow] = field(default_factory=list)
+    wire: list[WireRow] = field(default_factory=list)
     latency: list[LatencyRow] = field(default_factory=list)
     throughput: list[ThroughputRow] = field(default_factory=list)
     aead: list[AeadRow] = field(default_factory=list)
@@ -281,6 +301,7 @@ class RunModel:
             Table("run", "Run", RunInfo, [self.run]),
             Table("memory", "Handshake heap (bytes)", MemoryRow, self.memory),
             Table("handshake_time", "Handshake time", HandshakeRow, self.handshakes),
+            Table("wire", "Handshake on the wire", WireRow, self.wire),
             Table("record_latency", "Record latency (ns)", LatencyRow, self.latency),
             Table("bulk_throughput", "Bulk throughput (MB/s)", ThroughputRow, self.throughput),
             Table("aead", "AEAD cost", AeadRow, self.aead),
@@ -329,6 +350,8 @@ def _format_option(key: str, value: Any) -> str:
         return f"{key} {value}"
     if key == "rtt_ms":
         return f"RTT {value} ms"
+    if key == "key_share":
+        return f"HRR (key share {value} first)"
     if key == "loss":
         return f"loss {value} %"
     return str(value)
@@ -539,6 +562,39 @@ class _Loader:
                     hps_ci_high=1e9 / total.ci_low if total.ci_low > 0 else None,
                 )
             )
+        return rows
+
+    def wire(self) -> list[WireRow]:
+        points = [p for p in self.points if p.scenario in ("handshake", "resume") and self.ok(p)]
+        params = {p.id: self.params(p) for p in points}
+        cases = case_labels(params, always=("suite",))
+        rows = []
+        for p in points:
+            outputs = [r.output for r in self.ok(p) if r.output]
+            wire = (outputs[0].get("wire") or {}) if outputs else {}
+            for kind in ("full", "resumed"):
+                figures = wire.get(kind)
+                if not figures:
+                    continue
+                client, server = figures.get("client") or {}, figures.get("server") or {}
+                rows.append(
+                    WireRow(
+                        variant=p.variant,
+                        library=p.library,
+                        point=p.name,
+                        case=cases[p.id],
+                        # A resume point's full handshake issues a ticket: more bytes.
+                        handshake="full, ticket issued"
+                        if kind == "full" and p.scenario == "resume"
+                        else kind,
+                        client_hello_bytes=_number(figures.get("client_hello_bytes")),
+                        client_bytes=_number(client.get("bytes_sent")),
+                        server_bytes=_number(server.get("bytes_sent")),
+                        client_records=_number(client.get("records_sent")),
+                        server_records=_number(server.get("records_sent")),
+                        round_trips=_number(figures.get("round_trips")),
+                    )
+                )
         return rows
 
     def latency(self) -> tuple[list[LatencyRow], list[LatencySamples]]:
@@ -834,6 +890,7 @@ class _Loader:
             environment=_flatten_environment(self.environment),
             memory=memory,
             handshakes=handshakes,
+            wire=self.wire(),
             latency=latency,
             throughput=self.throughput(),
             aead=self.aead(),
@@ -863,8 +920,8 @@ class _Loader:
         marks = self.partly_failed()
         if not marks:
             return
-        for name in ("memory", "handshakes", "latency", "throughput", "aead", "instructions",
-                     "interop"):  # fmt: skip
+        for name in ("memory", "handshakes", "wire", "latency", "throughput", "aead",
+                     "instructions", "interop"):  # fmt: skip
             rows = getattr(model, name)
             setattr(
                 model,
@@ -892,6 +949,10 @@ def _heap_peak(outputs: list[dict[str, Any]], side: str) -> float | None:
         if o.get("heap") and (o["heap"].get(side) or {}).get("conn_peak") is not None
     ]
     return statistics.median(peaks) if peaks else None
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if value is not None else None
 
 
 def _first_wire(outputs: list[dict[str, Any]], side: str | None, key: str) -> float | None:

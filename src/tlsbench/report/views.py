@@ -168,6 +168,28 @@ def _views(model: RunModel) -> list[View]:
                 ],
             )
         )  # fmt: skip
+    if model.wire:
+        out.append(
+            View(
+                "wire",
+                "Handshake on the wire",
+                "Bytes and TLS records each side sent during the point's first full (and first "
+                "resumed) handshake, counted at the transport; `ClientHello` = the client's "
+                "first record; `round trips` = the server flights the client waited for before "
+                "it could send application data (TLS 1.3: 1, 2 after a HelloRetryRequest; TLS "
+                "1.2: 2).",
+                ["variant", "case", "handshake", "ClientHello", "client bytes", "server bytes",
+                 "client records", "server records", "round trips"],
+                [False, False, False] + [True] * 6,
+                [
+                    [_variant(r), r.case, r.handshake, fmt_bytes(r.client_hello_bytes),
+                     fmt_bytes(r.client_bytes), fmt_bytes(r.server_bytes),
+                     fmt_count(r.client_records), fmt_count(r.server_records),
+                     fmt_count(r.round_trips)]
+                    for r in model.wire
+                ],
+            )
+        )  # fmt: skip
     if model.latency:
         out.append(
             View(
