@@ -112,6 +112,31 @@ def test_real_programs_at_either_end(tmp_path: Path, build_of) -> None:
         assert verified[side] is True  # mutual auth, or the client verifying the server
 
 
+def test_the_pinned_openssl_program_at_either_end_with_ml_kem(tmp_path: Path, build_of) -> None:
+    """The pinned OpenSSL 3.5 build's own `openssl` program (s_server, s_client): the
+    hybrid post-quantum group, which the machine's OpenSSL 3.0 does not have, is negotiated
+    with a tlsbench client and a tlsbench server; the point traces the program to its
+    build."""
+    build_of("openssl-3.5.x")
+    proc, store = run_experiment(
+        tmp_path,
+        HEADER + '[[matrix]]\nvariant = ["openssl-3.5.x"]\npeer = ["openssl-3.5.x-s_server"]\n'
+        'group = ["X25519MLKEM768"]\n'
+        '[[matrix]]\nvariant = ["openssl-3.5.x"]\nrole = ["server"]\n'
+        'peer = ["openssl-3.5.x-s_client"]\ngroup = ["X25519MLKEM768"]\n',
+    )
+    assert proc.returncode == 0, proc.stderr
+    run = store.run("latest")
+    for point in store.points(run["id"]):
+        result = store.results(point.id)[0]
+        assert result["status"] == "ok", (point.name, result["stderr_tail"])
+        peer = point.build["peer"]
+        assert peer["version"].startswith("OpenSSL 3.5"), peer
+        assert peer["build"]["name"] == "openssl-3.5.x", peer
+        output = json.loads(result["output"])
+        assert output["negotiated"]["group"] == "X25519MLKEM768"
+
+
 def test_a_hello_retry_costs_one_round_trip_with_real_servers(tmp_path: Path, build_of) -> None:
     """A tlsbench client offers x25519 first, with its only key share; openssl s_server,
     nginx and a tlsbench server offer secp256r1 alone and must ask again (HelloRetryRequest).

@@ -232,10 +232,14 @@ def build_store(path: Path) -> tuple[Store, int]:
             out["heap"] = heap_of(variant, record_size, rep)
             # What the core counted at the transport: TLS 1.2 waits for two server flights.
             hello = 180 if variant != "null" else 11
-            out["wire"] = {"full": {
-                "client": {"bytes_sent": hello + 64, "records_sent": 3, "flights_sent": 2},
-                "server": {"bytes_sent": 1450, "records_sent": 6, "flights_sent": 1},
-                "client_hello_bytes": hello, "round_trips": 2 if tls == "1.2" else 1}}
+            out["wire"] = {
+                "full": {
+                    "client": {"bytes_sent": hello + 64, "records_sent": 3, "flights_sent": 2},
+                    "server": {"bytes_sent": 1450, "records_sent": 6, "flights_sent": 1},
+                    "client_hello_bytes": hello,
+                    "round_trips": 2 if tls == "1.2" else 1,
+                }
+            }
             results.append(ok(with_samples(out, {
                 "client_cpu_ns": client, "server_cpu_ns": server,
                 "wall_ns": [round(1.08 * (c + s)) for c, s in zip(client, server, strict=True)],

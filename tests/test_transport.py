@@ -94,3 +94,55 @@ def test_own_socket_io_needs_a_socket_and_a_library(build_of) -> None:
     assert run.code == 2 and "--io fd needs --transport tcp" in run.stderr
     run = run_driver(build_of("null"), "records", "--transport", "tcp", "--io", "fd")
     assert run.code == 3 and "the null baseline has no socket I/O of its own" in run.stderr
+
+
+@pytest.mark.parametrize("transport", ["memory", "tcp"])
+def test_wolfssl_s_bio_layer_runs_every_scenario_with_every_check(transport: str,
+                                                                   build_of) -> None:  # fmt: skip
+    """--io bio: wolfSSL's own BIO layer (OPENSSL_EXTRA) between the library and tlsbench's
+    counted callbacks: the same checks, and the same bytes on the wire as the callbacks."""
+    build = build_of("wolfssl-5.7.2:opensslextra")
+    for scenario in ["handshake", "resume", "records", "bulk"]:
+        run = run_driver(build, scenario, "--transport", transport, "--io", "bio",
+                         "--iterations", "3", "--warmup", "1", "--bytes", "65536")  # fmt: skip
+        assert run.code == 0, (scenario, run.stderr)
+        assert run.output["params"]["io"] == "bio"
+    direct = run_driver(build, "handshake", "--transport", transport, "--iterations", "1",
+                        "--warmup", "0")  # fmt: skip
+    layered = run_driver(build, "handshake", "--transport", transport, "--io", "bio",
+                         "--iterations", "1", "--warmup", "0")  # fmt: skip
+    assert direct.code == 0 and layered.code == 0
+    assert layered.output["wire"]["full"]["round_trips"] == 1
+    for side in ("client", "server"):
+        # Record sizes (and so bytes) are the library's own whatever the I/O path.
+        assert (layered.output["wire"]["full"][side]["records_sent"]
+                == direct.output["wire"]["full"][side]["records_sent"])  # fmt: skip
+    run = run_driver(
+        build,
+        "handshake",
+        "--transport",
+        transport,
+        "--io",
+        "bio",
+        "--iterations",
+        "2",
+        "--warmup",
+        "0",
+        "--fault",
+        "server-tickets",
+    )
+    assert run.code == 4, run.stderr
+
+
+def test_a_bio_layer_is_refused_where_there_is_none(build_of) -> None:
+    cases = {
+        "wolfssl-5.7.2": "needs a build with OPENSSL_EXTRA (variant feature opensslextra)",
+        "openssl-3.5.x": "OpenSSL's callbacks path already is its BIO layer",
+        "mbedtls-3.6.6": "mbedTLS has no BIO layer",
+        "gnutls-3.8.x": "GnuTLS has no BIO layer",
+        "null": "the null adapter has no BIO layer",
+    }
+    for spec, message in cases.items():
+        run = run_driver(build_of(spec), "records", "--io", "bio", "--iterations", "1")
+        assert run.code == 3, (spec, run.stderr)
+        assert message in run.output["error"]["message"], (spec, run.output["error"])

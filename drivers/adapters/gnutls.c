@@ -578,6 +578,10 @@ static int conn_setup(gt_conn *c, const gnutls_datum_t *resume) {
 
 static tb_status gt_conn_new(void *ctx, const tb_transport *transport, void *session, void **out,
                              char *err) {
+  if (transport->bio) {
+    return tb_fail(err, TB_UNSUPPORTED,
+                   "GnuTLS has no BIO layer: its push/pull callbacks are the only path");
+  }
   gt_ctx *x = ctx;
   *out = NULL;
   gt_conn *c = calloc(1, sizeof(*c));

@@ -1220,6 +1220,10 @@ static void conn_free(void *p) {
 
 static tb_status conn_new(void *ctx_p, const tb_transport *transport, void *session, void **out,
                           char *err) {
+  if (transport->bio) {
+    return tb_fail(err, TB_UNSUPPORTED,
+                   "mbedTLS has no BIO layer: its send/recv callbacks are the only path");
+  }
   mt_ctx *ctx = ctx_p;
   *out = NULL;
   mt_conn *c = calloc(1, sizeof(*c));

@@ -91,6 +91,9 @@ static void ctx_free(void *ctx) { free(ctx); }
 
 static tb_status conn_new(void *ctx, const tb_transport *transport, void *session, void **conn,
                           char *err) {
+  if (transport->bio) {
+    return tb_fail(err, TB_UNSUPPORTED, "the null adapter has no BIO layer");
+  }
   (void)session;
   if (transport->fd >= 0) {
     return tb_fail(err, TB_UNSUPPORTED,

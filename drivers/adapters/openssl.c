@@ -706,6 +706,11 @@ static void ossl_conn_free(void *p) {
 
 static tb_status ossl_conn_new(void *ctx, const tb_transport *transport, void *session, void **out,
                                char *err) {
+  if (transport->bio) {
+    return tb_fail(err, TB_UNSUPPORTED,
+                   "OpenSSL's callbacks path already is its BIO layer (a BIO method of "
+                   "tlsbench's): io = callbacks measures it");
+  }
   ossl_ctx *oc = ctx;
   ERR_clear_error();
   ossl_conn *c = calloc(1, sizeof(*c));

@@ -179,6 +179,62 @@ static int io_send(WOLFSSL *ssl, char *buf, int sz, void *arg) {
   return WOLFSSL_CBIO_ERR_GENERAL;
 }
 
+/* --io bio: the same transport reached through wolfSSL's BIO layer (OPENSSL_EXTRA builds):
+ * wolfSSL's BioReceive / BioSend call wolfSSL_BIO_read / _write, which call these. */
+#if defined(OPENSSL_EXTRA) && !defined(NO_BIO)
+#define TB_WOLF_BIO 1
+/* wolfSSL_BIO_clear_retry_flags exists only in OPENSSL_ALL builds. */
+static void clear_retry(WOLFSSL_BIO *bio) {
+  wolfSSL_BIO_clear_flags(bio,
+                          WOLFSSL_BIO_FLAG_RETRY | WOLFSSL_BIO_FLAG_READ | WOLFSSL_BIO_FLAG_WRITE);
+}
+
+static int bio_read(WOLFSSL_BIO *bio, char *buf, int sz) {
+  wolf_conn *c = wolfSSL_BIO_get_data(bio);
+  clear_retry(bio);
+  long n = c->transport.recv(c->transport.io, (unsigned char *)buf, (size_t)sz);
+  if (n == TB_IO_WOULD_BLOCK)
+    wolfSSL_BIO_set_flags(bio, WOLFSSL_BIO_FLAG_RETRY | WOLFSSL_BIO_FLAG_READ);
+  return n > 0 ? (int)n : n == 0 ? 0 : -1;
+}
+
+static int bio_write(WOLFSSL_BIO *bio, const char *buf, int sz) {
+  wolf_conn *c = wolfSSL_BIO_get_data(bio);
+  clear_retry(bio);
+  long n = c->transport.send(c->transport.io, (const unsigned char *)buf, (size_t)sz);
+  if (n > 0) return (int)n;
+  if (n == 0 || n == TB_IO_WOULD_BLOCK)
+    wolfSSL_BIO_set_flags(bio, WOLFSSL_BIO_FLAG_RETRY | WOLFSSL_BIO_FLAG_WRITE);
+  return -1;
+}
+
+static long bio_ctrl(WOLFSSL_BIO *bio, int cmd, long num, void *ptr) {
+  (void)bio, (void)num, (void)ptr;
+  /* BIO_CTRL_FLUSH of wolfssl/openssl/bio.h (the native API has no name for it): nothing
+   * is buffered here, so a flush succeeds; other controls are not supported. */
+  return cmd == 11 ? 1 : 0;
+}
+
+static WOLFSSL_BIO_METHOD *g_bio_method;
+
+/* The connection's I/O through a BIO of tlsbench's method (wolfSSL frees it with the
+ * connection). The callbacks must not be set on the connection, or wolfSSL keeps them. */
+static tb_status use_bio(wolf_conn *c, char *err) {
+  if (g_bio_method == NULL) {
+    g_bio_method = wolfSSL_BIO_meth_new(WOLFSSL_BIO_UNDEF, "tlsbench transport");
+    if (g_bio_method == NULL) return tb_fail(err, TB_FAILED, "wolfSSL_BIO_meth_new failed");
+    wolfSSL_BIO_meth_set_read(g_bio_method, bio_read);
+    wolfSSL_BIO_meth_set_write(g_bio_method, bio_write);
+    wolfSSL_BIO_meth_set_ctrl(g_bio_method, bio_ctrl);
+  }
+  WOLFSSL_BIO *bio = wolfSSL_BIO_new(g_bio_method);
+  if (bio == NULL) return tb_fail(err, TB_FAILED, "wolfSSL_BIO_new failed");
+  wolfSSL_BIO_set_data(bio, c);
+  wolfSSL_set_bio(c->ssl, bio, bio);
+  return TB_OK;
+}
+#endif
+
 /* ------------------------------------------------------------------------- global */
 
 static tb_status wolf_global_init(char *err) {
@@ -187,7 +243,13 @@ static tb_status wolf_global_init(char *err) {
   return TB_OK;
 }
 
-static void wolf_global_cleanup(void) { wolfSSL_Cleanup(); }
+static void wolf_global_cleanup(void) {
+#ifdef TB_WOLF_BIO
+  wolfSSL_BIO_meth_free(g_bio_method);
+  g_bio_method = NULL;
+#endif
+  wolfSSL_Cleanup();
+}
 
 /* ------------------------------------------------------------------------- info */
 
@@ -804,8 +866,6 @@ static tb_status wolf_ctx_new(const tb_config *cfg, void **out, char *err) {
     wolf_ctx_free(w);
     return st;
   }
-  wolfSSL_CTX_SetIORecv(w->ctx, io_recv);
-  wolfSSL_CTX_SetIOSend(w->ctx, io_send);
   st = configure(w, cfg, err);
   if (st != TB_OK) {
     wolf_ctx_free(w);
@@ -872,15 +932,28 @@ static tb_status wolf_conn_new(void *ctx, const tb_transport *transport, void *s
     return tb_fail(err, TB_FAILED, "wolfSSL_new failed");
   }
   if (transport->fd >= 0) {
-    /* --io fd: wolfSSL's built-in socket callbacks on the descriptor (the context's are
-     * tlsbench's, so the connection's are set back to wolfSSL's own). */
-    wolfSSL_SSLSetIORecv(c->ssl, EmbedReceive);
-    wolfSSL_SSLSetIOSend(c->ssl, EmbedSend);
+    /* --io fd: wolfSSL's built-in socket callbacks (the default) on the descriptor. */
     if (wolfSSL_set_fd(c->ssl, transport->fd) != WOLFSSL_SUCCESS) {
       wolf_conn_free(c);
       return tb_fail(err, TB_FAILED, "wolfSSL_set_fd failed");
     }
+  } else if (transport->bio) {
+#ifdef TB_WOLF_BIO
+    tb_status bst = use_bio(c, err);
+#else
+    tb_status bst = tb_fail(err, TB_UNSUPPORTED,
+                            "wolfSSL's BIO layer needs a build with OPENSSL_EXTRA (variant "
+                            "feature opensslextra)");
+#endif
+    if (bst != TB_OK) {
+      wolf_conn_free(c);
+      return bst;
+    }
   } else {
+    /* tlsbench's callbacks, on the connection (a context-wide setting would also stop
+     * wolfSSL_set_bio from installing its BIO callbacks). */
+    wolfSSL_SSLSetIORecv(c->ssl, io_recv);
+    wolfSSL_SSLSetIOSend(c->ssl, io_send);
     wolfSSL_SetIOReadCtx(c->ssl, c);
     wolfSSL_SetIOWriteCtx(c->ssl, c);
   }

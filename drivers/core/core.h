@@ -73,7 +73,8 @@ typedef struct tb_options {
   const char *fault;
   const char *cert_dir;
   tb_link_kind transport;
-  int io_fd; /* --io fd: the library's own socket I/O (TCP only) instead of callbacks */
+  int io_fd;  /* --io fd: the library's own socket I/O (TCP only) instead of callbacks */
+  int io_bio; /* --io bio: the callbacks reached through the library's BIO layer */
   /* peer: this process is one side (--role), the other is in another process. */
   tb_role role;
   const char *connect;   /* client: HOST:PORT of the server */

@@ -92,9 +92,10 @@ static void usage(FILE *out) {
           "  --peer-resume            peer: connections after the first resume a session\n"
           "  --body pattern|any       peer client: the response body must be tlsbench's\n"
           "                           pattern (default) or may be anything (a real server's)\n"
-          "  --io callbacks|fd        callbacks: the library reads and writes through\n"
+          "  --io callbacks|fd|bio    callbacks: the library reads and writes through\n"
           "                           tlsbench's callbacks (default); fd: its own socket I/O\n"
-          "                           on the TCP connection (--transport tcp)\n"
+          "                           on the TCP connection (--transport tcp); bio: the\n"
+          "                           callbacks through its BIO layer (wolfSSL opensslextra)\n"
           "  --record-size N          max plaintext per record (default: library's)\n"
           "  --payload N              bytes per record (records, bulk) or AEAD payload\n"
           "  --bytes N                bulk: application bytes per iteration; peer: a\n"
@@ -323,10 +324,12 @@ static int parse_options(int argc, char **argv, tb_options *o) {
         o->connect = optarg;
         break;
       case 'I':
-        if (strcmp(optarg, "callbacks") == 0 || strcmp(optarg, "fd") == 0) {
+        if (strcmp(optarg, "callbacks") == 0 || strcmp(optarg, "fd") == 0 ||
+            strcmp(optarg, "bio") == 0) {
           o->io_fd = strcmp(optarg, "fd") == 0;
+          o->io_bio = strcmp(optarg, "bio") == 0;
         } else {
-          fprintf(stderr, "tlsbench-driver: --io must be callbacks or fd, not %s\n", optarg);
+          fprintf(stderr, "tlsbench-driver: --io must be callbacks, fd or bio, not %s\n", optarg);
           return -1;
         }
         break;
@@ -399,6 +402,10 @@ static int parse_options(int argc, char **argv, tb_options *o) {
     return -1;
   }
   if (peer && o->role == TB_SERVER && o->listen == NULL) o->listen = "127.0.0.1:0";
+  if (o->io_bio && peer) {
+    fprintf(stderr, "tlsbench-driver: --io bio is for the one-process scenarios\n");
+    return -1;
+  }
   if (o->io_fd && (peer || o->transport != TB_LINK_TCP)) {
     fprintf(stderr,
             "tlsbench-driver: --io fd needs --transport tcp (a socket for the library to use)\n");
@@ -536,6 +543,7 @@ static void write_params(tb_json *j, const tb_options *o) {
   /* Only when not the default, so that memory-pair points keep their stored params. */
   if (o->transport == TB_LINK_TCP) tb_json_str(j, "transport", "tcp");
   if (o->io_fd) tb_json_str(j, "io", "fd");
+  if (o->io_bio) tb_json_str(j, "io", "bio");
   if (strcmp(o->scenario, "peer") == 0) {
     tb_json_str(j, "role", o->role == TB_SERVER ? "server" : "client");
     tb_json_bool(j, "resume", o->peer_resume);

@@ -188,8 +188,11 @@ int tb_connect(tb_run *r, void *session, tb_conn_pair *conns, uint64_t *client_n
    * (nothing counted on the way: no wire figures then). */
   tb_transport fds[2] = {{NULL, NULL, NULL, r->link.tcp.client_fd},
                          {NULL, NULL, NULL, r->link.tcp.server_fd}};
-  const tb_transport *client_io = r->opt->io_fd ? &fds[0] : &r->link.counted[0];
-  const tb_transport *server_io = r->opt->io_fd ? &fds[1] : &r->link.counted[1];
+  /* --io bio: the same counted callbacks, through the library's BIO layer. */
+  tb_transport bios[2] = {r->link.counted[0], r->link.counted[1]};
+  bios[0].bio = bios[1].bio = r->opt->io_bio;
+  const tb_transport *client_io = r->opt->io_fd ? &fds[0] : &bios[0];
+  const tb_transport *server_io = r->opt->io_fd ? &fds[1] : &bios[1];
   tb_status st =
       TB_ON_TIMED(TB_SIDE_SERVER, server_ns,
                   r->ad->conn_new(r->server_ctx, server_io, NULL, &conns->server, r->err));

@@ -99,8 +99,9 @@ CHOICES = {
     "role": ("client", "server"),
     # What joins the two sides of a one-process point: in-memory queues or loopback TCP.
     "transport": ("memory", "tcp"),
-    # Who does the socket I/O over TCP: tlsbench's callbacks, or the library itself.
-    "io": ("callbacks", "fd"),
+    # Who does the I/O: tlsbench's callbacks, the library itself on the TCP socket (fd), or
+    # tlsbench's callbacks reached through the library's BIO layer (bio).
+    "io": ("callbacks", "fd", "bio"),
     "resume": ("on", "off"),
 }
 MAX_REPETITIONS = 1000

@@ -41,14 +41,19 @@ from tlsbench.build import Build
 from tlsbench.drive import driver_command
 
 # Real programs that can be the peer, by the role they play.
-SERVER_PROGRAMS = ("openssl-s_server", "gnutls-serv", "nginx")
-CLIENT_PROGRAMS = ("openssl-s_client", "gnutls-cli", "curl")
+# `openssl-3.5.x-s_server` / `-s_client`: the `openssl` program of the pinned openssl-3.5.x
+# build (its own sources, X25519MLKEM768 included), beside the machine's OpenSSL 3.0.
+PINNED_OPENSSL_LINE = "openssl-3.5.x"
+SERVER_PROGRAMS = ("openssl-s_server", f"{PINNED_OPENSSL_LINE}-s_server", "gnutls-serv", "nginx")
+CLIENT_PROGRAMS = ("openssl-s_client", f"{PINNED_OPENSSL_LINE}-s_client", "gnutls-cli", "curl")
 # Real servers whose response body is tlsbench's pattern (nginx serves it from a file).
 PATTERN_SERVERS = ("nginx",)
 # Where each program comes from (the message when it is missing).
 PROGRAM_PACKAGES = {"openssl-s_server": "openssl", "openssl-s_client": "openssl",
                     "gnutls-serv": "gnutls-bin", "gnutls-cli": "gnutls-bin",
                     "nginx": "nginx-light", "curl": "curl"}  # fmt: skip
+OPENSSL_SERVERS = ("openssl-s_server", f"{PINNED_OPENSSL_LINE}-s_server")
+OPENSSL_CLIENTS = ("openssl-s_client", f"{PINNED_OPENSSL_LINE}-s_client")
 PROGRAMS = SERVER_PROGRAMS + CLIENT_PROGRAMS
 # How long the server may take to listen, and a peer to answer, before the point fails.
 START_TIMEOUT_S = 10.0
@@ -67,6 +72,24 @@ def is_program(name: str) -> bool:
 
 def program_role(name: str) -> str:
     return "server" if name in SERVER_PROGRAMS else "client"
+
+
+def pinned_program(name: str) -> bool:
+    """A program built by tlsbench from pinned sources (not the machine's)."""
+    return name.startswith(f"{PINNED_OPENSSL_LINE}-")
+
+
+def openssl_executable(name: str) -> str:
+    """The `openssl` program a peer name means: the machine's, or the pinned build's (built
+    on first use, like any variant)."""
+    if not pinned_program(name):
+        return "openssl"
+    from tlsbench.build import Builder
+    from tlsbench.recipes.openssl import PROGRAM
+    from tlsbench.variants import Catalog
+
+    build = Builder(quiet=True).build(Catalog().resolve(PINNED_OPENSSL_LINE))
+    return str(build.folder / "prefix" / PROGRAM)
 
 
 @dataclass
@@ -162,10 +185,10 @@ def driver_side(build: Build, role: str, options: dict[str, Any], measure: str,
     return Side(role, build.variant.name, command)
 
 
-def _openssl_suite_name(suite: str) -> str | None:
+def _openssl_suite_name(suite: str, executable: str) -> str | None:
     """OpenSSL's name of a TLS 1.2 suite (`openssl ciphers -stdname` maps them)."""
     proc = subprocess.run(
-        ["openssl", "ciphers", "-stdname", "ALL:COMPLEMENTOFALL"],
+        [executable, "ciphers", "-stdname", "ALL:COMPLEMENTOFALL"],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     for line in proc.stdout.splitlines():
@@ -175,18 +198,18 @@ def _openssl_suite_name(suite: str) -> str | None:
     return None
 
 
-def _openssl_offer(options: dict[str, Any]) -> list[str] | str:
+def _openssl_offer(options: dict[str, Any], executable: str = "openssl") -> list[str] | str:
     """s_server / s_client options pinning version, suite, group and signature scheme, or
-    the reason the system's openssl cannot offer the point."""
+    the reason this openssl cannot offer the point."""
     tls = str(options.get("tls", "1.3"))
     args = ["-tls1_3" if tls == "1.3" else "-tls1_2"]
     suite = options.get("suite")
     if suite and tls == "1.3":
         args += ["-ciphersuites", str(suite)]
     elif suite:
-        name = _openssl_suite_name(str(suite))
+        name = _openssl_suite_name(str(suite), executable)
         if name is None:
-            return f"the system's openssl does not know {suite}"
+            return f"{executable} does not know {suite}"
         args += ["-cipher", f"{name}:@SECLEVEL=0"]
     group = options.get("group")
     if group:
@@ -204,7 +227,9 @@ def program_side(name: str, options: dict[str, Any], port: int | None, connectio
                  scratch: Path, host: str = "127.0.0.1") -> Side | str:  # fmt: skip
     """A real program as the peer, or the reason it cannot play this point."""
     executable = name.split("-")[0] if name.startswith("openssl") else name
-    if shutil.which(executable) is None and not Path(f"/usr/sbin/{executable}").exists():
+    if pinned_program(name):
+        executable = openssl_executable(name)
+    elif shutil.which(executable) is None and not Path(f"/usr/sbin/{executable}").exists():
         return f"{name} is not installed (Debian package {PROGRAM_PACKAGES[name]})"
     if int(options.get("chain", 1)) != 1:
         return f"{name} is run with a one-certificate chain only"
@@ -216,11 +241,11 @@ def program_side(name: str, options: dict[str, Any], port: int | None, connectio
                                 _cert_file(options, "client.key"))  # fmt: skip
     ca = _cert_file(options, "ca.pem")
     role = program_role(name)
-    if name == "openssl-s_server":
-        offer = _openssl_offer(options)
+    if name in OPENSSL_SERVERS:
+        offer = _openssl_offer(options, executable)
         if isinstance(offer, str):
             return offer
-        command = ["openssl", "s_server", "-accept", f"{host}:{port}", "-naccept",
+        command = [executable, "s_server", "-accept", f"{host}:{port}", "-naccept",
                    str(connections), "-www", "-cert", chain, "-key", key, "-num_tickets", "0",
                    "-no_ticket", *offer]  # fmt: skip
         if auth == "mutual":
@@ -250,11 +275,11 @@ def program_side(name: str, options: dict[str, Any], port: int | None, connectio
         command += ["--cacert", ca] if auth != "none" else ["--insecure"]
         if auth == "mutual":
             command += ["--cert", client_chain, "--key", client_key]
-    elif name == "openssl-s_client":
-        offer = _openssl_offer(options)
+    elif name in OPENSSL_CLIENTS:
+        offer = _openssl_offer(options, executable)
         if isinstance(offer, str):
             return offer
-        command = ["openssl", "s_client", "-connect", f"{host}:{port}", "-servername",
+        command = [executable, "s_client", "-connect", f"{host}:{port}", "-servername",
                    "localhost", "-ign_eof", "-no_ticket", *offer]  # fmt: skip
         if auth != "none":
             command += ["-CAfile", ca, "-verify_return_error", "-verify_hostname", "localhost"]
@@ -296,7 +321,7 @@ def _nginx(options: dict[str, Any], port: int | None, scratch: Path, host: str) 
     if suite and tls == "1.3":
         lines.append(f"ssl_conf_command Ciphersuites {suite};")
     elif suite:
-        lines.append(f"ssl_ciphers {_openssl_suite_name(suite)}:@SECLEVEL=0;")
+        lines.append(f"ssl_ciphers {_openssl_suite_name(suite, 'openssl')}:@SECLEVEL=0;")
     if options.get("group"):
         group = str(options["group"])
         lines.append(f"ssl_ecdh_curve {OPENSSL_GROUPS.get(group, group)};")
@@ -379,7 +404,7 @@ def check_program_client(side: Side, options: dict[str, Any], scratch: Path) -> 
         return f"{side.label} printed no HTTP 200 response"
     if _body(payload) not in side.out:
         return f"{side.label} did not print the {payload}-byte response body intact"
-    if side.label == "openssl-s_client":
+    if side.label in OPENSSL_CLIENTS:
         m = re.search(r"^New, (TLSv1\.[23]), Cipher is (\S+)", side.out, re.M)
         tls = "TLSv" + str(options.get("tls", "1.3"))
         if m is None or m.group(1) != tls:
@@ -627,7 +652,7 @@ def run_point(options: dict[str, Any], build: Build, peer_build: Build | None, t
 
 def program_version(name: str) -> str | None:
     """The version a real program reports (recorded with every interop point)."""
-    command = (["openssl", "version"] if name.startswith("openssl")
+    command = ([openssl_executable(name), "version"] if name.startswith("openssl")
                else ["nginx", "-v"] if name == "nginx" else [name, "--version"])  # fmt: skip
     try:
         proc = subprocess.run(command, capture_output=True, text=True, check=False, timeout=10)

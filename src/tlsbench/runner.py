@@ -439,6 +439,9 @@ def build_description(point: RunPoint, builds: dict[str, Build]) -> dict[str, An
         described["peer"] = builds[peer].describe()
     elif point.scenario == "interop":
         described["peer"] = {"program": peer, "version": interop.program_version(peer)}
+        if interop.pinned_program(peer) and interop.PINNED_OPENSSL_LINE in builds:
+            # The program is the pinned build's own: trace it to that build.
+            described["peer"]["build"] = builds[interop.PINNED_OPENSSL_LINE].describe()
     return described
 
 
@@ -455,6 +458,8 @@ class Runner:
         builds = {}
         # The peers of interop points are built too (real programs need no build).
         peers = [str(p.options["peer"]) for p in points if p.scenario == "interop"]
+        # A pinned program (openssl-3.5.x-s_server) is its line's build.
+        peers = [interop.PINNED_OPENSSL_LINE if interop.pinned_program(p) else p for p in peers]
         for spec in dict.fromkeys([*(p.variant for p in points), *peers]):
             if interop.is_program(spec):
                 continue

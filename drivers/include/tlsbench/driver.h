@@ -59,6 +59,11 @@ typedef struct tb_transport {
   long (*send)(void *io, const unsigned char *buf, size_t len);
   long (*recv)(void *io, unsigned char *buf, size_t len);
   int fd;
+  /* 1 (`--io bio`): send/recv as above, but reached through the library's own BIO layer
+   * (wolfSSL's WOLFSSL_BIO, in builds with OPENSSL_EXTRA) rather than its I/O callbacks.
+   * An adapter whose library has no such layer besides its callbacks returns
+   * TB_UNSUPPORTED, with the reason. */
+  int bio;
 } tb_transport;
 
 /* ------------------------------------------------------------------------- configuration */

@@ -1,6 +1,9 @@
-"""OpenSSL: perl Configure out of tree, libraries only (no apps, tests or docs), static."""
+"""OpenSSL: perl Configure out of tree, static libraries (no tests or docs), and for 3.x
+native builds the `openssl` program too (interop's pinned s_server / s_client peers)."""
 
 from __future__ import annotations
+
+import shutil
 
 from tlsbench.recipes.base import BuildContext, LinkInfo, tool_version
 from tlsbench.variants import Variant
@@ -8,6 +11,8 @@ from tlsbench.variants import Variant
 # OpenSSL 1.1.1's Configure refuses these 3.0 options; its `make build_libs` builds neither
 # the apps nor the docs anyway, so leaving them out changes nothing that is built.
 UNKNOWN_TO_1_1_1 = ("no-apps", "no-docs")
+# Where a build's own `openssl` program is installed (3.x, native builds).
+PROGRAM = "bin/openssl"
 
 
 class OpensslRecipe:
@@ -41,6 +46,13 @@ class OpensslRecipe:
         ctx.log.step("compile")
         ctx.run(["make", f"-j{ctx.jobs}", "build_libs"], cwd=ctx.tree)
         ctx.run(["make", "install_dev"], cwd=ctx.tree)
+        if (ctx.source / "VERSION.dat").exists() and not ctx.target.cross \
+                and "no-apps" not in configure:  # fmt: skip
+            # The program real peers run: statically linked against this very build.
+            ctx.log.step("openssl program")
+            ctx.run(["make", f"-j{ctx.jobs}", "build_programs"], cwd=ctx.tree)
+            (ctx.prefix / "bin").mkdir(exist_ok=True)
+            shutil.copy2(ctx.tree / "apps" / "openssl", ctx.prefix / PROGRAM)
         lib = ctx.prefix / "lib"
         files = [str(lib / "libssl.a"), str(lib / "libcrypto.a")]
         return LinkInfo(
