@@ -32,7 +32,7 @@ from tlsbench.build import Build, Builder
 from tlsbench.doctor import cpu_facts, cpu_flags, measurement_warnings
 from tlsbench.drive import TLS_SCENARIOS, driver_command
 from tlsbench.errors import UserError
-from tlsbench.experiments import Experiment, RunPoint
+from tlsbench.experiments import Experiment, RunPoint, check_capabilities
 from tlsbench.recipes.base import tool_version
 from tlsbench.store import Point, Store, now
 from tlsbench.variants import Catalog
@@ -459,6 +459,16 @@ class Runner:
             if interop.is_program(spec):
                 continue
             builds[spec] = self.builder.build(self.catalog.resolve(spec))
+        # What a build declares it can never run (TLS on an AEAD-only library) is refused
+        # here, before the run is stored or anything runs.
+        tls_users = {
+            spec
+            for p in points
+            if p.scenario != "aead"
+            for spec in (p.variant, str(p.options.get("peer", "")))
+            if spec in builds
+        }
+        check_capabilities(points, {spec: builds[spec].info() for spec in sorted(tls_users)})
         kinds = {str(p.options.get("cert", "rsa2048")) for p in points
                  if p.scenario in TLS_SCENARIOS or p.scenario == "interop"}  # fmt: skip
         certs.ensure_all(sorted(kinds), progress=not self.quiet)
