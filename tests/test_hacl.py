@@ -20,7 +20,15 @@ from tlsbench.store import Store
 
 pytestmark = pytest.mark.slow
 
-HACL = ["hacl-0.1.0", "hacl-0.1.0:vec128", "hacl-0.1.0:i686"]
+LIBCRUX = "hacl-libcrux-0.0.2-alpha.3"
+HACL = [
+    "hacl-0.1.0",
+    "hacl-0.1.0:vec128",
+    "hacl-0.1.0:i686",
+    LIBCRUX,
+    f"{LIBCRUX}:vec128",
+    f"{LIBCRUX}:vec256",
+]
 NO_TLS = "AEAD-only library: no TLS"
 
 # RFC 8439 section 2.8.2.
@@ -99,19 +107,31 @@ def test_aead_scenario_checks_the_known_answer_then_measures(spec, build_of) -> 
         ("ChaCha20-Poly1305", n) for n in (16, 256, 1350, 16384)
     ]
     assert all(r["tsc_cycles_per_byte"] > 0 and r["open_tsc_cycles_per_byte"] > 0 for r in rows)
-    # Which ChaCha20 the AEAD calls, read from the program as linked, is the variant's.
-    chacha20 = "vec128" if "vec128" in build.variant.features else "portable"
-    assert run.output["cpu_paths"] == f"chacha20={chacha20}"
+    # Which implementation the AEAD is, as the build reports it, is the variant's.
+    path = next((f for f in ("vec128", "vec256") if f in build.variant.features), "portable")
+    assert run.output["cpu_paths"] == f"chacha20poly1305={path}"
     probe = build.describe()["probe"]
-    assert probe["chacha20"] == chacha20
-    assert probe["rfc8439_ciphertext_ok"] is True
+    assert probe["chacha20poly1305"] == path
+    assert probe["rfc8439_ok"] is True
     bits = 32 if build.variant.arch == "i686" else 64
     assert probe["pointer_bits"] == bits
-    assert ("KRML_NOUINT128" in probe["poly1305_uint128"]) == (bits == 32)
+    assert ("KRML_NOUINT128" in probe["uint128"]) == (bits == 32)
+
+
+def test_two_implementations_at_once_and_vec256_of_the_snapshot_are_refused(catalog) -> None:
+    from tlsbench.build import Builder
+
+    with pytest.raises(UserError, match="choose one"):
+        Builder(quiet=True).key(catalog.resolve(f"{LIBCRUX}:vec128,vec256"))
+    with pytest.raises(UserError, match="no 256-bit ChaCha20"):
+        Builder(quiet=True).build(catalog.resolve("hacl-0.1.0:vec256"))
 
 
 def test_aes_gcm_is_unsupported_with_the_reason(build_of) -> None:
     run = run_driver(build_of("hacl-0.1.0"), "aead", "--aead", "AES-128-GCM", "--iterations", "5")
+    assert run.code == 3, run.stderr
+    assert "no AES-GCM" in run.output["error"]["message"]
+    run = run_driver(build_of(LIBCRUX), "aead", "--iterations", "5")  # all three AEADs
     assert run.code == 3, run.stderr
     assert "no AES-GCM" in run.output["error"]["message"]
 
@@ -167,6 +187,14 @@ def test_a_run_asking_hacl_for_tls_is_refused_before_anything_runs(tmp_path, cap
 def test_the_aead_experiment_puts_hacl_beside_openssl_with_and_without_asm() -> None:
     exp = experiments.load("aead")
     beside = {p.variant for p in exp.points if p.name == "aead_chacha20-poly1305"}
-    assert beside == {"hacl-0.1.0", "hacl-0.1.0:vec128", "openssl-3.5.x", "openssl-3.5.x:no-asm"}
+    assert beside == {
+        "hacl-0.1.0",
+        "hacl-0.1.0:vec128",
+        LIBCRUX,
+        f"{LIBCRUX}:vec128",
+        f"{LIBCRUX}:vec256",
+        "openssl-3.5.x",
+        "openssl-3.5.x:no-asm",
+    }
     assert all(p.options.get("aead") == "ChaCha20-Poly1305" for p in exp.points
                if p.library == "hacl")  # fmt: skip

@@ -4,28 +4,18 @@
  * returns TB_UNSUPPORTED with the same reason, and `info` declares no TLS versions or
  * suites, so that an experiment asking it for a handshake is refused before anything runs.
  *
- * Which ChaCha20 the AEAD calls (portable or vec128) is a property of the build (recipes/
- * hacl.py); cpu_paths reads it back from what the linker pulled in.
+ * Which implementation the AEAD is (portable, vec128, vec256) is a property of the build
+ * (recipes/hacl.py, hacl_api.h); cpu_paths reports it with every result.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "Hacl_Chacha20Poly1305.h"
+#include "hacl_api.h"
 #include "tlsbench/driver.h"
 
 #define NO_TLS "AEAD-only library: no TLS"
 #define KEY_LEN 32
-
-/* Present in the program only when the AEAD calls it (a vec128 build): a weak reference
- * does not pull an object out of an archive, so the address is the build's answer, not a
- * copy of what the build was asked to do. */
-extern void Hacl_Chacha20_Vec128_chacha20(uint8_t *output, uint8_t *plain, uint32_t len, uint8_t *k,
-                                          uint8_t *n1, uint32_t ctr) __attribute__((weak));
-
-static const char *chacha20_path(void) {
-  return Hacl_Chacha20_Vec128_chacha20 != NULL ? "vec128" : "portable";
-}
 
 static tb_status global_init(char *err) {
   (void)err;
@@ -35,19 +25,22 @@ static tb_status global_init(char *err) {
 static void global_cleanup(void) {}
 
 static const char *const empty[] = {NULL};
-static const char *build_options[3];
+static char path_option[TB_NAME_LEN], source_option[TB_NAME_LEN];
+static const char *build_options[4];
 
 static tb_status info(tb_info *out, char *err) {
   (void)err;
-  strcpy(out->version, "HACL* (hacl-c snapshot)");
-  build_options[0] =
-      strcmp(chacha20_path(), "vec128") == 0 ? "chacha20=vec128" : "chacha20=portable";
+  snprintf(out->version, sizeof(out->version), "HACL* %s", hacl_source);
+  snprintf(path_option, sizeof(path_option), "chacha20poly1305=%s", hacl_path());
+  snprintf(source_option, sizeof(source_option), "source=%s", hacl_source);
+  build_options[0] = path_option;
+  build_options[1] = source_option;
 #ifdef KRML_NOUINT128
-  build_options[1] = "poly1305_uint128=kremlib (KRML_NOUINT128)";
+  build_options[2] = "uint128=kremlib (KRML_NOUINT128)";
 #else
-  build_options[1] = "poly1305_uint128=compiler (unsigned __int128)";
-#endif
   build_options[2] = NULL;
+#endif
+  build_options[3] = NULL;
   out->build_options = build_options;
   out->versions = empty;
   out->suites = empty;
@@ -116,8 +109,15 @@ static tb_status aead_new(tb_aead_alg alg, const unsigned char *key, size_t key_
                           char *err) {
   if (alg != TB_CHACHA20_POLY1305) {
     return tb_fail(err, TB_UNSUPPORTED,
-                   "this HACL* snapshot has no AES-GCM: its verified AEAD is ChaCha20-Poly1305 "
-                   "only");
+                   "tlsbench builds HACL*'s ChaCha20-Poly1305 only: no AES-GCM (the hacl-c "
+                   "snapshot has none)");
+  }
+  const char *missing = hacl_cpu_missing();
+  if (missing != NULL) {
+    return tb_fail(err, TB_UNSUPPORTED,
+                   "this build's ChaCha20-Poly1305 (%s) needs %s, which "
+                   "this CPU lacks",
+                   hacl_path(), missing);
   }
   if (key_len != KEY_LEN) {
     return tb_fail(err, TB_FAILED, "ChaCha20-Poly1305 takes a 32-byte key, not %zu bytes", key_len);
@@ -132,15 +132,14 @@ static tb_status aead_new(tb_aead_alg alg, const unsigned char *key, size_t key_
 /* HACL*'s lengths are 32-bit; a TLS record is far below that. */
 static int too_long(size_t len, size_t ad_len) { return len > UINT32_MAX || ad_len > UINT32_MAX; }
 
-/* The extracted C takes non-const pointers throughout (F* buffers carry no const); its
- * specification (modifies only the output buffers) is what makes the casts below safe. */
+/* The casts: see hacl_api.h. */
 static tb_status aead_seal(void *aead, const unsigned char nonce[TB_AEAD_NONCE_LEN],
                            const unsigned char *ad, size_t ad_len, const unsigned char *in,
                            size_t len, unsigned char *out, char *err) {
   hacl_aead *a = aead;
   if (too_long(len, ad_len)) return tb_fail(err, TB_UNSUPPORTED, "HACL* lengths are 32-bit");
-  Hacl_Chacha20Poly1305_aead_encrypt(out, out + len, (uint8_t *)in, (uint32_t)len, (uint8_t *)ad,
-                                     (uint32_t)ad_len, a->key, (uint8_t *)nonce);
+  hacl_seal(out, out + len, (uint8_t *)in, (uint32_t)len, (uint8_t *)ad, (uint32_t)ad_len, a->key,
+            (uint8_t *)nonce);
   return TB_OK;
 }
 
@@ -149,9 +148,8 @@ static tb_status aead_open(void *aead, const unsigned char nonce[TB_AEAD_NONCE_L
                            size_t len, unsigned char *out, char *err) {
   hacl_aead *a = aead;
   if (too_long(len, ad_len)) return tb_fail(err, TB_UNSUPPORTED, "HACL* lengths are 32-bit");
-  uint32_t failed =
-      Hacl_Chacha20Poly1305_aead_decrypt(out, (uint8_t *)in, (uint32_t)len, (uint8_t *)in + len,
-                                         (uint8_t *)ad, (uint32_t)ad_len, a->key, (uint8_t *)nonce);
+  uint32_t failed = hacl_open(out, (uint8_t *)in, (uint32_t)len, (uint8_t *)in + len, (uint8_t *)ad,
+                              (uint32_t)ad_len, a->key, (uint8_t *)nonce);
   if (failed != 0) return tb_fail(err, TB_FAILED, "ChaCha20-Poly1305: the tag does not verify");
   return TB_OK;
 }
@@ -161,7 +159,9 @@ static void aead_free(void *aead) {
   free(aead);
 }
 
-static void cpu_paths(char *out, size_t len) { snprintf(out, len, "chacha20=%s", chacha20_path()); }
+static void cpu_paths(char *out, size_t len) {
+  snprintf(out, len, "chacha20poly1305=%s", hacl_path());
+}
 
 const tb_adapter tb_adapter_impl = {
     .name = "hacl",
