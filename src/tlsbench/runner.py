@@ -442,6 +442,21 @@ def build_description(point: RunPoint, builds: dict[str, Build]) -> dict[str, An
     return described
 
 
+def refuse_impossible(points: list[RunPoint], builds: dict[str, Build]) -> None:
+    """Refuses, before anything is stored or runs, what a build declares it can never run:
+    TLS points (an interop peer included) of a variant whose driver's `info` declares no TLS
+    version, an AEAD-only library (experiments.check_capabilities)."""
+    users = [spec for spec in tls_variants(points) if spec in builds]
+    check_capabilities(points, {spec: builds[spec].info() for spec in users})
+
+
+def tls_variants(points: list[RunPoint]) -> list[str]:
+    """The variants that run TLS in these points (interop peers included; not programs)."""
+    specs = [spec for p in points if p.scenario != "aead"
+             for spec in (p.variant, str(p.options.get("peer", "")))]  # fmt: skip
+    return [s for s in dict.fromkeys(specs) if s and not interop.is_program(s)]
+
+
 class Runner:
     def __init__(self, store: Store, builder: Builder | None = None, quiet: bool = False):
         self.store = store
@@ -459,16 +474,7 @@ class Runner:
             if interop.is_program(spec):
                 continue
             builds[spec] = self.builder.build(self.catalog.resolve(spec))
-        # What a build declares it can never run (TLS on an AEAD-only library) is refused
-        # here, before the run is stored or anything runs.
-        tls_users = {
-            spec
-            for p in points
-            if p.scenario != "aead"
-            for spec in (p.variant, str(p.options.get("peer", "")))
-            if spec in builds
-        }
-        check_capabilities(points, {spec: builds[spec].info() for spec in sorted(tls_users)})
+        refuse_impossible(points, builds)
         kinds = {str(p.options.get("cert", "rsa2048")) for p in points
                  if p.scenario in TLS_SCENARIOS or p.scenario == "interop"}  # fmt: skip
         certs.ensure_all(sorted(kinds), progress=not self.quiet)
