@@ -13,6 +13,11 @@
 
 #include <stdint.h>
 
+/* The crate that bundled the tree, NAME-VERSION (recipes/hacl.py), as a string. */
+#define HACL_STR_(x) #x
+#define HACL_STR(x) HACL_STR_(x)
+#define HACL_CRATE HACL_STR(TLSBENCH_HACL_CRATE)
+
 #ifdef TLSBENCH_HACL_PACKAGES
 
 #include "Hacl_AEAD_Chacha20Poly1305.h"
@@ -32,7 +37,7 @@
 #define HACL_PATH "portable"
 #endif
 
-static const char hacl_source[] = "hacl-packages (libcrux-hacl)";
+static const char hacl_source[] = "hacl-packages C from " HACL_CRATE;
 
 static inline void hacl_seal(uint8_t *out, uint8_t *tag, uint8_t *in, uint32_t len, uint8_t *ad,
                              uint32_t ad_len, uint8_t *key, uint8_t *nonce) {
@@ -66,7 +71,7 @@ static inline const char *hacl_cpu_missing(void) {
 extern void Hacl_Chacha20_Vec128_chacha20(uint8_t *output, uint8_t *plain, uint32_t len, uint8_t *k,
                                           uint8_t *n1, uint32_t ctr) __attribute__((weak));
 
-static const char hacl_source[] = "hacl-c snapshot (hacl-star-sys)";
+static const char hacl_source[] = "hacl-c snapshot from " HACL_CRATE;
 
 static inline void hacl_seal(uint8_t *out, uint8_t *tag, uint8_t *in, uint32_t len, uint8_t *ad,
                              uint32_t ad_len, uint8_t *key, uint8_t *nonce) {

@@ -65,6 +65,18 @@ def implementation_of(variant: Variant) -> str:
     return chosen[0] if chosen else "portable"
 
 
+def crate_of(source: Path) -> str:
+    """`NAME-VERSION` of the crate whose archive holds the tree, from its Cargo.toml."""
+    import tomllib
+
+    try:
+        package = tomllib.loads((source.parent / "Cargo.toml").read_text())["package"]
+        return f"{package['name']}-{package['version']}"
+    except (OSError, KeyError, tomllib.TOMLDecodeError) as exc:
+        raise UserError(f"{source.parent}: no crate manifest with a name and version ({exc})",
+                        1) from exc  # fmt: skip
+
+
 def is_snapshot(source: Path) -> bool:
     return (source / "Hacl_Chacha20Poly1305.c").exists()
 
@@ -103,6 +115,8 @@ class HaclRecipe:
                 include_dirs.append(str(include / folder))
         archive = lib / "libhacl.a"
         ctx.run([ctx.target.tool("ar", "ar"), "rcs", str(archive), *compiled], cwd=ctx.tree)
+        # The release, as the crate that bundles the tree states it (the tree has none).
+        defines.append(f"TLSBENCH_HACL_CRATE={crate_of(ctx.source)}")
         return LinkInfo(
             include_dirs=include_dirs,
             libraries=[str(archive)],
