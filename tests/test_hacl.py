@@ -196,3 +196,12 @@ def test_the_aead_experiment_puts_hacl_beside_openssl_with_and_without_asm() -> 
     }
     assert all(p.options.get("aead") == "ChaCha20-Poly1305" for p in exp.points
                if p.library == "hacl")  # fmt: skip
+
+
+def test_accel_off_runs_the_portable_build_and_refuses_a_vectorised_one(build_of) -> None:
+    from tlsbench.runner import accel_env
+
+    for spec, refused in (("hacl-0.1.0", None), (f"{LIBCRUX}:vec256", "is built with vec256")):
+        env, reason = accel_env(point(spec, "aead", accel="off"), build_of(spec))
+        assert env == {}
+        assert reason == (None if refused is None else f"{spec} {refused}")

@@ -55,7 +55,8 @@ ACCEL_OFF_ENV = {
     "gnutls": {"GNUTLS_CPUID_OVERRIDE": "0x1", "NETTLE_FAT_OVERRIDE": "none"},
 }
 # Build features that are the acceleration of libraries without a run-time switch.
-ACCEL_FEATURES = {"wolfssl": {"intelasm", "aesni", "sp-asm"}, "mbedtls": set()}
+ACCEL_FEATURES = {"wolfssl": {"intelasm", "aesni", "sp-asm"}, "mbedtls": set(),
+                  "hacl": {"vec128", "vec256"}}  # fmt: skip
 
 
 @dataclass
