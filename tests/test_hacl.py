@@ -205,3 +205,12 @@ def test_accel_off_runs_the_portable_build_and_refuses_a_vectorised_one(build_of
         env, reason = accel_env(point(spec, "aead", accel="off"), build_of(spec))
         assert env == {}
         assert reason == (None if refused is None else f"{spec} {refused}")
+
+
+def test_instruction_mode_refuses_the_avx2_build_valgrind_cannot_run(build_of, tmp_path) -> None:
+    from tlsbench.runner import run_instructions
+
+    spec = f"{LIBCRUX}:vec256"
+    outcome = run_instructions(point(spec, "aead", aead="ChaCha20-Poly1305", payload="16384"),
+                               build_of(spec), 60, tmp_path)  # fmt: skip
+    assert outcome.status == "unsupported" and "VMOVQ" in outcome.stderr_tail
