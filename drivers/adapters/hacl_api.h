@@ -13,7 +13,8 @@
 
 #include <stdint.h>
 
-/* The crate that bundled the tree, NAME-VERSION (recipes/hacl.py), as a string. */
+/* The crate that bundled the tree, NAME-VERSION (recipes/hacl.py), as a string: passed
+ * without quotes (they do not survive CMake's lists intact) and stringified here. */
 #define HACL_STR_(x) #x
 #define HACL_STR(x) HACL_STR_(x)
 #define HACL_CRATE HACL_STR(TLSBENCH_HACL_CRATE)

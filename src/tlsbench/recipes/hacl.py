@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 
 from tlsbench.errors import UserError
@@ -67,8 +68,6 @@ def implementation_of(variant: Variant) -> str:
 
 def crate_of(source: Path) -> str:
     """`NAME-VERSION` of the crate whose archive holds the tree, from its Cargo.toml."""
-    import tomllib
-
     try:
         package = tomllib.loads((source.parent / "Cargo.toml").read_text())["package"]
         return f"{package['name']}-{package['version']}"
