@@ -282,6 +282,7 @@ int tb_scenario_info(tb_run *r, tb_json *j) {
   string_list(j, "suites", info.suites);
   string_list(j, "groups", info.groups);
   string_list(j, "sigalgs", info.sigalgs);
+  if (info.no_tls != NULL) tb_json_str(j, "no_tls", info.no_tls);
   tb_json_object_end(j);
   return TB_EXIT_OK;
 }

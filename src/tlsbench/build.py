@@ -65,6 +65,20 @@ class Build:
         """Whether the driver's clocks mean anything for this build (not under emulation)."""
         return arches.arch(self.variant.arch).timing
 
+    def info(self) -> dict[str, Any]:
+        """The driver's `info` object: what the library reports it supports (TLS versions,
+        suites, ...; `no_tls` names why a build has no TLS at all)."""
+        proc = subprocess.run([*self.command("tlsbench-driver"), "info", "--json"],
+                              capture_output=True, text=True, check=False)  # fmt: skip
+        try:
+            return dict(json.loads(proc.stdout)["info"])
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            raise UserError(
+                f"{self.program('tlsbench-driver')} info --json gave no info object ({exc}); "
+                f"its stderr: {proc.stderr.strip()[-300:]}",
+                1,
+            ) from exc
+
     def describe(self) -> dict[str, Any]:
         """What `tlsbench build --json` prints for this variant."""
         probe_file = self.drivers_folder / "probe.json"

@@ -169,8 +169,10 @@ def _seconds(text: str) -> float:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from tlsbench import experiments
-    from tlsbench.runner import Runner, check_results_location
+    from tlsbench.build import Builder
+    from tlsbench.runner import Runner, check_results_location, refuse_impossible, tls_variants
     from tlsbench.store import Store
+    from tlsbench.variants import Catalog
 
     db_path = Path(args.db)
     if args.resume is not None:
@@ -208,8 +210,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"{len(points)} points x {repetitions} repetitions", file=sys.stderr)
         return 0
     check_results_location(db_path)
+    # What a variant's build declares it can never run is refused before the store is
+    # touched (the builds are needed for the run anyway, and cached).
+    builder = Builder(quiet=args.quiet)
+    catalog = Catalog()
+    refuse_impossible(
+        points, {spec: builder.build(catalog.resolve(spec)) for spec in tls_variants(points)}
+    )
     store = Store(db_path)
-    runner = Runner(store, quiet=args.quiet)
+    runner = Runner(store, builder=builder, quiet=args.quiet)
     runner.mode = args.mode or "time"
     timeout = args.timeout if args.timeout is not None else experiment.timeout
     run_id = runner.start(experiment, points, repetitions, timeout, seed=args.seed)

@@ -463,6 +463,37 @@ class _Loader:
 TLS_SCENARIO_NAMES = ("handshake", "resume", "records", "bulk")
 
 
+def check_capabilities(points: list[RunPoint], infos: dict[str, dict[str, Any]]) -> None:
+    """Refuses, before anything runs, the points a variant's driver declares it can never
+    run: a TLS scenario (an interop peer included) on a build whose `info` declares no TLS
+    version, i.e. an AEAD-only library. `infos` maps a variant to its driver's `info`
+    object; what one library merely lacks (a suite, a group) stays its "unsupported" at
+    run time."""
+    refused: dict[str, list[str]] = {}
+    for point in points:
+        if point.scenario not in (*TLS_SCENARIO_NAMES, "interop"):
+            continue
+        sides = [point.variant]
+        if point.scenario == "interop":
+            sides.append(str(point.options.get("peer", "")))
+        for variant in sides:
+            info = infos.get(variant)
+            if info is not None and not info.get("versions"):
+                refused.setdefault(variant, []).append(point.name)
+    if refused:
+        lines = []
+        for variant, names in refused.items():
+            reason = infos[variant].get("no_tls") or "its driver declares no TLS version"
+            shown = ", ".join(names[:4]) + (f" ... ({len(names)} in all)" if len(names) > 4
+                                             else "")  # fmt: skip
+            lines.append(f"  {variant}: {reason}; asked for {shown}")
+        raise UserError(
+            "these variants cannot run TLS scenarios (handshake, resume, records, bulk, "
+            "interop):\n" + "\n".join(lines) + "\nUse them in aead points only: remove them "
+            "from those points or add an [[exclude]]."
+        )
+
+
 def negotiates_no_key_exchange(options: dict[str, Any]) -> bool:
     """TLS 1.2 static-RSA suites: the key is transported, no group, no signature."""
     return options.get("tls") == "1.2" and str(options.get("suite", "")).startswith("TLS_RSA_WITH_")

@@ -32,7 +32,7 @@ from tlsbench.build import Build, Builder
 from tlsbench.doctor import cpu_facts, cpu_flags, measurement_warnings
 from tlsbench.drive import TLS_SCENARIOS, driver_command
 from tlsbench.errors import UserError
-from tlsbench.experiments import Experiment, RunPoint
+from tlsbench.experiments import Experiment, RunPoint, check_capabilities
 from tlsbench.recipes.base import tool_version
 from tlsbench.store import Point, Store, now
 from tlsbench.variants import Catalog
@@ -55,7 +55,8 @@ ACCEL_OFF_ENV = {
     "gnutls": {"GNUTLS_CPUID_OVERRIDE": "0x1", "NETTLE_FAT_OVERRIDE": "none"},
 }
 # Build features that are the acceleration of libraries without a run-time switch.
-ACCEL_FEATURES = {"wolfssl": {"intelasm", "aesni", "sp-asm"}, "mbedtls": set()}
+ACCEL_FEATURES = {"wolfssl": {"intelasm", "aesni", "sp-asm"}, "mbedtls": set(),
+                  "hacl": {"vec128", "vec256"}}  # fmt: skip
 
 
 @dataclass
@@ -156,6 +157,11 @@ COLLECT_SIDES = {
     "bulk": ("client", "server"),
     "aead": ("client",),
 }
+# Builds whose code valgrind cannot run (it stops them with SIGILL), by (library, feature).
+VALGRIND_UNDECODABLE = {
+    ("hacl", "vec256"): "valgrind 3.19 cannot decode the register form of VMOVQ (VEX 66 0F D6) "
+    "that HACL*'s AVX2 Poly1305 uses (SIGILL in Hacl_MAC_Poly1305_Simd256_load_acc4)",
+}
 # valgrind runs code tens of times slower than the CPU.
 VALGRIND_SLOWDOWN = 50
 
@@ -180,6 +186,11 @@ def run_instructions(point: RunPoint, build: Build, timeout: float, scratch: Pat
     if arches.arch(build.variant.arch).emulator:
         reason = (f"instruction mode runs valgrind on this machine's code; {build.variant.name} "
                   "runs under qemu-user")  # fmt: skip
+        return Outcome("unsupported", 3, None, 0.0, {"error": {"message": reason}}, reason)
+    undecodable = [VALGRIND_UNDECODABLE[(point.library, f)] for f in build.variant.features
+                   if (point.library, f) in VALGRIND_UNDECODABLE]  # fmt: skip
+    if undecodable:
+        reason = f"instruction mode runs valgrind, and {undecodable[0]}"
         return Outcome("unsupported", 3, None, 0.0, {"error": {"message": reason}}, reason)
     if point.scenario not in COLLECT_SIDES:
         reason = f"instruction mode does not apply to the {point.scenario} scenario"
@@ -445,6 +456,21 @@ def build_description(point: RunPoint, builds: dict[str, Build]) -> dict[str, An
     return described
 
 
+def refuse_impossible(points: list[RunPoint], builds: dict[str, Build]) -> None:
+    """Refuses, before anything is stored or runs, what a build declares it can never run:
+    TLS points (an interop peer included) of a variant whose driver's `info` declares no TLS
+    version, an AEAD-only library (experiments.check_capabilities)."""
+    users = [spec for spec in tls_variants(points) if spec in builds]
+    check_capabilities(points, {spec: builds[spec].info() for spec in users})
+
+
+def tls_variants(points: list[RunPoint]) -> list[str]:
+    """The variants that run TLS in these points (interop peers included; not programs)."""
+    specs = [spec for p in points if p.scenario != "aead"
+             for spec in (p.variant, str(p.options.get("peer", "")))]  # fmt: skip
+    return [s for s in dict.fromkeys(specs) if s and not interop.is_program(s)]
+
+
 class Runner:
     def __init__(self, store: Store, builder: Builder | None = None, quiet: bool = False):
         self.store = store
@@ -464,6 +490,7 @@ class Runner:
             if interop.is_program(spec):
                 continue
             builds[spec] = self.builder.build(self.catalog.resolve(spec))
+        refuse_impossible(points, builds)
         kinds = {str(p.options.get("cert", "rsa2048")) for p in points
                  if p.scenario in TLS_SCENARIOS or p.scenario == "interop"}  # fmt: skip
         certs.ensure_all(sorted(kinds), progress=not self.quiet)

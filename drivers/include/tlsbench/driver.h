@@ -135,6 +135,9 @@ typedef struct tb_info {
   const char *const *suites;        /* IANA names this build can negotiate */
   const char *const *groups;
   const char *const *sigalgs;
+  /* NULL, or why this build has no TLS at all (an AEAD-only library: versions and suites
+   * are empty, and every TLS entry point returns TB_UNSUPPORTED with this reason). */
+  const char *no_tls;
 } tb_info;
 
 /* ------------------------------------------------------------------------- AEAD */

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tlsbench.recipes.base import BuildContext, LinkInfo, Recipe
 from tlsbench.recipes.gnutls import GnutlsRecipe
+from tlsbench.recipes.hacl import HaclRecipe
 from tlsbench.recipes.mbedtls import MbedtlsRecipe
 from tlsbench.recipes.openssl import OpensslRecipe
 from tlsbench.recipes.system import SystemRecipe
@@ -15,6 +16,7 @@ RECIPES: dict[str, Recipe] = {
     "wolfssl": WolfsslRecipe(),
     "openssl": OpensslRecipe(),
     "gnutls": GnutlsRecipe(),
+    "hacl": HaclRecipe(),
 }
 
 
