@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tlsbench.recipes.awslc import AwslcRecipe
 from tlsbench.recipes.base import BuildContext, LinkInfo, Recipe
 from tlsbench.recipes.gnutls import GnutlsRecipe
 from tlsbench.recipes.mbedtls import MbedtlsRecipe
@@ -15,6 +16,7 @@ RECIPES: dict[str, Recipe] = {
     "wolfssl": WolfsslRecipe(),
     "openssl": OpensslRecipe(),
     "gnutls": GnutlsRecipe(),
+    "awslc": AwslcRecipe(),
 }
 
 
