@@ -10,7 +10,8 @@
  *    ServerKeyExchange is read from the handshake message the library hands to its
  *    message callback as it sends it;
  *  - a TLS 1.3 client gets a resumable session only through the new-session callback
- *    (SSL_get1_session returns the handshake's session, which holds no ticket);
+ *    (SSL_get1_session returns the handshake's session, which holds no ticket), and a
+ *    TLS 1.3 server holds its tickets back until it writes (flushed at handshake end);
  *  - no finite-field DHE (neither TLS 1.2 DHE suites nor RFC 7919 groups), no
  *    max_fragment_length extension, no RSASSA-PSS (rsa_pss_pss_*) certificates;
  *  - the AEAD scenario uses its native EVP_AEAD interface.
@@ -196,6 +197,7 @@ typedef struct awslc_conn {
   uint16_t own_sigalg;
   /* Client: the latest session the library handed over (TLS 1.3: with its ticket). */
   SSL_SESSION *session;
+  int tickets_flushed; /* server: the NewSessionTickets were sent after the handshake */
 } awslc_conn;
 
 typedef struct awslc_aead {
@@ -608,7 +610,17 @@ static tb_status awslc_handshake(void *conn, char *err) {
   awslc_conn *c = conn;
   clear_stale_errors();
   int ret = SSL_do_handshake(c->ssl);
-  return ret == 1 ? TB_OK : io_status(c, ret, "handshake", err);
+  if (ret != 1) return io_status(c, ret, "handshake", err);
+  /* A TLS 1.3 server builds its NewSessionTickets at the end of the handshake but holds
+   * them back until its first write. A zero-byte write sends them now, as OpenSSL does, so
+   * that the handshake's cost and bytes include them and a ticket sent while asked off is
+   * seen by the core (with no tickets pending it writes nothing). */
+  if (SSL_is_server(c->ssl) && SSL_version(c->ssl) == TLS1_3_VERSION && !c->tickets_flushed) {
+    ret = SSL_write(c->ssl, "", 0);
+    if (ret < 0) return io_status(c, ret, "sending the session tickets", err);
+    c->tickets_flushed = 1;
+  }
+  return TB_OK;
 }
 
 static tb_status awslc_write(void *conn, const unsigned char *buf, size_t len, size_t *done,
