@@ -105,8 +105,8 @@ def load_pins(pins_file: Path | None = None) -> dict[str, Pin]:
                 f"{pins_file}: pin [{line}] subdir must be a relative folder inside the "
                 f"archive, not {subdir!r}"
             )
-        for key in ("library", "version"):
-            if not isinstance(entry.get(key, "x"), str) or not entry.get(key, "x").strip():
+        for key in ("library", "version"):  # optional
+            if key in entry and (not isinstance(entry[key], str) or not entry[key].strip()):
                 raise UserError(
                     f"{pins_file}: pin [{line}] {key} must be a non-empty string, "
                     f"not {entry[key]!r}"
