@@ -803,7 +803,8 @@ static const char *g_sigalgs[ARRAY_LEN(kSigalgs) + 1];
 
 static void fill_build_options(void) {
   size_t n = 0;
-  snprintf(g_build_text[n], sizeof(g_build_text[n]), "AWSLC_VERSION=%s", awslc_version_string());
+  snprintf(g_build_text[n], sizeof(g_build_text[n]), "AWSLC_VERSION_NUMBER_STRING=%s",
+           AWSLC_VERSION_NUMBER_STRING);
   snprintf(g_build_text[++n], sizeof(g_build_text[n]), "AWSLC_API_VERSION=%d", AWSLC_API_VERSION);
   snprintf(g_build_text[++n], sizeof(g_build_text[n]), "CRYPTO_has_asm=%d", CRYPTO_has_asm());
   snprintf(g_build_text[++n], sizeof(g_build_text[n]), "EVP_has_aes_hardware=%d",
@@ -838,10 +839,8 @@ static void fill_groups_and_sigalgs(SSL_CTX *ctx) {
   g_groups[n] = NULL;
   n = 0;
   for (size_t i = 0; i < ARRAY_LEN(kSigalgs); i++) {
-    /* SHA-1 schemes are accepted by the prefs API but off by default for verification:
-     * not declared. */
-    if (kSigalgs[i].id == SSL_SIGN_RSA_PKCS1_SHA1 || kSigalgs[i].id == SSL_SIGN_ECDSA_SHA1)
-      continue;
+    /* SHA-1 schemes included: AWS-LC has no security level, and a TLS 1.2 handshake pinned
+     * to rsa_pkcs1_sha1 completes (unlike OpenSSL's default level). */
     if (SSL_CTX_set_signing_algorithm_prefs(ctx, &kSigalgs[i].id, 1) &&
         SSL_CTX_set_verify_algorithm_prefs(ctx, &kSigalgs[i].id, 1))
       g_sigalgs[n++] = kSigalgs[i].iana;
@@ -858,7 +857,7 @@ static tb_status awslc_info(tb_info *out, char *err) {
     SSL_CTX_free(probe);
     return awslc_fail(err, TB_FAILED, "SSL_CTX_new");
   }
-  snprintf(out->version, sizeof(out->version), "AWS-LC %s", awslc_version_string());
+  snprintf(out->version, sizeof(out->version), "%s", awslc_version_string()); /* "AWS-LC x.y.z" */
   fill_build_options();
   g_versions[0] = "1.2";
   g_versions[1] = "1.3";
