@@ -84,6 +84,22 @@ def test_probe_proves_wolfssl_large_static_buffers(build_of) -> None:
     assert probe["LARGE_STATIC_BUFFERS"] is True
 
 
+def test_probe_proves_awslc_no_asm(build_of) -> None:
+    # The library's own CRYPTO_has_asm, compiled into libcrypto.
+    assert build_of("aws-lc-5.12.0").describe()["probe"]["CRYPTO_has_asm"] is True
+    probe = build_of("aws-lc-5.12.0:no-asm").describe()["probe"]
+    assert probe["CRYPTO_has_asm"] is False and probe["EVP_has_aes_hardware"] is False
+
+
+def test_a_cmake_option_aws_lc_does_not_read_is_an_error(catalog: Catalog) -> None:
+    import dataclasses
+
+    variant = catalog.resolve("aws-lc-5.12.0")
+    typo = dataclasses.replace(variant, configure=(*variant.configure, "-DDISABLE_G0=ON"))
+    with pytest.raises(BuildError, match="CMake did not use some -D option"):
+        Builder(quiet=True).build(typo)
+
+
 def test_i686_build_of_mbedtls(build_of) -> None:
     info = build_of("mbedtls-2.28.x:i686").describe()
     assert info["probe"]["pointer_bits"] == 32

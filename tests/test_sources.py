@@ -237,7 +237,9 @@ def test_without_cargo_a_crate_comes_from_the_sparse_index_checked_against_it(
 @pytest.mark.parametrize(
     ("extra", "message"),
     [('kind = "git"', "kind must be one of debian, crate"),
-     ('subdir = "../x"', "subdir must be a relative folder")],
+     ('subdir = "../x"', "subdir must be a relative folder"),
+     ("library = 3", "library must be a non-empty string"),
+     ('version = ""', "version must be a non-empty string")],
 )  # fmt: skip
 def test_a_wrong_kind_or_subdir_is_a_message(tmp_path: Path, extra: str, message: str) -> None:
     pins_file = tmp_path / "pins.toml"
@@ -247,3 +249,20 @@ def test_a_wrong_kind_or_subdir_is_a_message(tmp_path: Path, extra: str, message
     )
     with pytest.raises(UserError, match=message):
         load_pins(pins_file)
+
+
+def test_a_crate_whose_version_is_not_the_librarys_names_both() -> None:
+    # aws-lc-sys 0.47.0 bundles AWS-LC 5.12.0; the line's first word ("aws") is not the
+    # library ("awslc").
+    pin = load_pins()["aws-lc-5.12.0"]
+    assert (pin.library, pin.package, pin.upstream) == ("awslc", "aws-lc-sys", "0.47.0")
+    assert pin.library_version == "5.12.0"
+    assert load_pins()["openssl-1.1.1w"].library_version == "1.1.1w"
+
+
+def test_the_aws_lc_crate_holds_its_tls_library_and_release(tmp_path: Path) -> None:
+    # The crate really bundles libssl's sources (ssl/), and the release the pin names.
+    tree = Sources(cache=tmp_path).source_dir("aws-lc-5.12.0")
+    assert tree.name == "aws-lc" and (tree / "ssl" / "ssl_lib.cc").is_file()
+    base = (tree / "include" / "openssl" / "base.h").read_text()
+    assert '#define AWSLC_VERSION_NUMBER_STRING "5.12.0"' in base

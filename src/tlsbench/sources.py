@@ -55,11 +55,15 @@ class Pin:
     sha256: str
     kind: str = "debian"  # "debian" (source package) or "crate" (crates.io archive)
     subdir: str = ""  # the library's tree inside the archive, e.g. "openssl" in a crate
+    release: str = ""  # the library's own release when `upstream` does not carry it
 
     @property
     def library_version(self) -> str:
         """The library's own release: a crate's version carries it as build metadata
-        (openssl-src 111.28.2+1.1.1w bundles OpenSSL 1.1.1w)."""
+        (openssl-src 111.28.2+1.1.1w bundles OpenSSL 1.1.1w), or the pin's `version` says it
+        (aws-lc-sys 0.47.0 bundles AWS-LC 5.12.0)."""
+        if self.release:
+            return self.release
         if self.kind == "crate" and "+" in self.upstream:
             return self.upstream.split("+", 1)[1]
         return self.upstream
@@ -101,15 +105,23 @@ def load_pins(pins_file: Path | None = None) -> dict[str, Pin]:
                 f"{pins_file}: pin [{line}] subdir must be a relative folder inside the "
                 f"archive, not {subdir!r}"
             )
+        for key in ("library", "version"):  # optional
+            if key in entry and (not isinstance(entry[key], str) or not entry[key].strip()):
+                raise UserError(
+                    f"{pins_file}: pin [{line}] {key} must be a non-empty string, "
+                    f"not {entry[key]!r}"
+                )
         pins[line] = Pin(
             line=line,
-            library=line.split("-", 1)[0],
+            # The line's first word, unless the pin names the library (aws-lc-5.12.0: awslc).
+            library=entry.get("library", line.split("-", 1)[0]),
             package=entry["package"],
             upstream=entry["upstream"],
             file=entry["file"],
             sha256=entry["sha256"].lower(),
             kind=kind,
             subdir=subdir,
+            release=entry.get("version", ""),
         )
     return pins
 

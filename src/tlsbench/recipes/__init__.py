@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tlsbench.recipes.awslc import AwslcRecipe
 from tlsbench.recipes.base import BuildContext, LinkInfo, Recipe
 from tlsbench.recipes.gnutls import GnutlsRecipe
 from tlsbench.recipes.hacl import HaclRecipe
@@ -17,6 +18,7 @@ RECIPES: dict[str, Recipe] = {
     "openssl": OpensslRecipe(),
     "gnutls": GnutlsRecipe(),
     "hacl": HaclRecipe(),
+    "awslc": AwslcRecipe(),
 }
 
 
