@@ -21,6 +21,7 @@ TLS_LIBRARIES = [
     "openssl-1.1.1w",
     "gnutls-3.8.x",
     "gnutls-system",
+    "boringssl-5.4.0",
 ]
 # One pinned variant per library.
 PINNED = ["mbedtls-3.6.6", "wolfssl-5.7.2", "openssl-3.5.x", "gnutls-3.8.x"]

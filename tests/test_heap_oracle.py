@@ -25,6 +25,7 @@ ORACLE_VARIANTS = [
     "wolfssl-5.7.2",
     "gnutls-3.8.x",
     "openssl-1.1.1w",
+    "boringssl-5.4.0",
 ]
 
 

@@ -247,3 +247,15 @@ def test_a_wrong_kind_or_subdir_is_a_message(tmp_path: Path, extra: str, message
     )
     with pytest.raises(UserError, match=message):
         load_pins(pins_file)
+
+
+def test_the_boringssl_crate_tree_carries_its_generated_sources() -> None:
+    """boring-sys bundles BoringSSL with `gen/` (perlasm output, error tables): a build
+    needs neither Perl nor Go. The tree is the crate's deps/boringssl, not the crate."""
+    pin = load_pins()["boringssl-5.4.0"]
+    assert (pin.kind, pin.package, pin.subdir) == ("crate", "boring-sys", "deps/boringssl")
+    assert pin.library == "boringssl" and pin.library_version == "5.4.0"
+    tree = Sources().source_dir(pin.line)
+    assert tree.parts[-2:] == ("deps", "boringssl")
+    assert (tree / "CMakeLists.txt").is_file() and (tree / "gen" / "sources.cmake").is_file()
+    assert (tree / "include" / "openssl" / "ssl.h").is_file()

@@ -53,6 +53,8 @@ OPENSSL_ACCEL_OFF_MASK = "~0x1200020200000000:~0x600E02B0128"
 ACCEL_OFF_ENV = {
     "openssl": {"OPENSSL_ia32cap": OPENSSL_ACCEL_OFF_MASK},
     "gnutls": {"GNUTLS_CPUID_OVERRIDE": "0x1", "NETTLE_FAT_OVERRIDE": "none"},
+    # BoringSSL reads the same variable, in the same two-word format, at its CPU probe.
+    "boringssl": {"OPENSSL_ia32cap": OPENSSL_ACCEL_OFF_MASK},
 }
 # Build features that are the acceleration of libraries without a run-time switch.
 ACCEL_FEATURES = {"wolfssl": {"intelasm", "aesni", "sp-asm"}, "mbedtls": set()}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tlsbench.recipes.base import BuildContext, LinkInfo, Recipe
+from tlsbench.recipes.boringssl import BoringsslRecipe
 from tlsbench.recipes.gnutls import GnutlsRecipe
 from tlsbench.recipes.mbedtls import MbedtlsRecipe
 from tlsbench.recipes.openssl import OpensslRecipe
@@ -15,6 +16,7 @@ RECIPES: dict[str, Recipe] = {
     "wolfssl": WolfsslRecipe(),
     "openssl": OpensslRecipe(),
     "gnutls": GnutlsRecipe(),
+    "boringssl": BoringsslRecipe(),
 }
 
 
