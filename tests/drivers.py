@@ -22,6 +22,7 @@ TLS_LIBRARIES = [
     "gnutls-3.8.x",
     "gnutls-system",
     "aws-lc-5.12.0",
+    "boringssl-5.4.0",
 ]
 # One pinned variant per library.
 PINNED = ["mbedtls-3.6.6", "wolfssl-5.7.2", "openssl-3.5.x", "gnutls-3.8.x"]

@@ -22,9 +22,12 @@ LIBRARIES = [
     "gnutls-system",
     "openssl-1.1.1w",
     "aws-lc-5.12.0",
+    "boringssl-5.4.0",
 ]
 # What a build cannot do, with the reason the driver must give (exit 3, never a sample).
 UNSUPPORTED = {("mbedtls-2.28.x", "1.3"): "TLS 1.3"}
+# Builds that offer the hybrid post-quantum group X25519MLKEM768.
+HYBRID_ML_KEM = ("openssl-3.5.x", "aws-lc-5.12.0", "boringssl-5.4.0")
 
 SIGALG = {
     ("rsa2048", "1.3"): "rsa_pss_rsae_sha256",
@@ -156,7 +159,7 @@ def test_a_suite_the_build_does_not_have_is_refused(spec, build_of) -> None:
 def test_hybrid_ml_kem_is_negotiated_or_refused(spec, build_of) -> None:
     run = run_driver(build_of(spec), "handshake", "--group", "X25519MLKEM768", "--iterations",
                      "1")  # fmt: skip
-    if spec in ("openssl-3.5.x", "aws-lc-5.12.0"):
+    if spec in HYBRID_ML_KEM:
         assert run.code == 0, run.stderr
         assert run.output["negotiated"]["group"] == "X25519MLKEM768"
     else:
@@ -171,7 +174,8 @@ def _gcm_cycles_per_byte(build, env: dict[str, str] | None = None) -> tuple[floa
     return row["tsc_cycles_per_byte"], run.output.get("cpu_paths")
 
 
-@pytest.mark.parametrize("spec", ["openssl-3.5.x", "gnutls-3.8.x", "aws-lc-5.12.0"])
+@pytest.mark.parametrize("spec", ["openssl-3.5.x", "gnutls-3.8.x", "aws-lc-5.12.0",
+                                  "boringssl-5.4.0"])
 def test_accel_off_really_switches_the_cpu_crypto_off(spec, build_of) -> None:
     """The run-time switch the runner uses for accel = "off" (generous bound: on this
     machine the generic code is 10-100x slower than AES-NI + PCLMULQDQ)."""
@@ -181,6 +185,6 @@ def test_accel_off_really_switches_the_cpu_crypto_off(spec, build_of) -> None:
     on, paths_on = _gcm_cycles_per_byte(build)
     off, paths_off = _gcm_cycles_per_byte(build, ACCEL_OFF_ENV[build.variant.library])
     assert off > 3 * on, (spec, on, off)
-    if spec.startswith(("openssl", "aws-lc")):
+    if spec.startswith(("openssl", "aws-lc", "boringssl")):
         assert paths_on is not None and "AES-NI on, PCLMULQDQ on" in paths_on
         assert paths_off is not None and "AES-NI off, PCLMULQDQ off" in paths_off

@@ -26,6 +26,7 @@ ORACLE_VARIANTS = [
     "gnutls-3.8.x",
     "openssl-1.1.1w",
     "aws-lc-5.12.0",
+    "boringssl-5.4.0",
 ]
 
 

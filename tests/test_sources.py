@@ -266,3 +266,15 @@ def test_the_aws_lc_crate_holds_its_tls_library_and_release(tmp_path: Path) -> N
     assert tree.name == "aws-lc" and (tree / "ssl" / "ssl_lib.cc").is_file()
     base = (tree / "include" / "openssl" / "base.h").read_text()
     assert '#define AWSLC_VERSION_NUMBER_STRING "5.12.0"' in base
+
+
+def test_the_boringssl_crate_tree_carries_its_generated_sources() -> None:
+    """boring-sys bundles BoringSSL with `gen/` (perlasm output, error tables): a build
+    needs neither Perl nor Go. The tree is the crate's deps/boringssl, not the crate."""
+    pin = load_pins()["boringssl-5.4.0"]
+    assert (pin.kind, pin.package, pin.subdir) == ("crate", "boring-sys", "deps/boringssl")
+    assert pin.library == "boringssl" and pin.library_version == "5.4.0"
+    tree = Sources().source_dir(pin.line)
+    assert tree.parts[-2:] == ("deps", "boringssl")
+    assert (tree / "CMakeLists.txt").is_file() and (tree / "gen" / "sources.cmake").is_file()
+    assert (tree / "include" / "openssl" / "ssl.h").is_file()

@@ -92,3 +92,10 @@ def test_list_variants_json(capsys: pytest.CaptureFixture) -> None:
         "records-4096",
     ):
         assert f'"{feature}"' in out
+
+
+def test_boringssl_variants_are_cmake_options_or_refused(catalog: Catalog) -> None:
+    assert "-DOPENSSL_NO_ASM=1" in catalog.resolve("boringssl-5.4.0:no-asm").configure
+    assert catalog.resolve("boringssl-5.4.0").configure == ()
+    with pytest.raises(UserError, match="g\\+\\+-multilib"):
+        catalog.resolve("boringssl-5.4.0:i686")

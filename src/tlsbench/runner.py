@@ -55,6 +55,8 @@ ACCEL_OFF_ENV = {
     "gnutls": {"GNUTLS_CPUID_OVERRIDE": "0x1", "NETTLE_FAT_OVERRIDE": "none"},
     # AWS-LC reads OPENSSL_ia32cap in OpenSSL's format (crypto/fipsmodule/cpucap).
     "awslc": {"OPENSSL_ia32cap": OPENSSL_ACCEL_OFF_MASK},
+    # BoringSSL reads the same variable, in the same two-word format, at its CPU probe.
+    "boringssl": {"OPENSSL_ia32cap": OPENSSL_ACCEL_OFF_MASK},
 }
 # Build features that are the acceleration of libraries without a run-time switch.
 ACCEL_FEATURES = {"wolfssl": {"intelasm", "aesni", "sp-asm"}, "mbedtls": set(),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tlsbench.recipes.awslc import AwslcRecipe
 from tlsbench.recipes.base import BuildContext, LinkInfo, Recipe
+from tlsbench.recipes.boringssl import BoringsslRecipe
 from tlsbench.recipes.gnutls import GnutlsRecipe
 from tlsbench.recipes.hacl import HaclRecipe
 from tlsbench.recipes.mbedtls import MbedtlsRecipe
@@ -19,6 +20,7 @@ RECIPES: dict[str, Recipe] = {
     "gnutls": GnutlsRecipe(),
     "hacl": HaclRecipe(),
     "awslc": AwslcRecipe(),
+    "boringssl": BoringsslRecipe(),
 }
 
 
