@@ -6,6 +6,7 @@ from tlsbench.recipes.base import BuildContext, LinkInfo, Recipe
 from tlsbench.recipes.gnutls import GnutlsRecipe
 from tlsbench.recipes.mbedtls import MbedtlsRecipe
 from tlsbench.recipes.openssl import OpensslRecipe
+from tlsbench.recipes.rustls import RustlsRecipe
 from tlsbench.recipes.system import SystemRecipe
 from tlsbench.recipes.wolfssl import WolfsslRecipe
 from tlsbench.variants import Variant
@@ -15,6 +16,7 @@ RECIPES: dict[str, Recipe] = {
     "wolfssl": WolfsslRecipe(),
     "openssl": OpensslRecipe(),
     "gnutls": GnutlsRecipe(),
+    "rustls": RustlsRecipe(),
 }
 
 
