@@ -17,9 +17,10 @@
  * Read-back: version, suite, group, resumption and the peer's certificate come from the
  * library. The signature schemes do not (neither rustls nor rustls-ffi reports them): they
  * are read off the wire, as the mbedTLS adapter does. TLS 1.2 ServerKeyExchange and
- * CertificateVerify are plaintext; TLS 1.3 CertificateVerify is decrypted from the head of
- * its record with the handshake traffic secret rustls hands to its key-log callback
- * (keystream only, with the system libcrypto, after the handshake, outside timed calls).
+ * CertificateVerify are plaintext; a TLS 1.3 CertificateVerify is decrypted (AEAD, tag
+ * checked) from the records as they passed, with the handshake traffic secret rustls hands
+ * to its key-log callback, using the system's libcrypto, in negotiated(): after the
+ * handshake, outside the timed calls. The records are kept in static storage, off the heap.
  *
  * Transport: rustls does no I/O; read_tls / write_tls take callbacks that call the
  * tb_transport. rustls has no socket I/O of its own, so --io fd is unsupported.
@@ -150,92 +151,116 @@ static const keylog_entry *keylog_find(const unsigned char random[32], int serve
 
 /* ------------------------------------------------------------------------- wire observer */
 
-#define HS_HEAD 160       /* bytes kept of each plaintext handshake message */
-#define MAX_PROTECTED 16  /* TLS 1.3 protected handshake records kept per direction */
-#define PROTECTED_HEAD 8  /* bytes kept of each: type, length, the scheme */
+#define HS_HEAD 160 /* bytes kept of each plaintext handshake message */
 #define CERTIFICATE_VERIFY 15
 #define SERVER_KEY_EXCHANGE 12
 #define CLIENT_HELLO 1
 
-/* One direction of the byte stream, parsed into records and plaintext handshake messages
- * while the handshake runs. Only heads are kept: nothing grows with the certificates. */
-typedef struct wire_dir {
-  int from_client; /* the records of this direction are the client's */
-  unsigned char rec_hdr[5];
-  size_t rec_hdr_have, rec_left;
-  int ccs_seen; /* TLS 1.2: later handshake records of this direction are encrypted */
-  /* The plaintext handshake stream (content type 22). */
-  unsigned char hs_hdr[4];
-  size_t hs_hdr_have, hs_left, hs_head_have;
-  unsigned char hs_head[HS_HEAD];
-  /* TLS 1.3 protected records (content type 23), in order: record i has sequence i. */
-  unsigned n_protected;
+/* TLS 1.3 protected handshake records, as they passed, for one side and direction. They are
+ * kept in static storage, not on the heap, so that the read-back adds nothing to the heap
+ * figures (and only a copy to the handshake's time); rustls puts a whole flight
+ * (EncryptedExtensions .. Finished) into one record, so whole records are needed. A side's
+ * next connection starts them anew: negotiated() reads them before (the core checks every
+ * handshake right after it), and `owner` says whose they are. */
+#define CAPTURE_BYTES (64 * 1024)
+#define CAPTURE_RECORDS 32
+typedef struct capture {
+  unsigned long owner; /* the connection's serial number */
+  int overflow;
+  size_t len;
+  unsigned n_records;
   struct {
-    size_t len;
-    size_t have;
-    unsigned char head[PROTECTED_HEAD];
-  } protected_records[MAX_PROTECTED];
-} wire_dir;
+    size_t start, len;
+    unsigned char header[5]; /* the AEAD's additional data */
+  } records[CAPTURE_RECORDS];
+  unsigned char bytes[CAPTURE_BYTES];
+} capture;
+
+static capture g_capture[2][2]; /* [tb_role][0: incoming, 1: outgoing] */
+
+/* The plaintext handshake stream of one direction, parsed message by message; only the head
+ * of each message is kept. */
+typedef struct hs_stream {
+  int from_client; /* these are the client's messages */
+  unsigned char hdr[4];
+  size_t hdr_have, left, head_have;
+  unsigned char head[HS_HEAD];
+} hs_stream;
 
 typedef struct wire_seen {
   int have_random;
   unsigned char client_random[32];
-  uint16_t tls12_server_sigalg; /* ServerKeyExchange (0: none seen) */
-  uint16_t tls12_client_sigalg; /* the client's CertificateVerify */
+  uint16_t server_sigalg; /* the server's ServerKeyExchange / CertificateVerify (0: none) */
+  uint16_t client_sigalg; /* the client's CertificateVerify */
 } wire_seen;
 
-static void hs_message_done(wire_dir *d, wire_seen *seen) {
-  const unsigned char *m = d->hs_head;
-  size_t have = d->hs_head_have; /* includes the 4-byte header */
-  switch (d->hs_hdr[0]) {
+/* One direction of the byte stream, parsed into records while the handshake runs. */
+typedef struct wire_dir {
+  capture *cap;
+  int keep; /* the current protected record is being captured */
+  unsigned char rec_hdr[5];
+  size_t rec_hdr_have, rec_left;
+  int ccs_seen; /* TLS 1.2: later handshake records of this direction are encrypted */
+  hs_stream hs;
+} wire_dir;
+
+static void hs_message_done(const hs_stream *h, wire_seen *seen, int tls13) {
+  const unsigned char *m = h->head;
+  size_t have = h->head_have; /* includes the 4-byte header */
+  switch (h->hdr[0]) {
     case CLIENT_HELLO: /* version(2) random(32) */
-      if (d->from_client && have >= 4 + 2 + 32) {
+      if (h->from_client && have >= 4 + 2 + 32) {
         memcpy(seen->client_random, m + 6, 32);
         seen->have_random = 1;
       }
       break;
     case SERVER_KEY_EXCHANGE: /* ECDHE: curve_type(1) curve(2) point<1..255> scheme(2) */
-      if (!d->from_client && have >= 8 && m[4] == 3) {
+      if (!h->from_client && !tls13 && have >= 8 && m[4] == 3) {
         size_t at = 4 + 3 + 1 + m[7];
-        if (have >= at + 2) seen->tls12_server_sigalg = (uint16_t)(m[at] << 8 | m[at + 1]);
+        if (have >= at + 2) seen->server_sigalg = (uint16_t)(m[at] << 8 | m[at + 1]);
       }
       break;
-    case CERTIFICATE_VERIFY: /* TLS 1.2, in the clear: scheme(2) signature<..> */
-      if (d->from_client && have >= 6) seen->tls12_client_sigalg = (uint16_t)(m[4] << 8 | m[5]);
+    case CERTIFICATE_VERIFY: /* scheme(2) signature<..>, in both versions */
+      if (have >= 6) {
+        uint16_t scheme = (uint16_t)(m[4] << 8 | m[5]);
+        if (h->from_client)
+          seen->client_sigalg = scheme;
+        else
+          seen->server_sigalg = scheme;
+      }
       break;
     default:
       break;
   }
 }
 
-/* Feeds plaintext handshake bytes (which may hold several messages or part of one). */
-static void hs_feed(wire_dir *d, wire_seen *seen, const unsigned char *p, size_t n) {
+/* Feeds handshake bytes (which may hold several messages or part of one). */
+static void hs_feed(hs_stream *h, wire_seen *seen, int tls13, const unsigned char *p, size_t n) {
   while (n > 0) {
-    if (d->hs_hdr_have < 4) {
-      d->hs_hdr[d->hs_hdr_have++] = *p;
-      d->hs_head[d->hs_head_have++] = *p;
+    if (h->hdr_have < 4) {
+      h->hdr[h->hdr_have++] = *p;
+      h->head[h->head_have++] = *p;
       p++, n--;
-      if (d->hs_hdr_have == 4) {
-        d->hs_left = (size_t)d->hs_hdr[1] << 16 | (size_t)d->hs_hdr[2] << 8 | d->hs_hdr[3];
-      } else {
-        continue;
-      }
+      if (h->hdr_have < 4) continue;
+      h->left = (size_t)h->hdr[1] << 16 | (size_t)h->hdr[2] << 8 | h->hdr[3];
     } else {
-      size_t take = n < d->hs_left ? n : d->hs_left;
-      size_t keep = HS_HEAD - d->hs_head_have < take ? HS_HEAD - d->hs_head_have : take;
-      memcpy(d->hs_head + d->hs_head_have, p, keep);
-      d->hs_head_have += keep;
-      d->hs_left -= take;
+      size_t take = n < h->left ? n : h->left;
+      size_t room = HS_HEAD - h->head_have;
+      size_t keep = room < take ? room : take;
+      memcpy(h->head + h->head_have, p, keep);
+      h->head_have += keep;
+      h->left -= take;
       p += take, n -= take;
     }
-    if (d->hs_hdr_have == 4 && d->hs_left == 0) {
-      hs_message_done(d, seen);
-      d->hs_hdr_have = d->hs_head_have = 0;
+    if (h->left == 0) {
+      hs_message_done(h, seen, tls13);
+      h->hdr_have = h->head_have = 0;
     }
   }
 }
 
 static void wire_feed(wire_dir *d, wire_seen *seen, const unsigned char *p, size_t n) {
+  capture *cap = d->cap;
   while (n > 0) {
     if (d->rec_hdr_have < 5) {
       d->rec_hdr[d->rec_hdr_have++] = *p++;
@@ -243,21 +268,25 @@ static void wire_feed(wire_dir *d, wire_seen *seen, const unsigned char *p, size
       if (d->rec_hdr_have < 5) continue;
       d->rec_left = (size_t)d->rec_hdr[3] << 8 | d->rec_hdr[4];
       if (d->rec_hdr[0] == 20) d->ccs_seen = 1;
-      if (d->rec_hdr[0] == 23 && d->n_protected < MAX_PROTECTED) {
-        d->protected_records[d->n_protected].len = d->rec_left;
-        d->protected_records[d->n_protected].have = 0;
-        d->n_protected++;
+      d->keep = 0;
+      if (d->rec_hdr[0] == 23) {
+        if (cap->n_records < CAPTURE_RECORDS && cap->len + d->rec_left <= CAPTURE_BYTES) {
+          cap->records[cap->n_records].start = cap->len;
+          cap->records[cap->n_records].len = d->rec_left;
+          memcpy(cap->records[cap->n_records].header, d->rec_hdr, 5);
+          cap->n_records++;
+          d->keep = 1;
+        } else {
+          cap->overflow = 1;
+        }
       }
       if (d->rec_left > 0) continue;
     }
     size_t take = n < d->rec_left ? n : d->rec_left;
-    if (d->rec_hdr[0] == 22 && !d->ccs_seen) hs_feed(d, seen, p, take);
-    if (d->rec_hdr[0] == 23 && d->n_protected > 0 && d->n_protected <= MAX_PROTECTED) {
-      size_t len = d->protected_records[d->n_protected - 1].len;
-      size_t *have = &d->protected_records[d->n_protected - 1].have;
-      size_t done = len - d->rec_left; /* bytes of this record already seen */
-      for (size_t i = 0; i < take && done + i < PROTECTED_HEAD; i++)
-        d->protected_records[d->n_protected - 1].head[done + i] = p[i], (*have)++;
+    if (d->rec_hdr[0] == 22 && !d->ccs_seen) hs_feed(&d->hs, seen, 0, p, take);
+    if (d->keep) {
+      memcpy(cap->bytes + cap->len, p, take);
+      cap->len += take;
     }
     d->rec_left -= take;
     p += take, n -= take;
@@ -284,53 +313,61 @@ static int expand_label(const EVP_MD *md, const unsigned char *secret, size_t se
   return 1;
 }
 
-/* The first PROTECTED_HEAD bytes of the keystream of record `seq` (AES-GCM: counter block 2
- * of the nonce; ChaCha20-Poly1305: block 1), under one handshake traffic secret. */
-static int keystream(uint16_t suite, const keylog_entry *k, uint64_t seq,
-                     unsigned char out[PROTECTED_HEAD]) {
+/* Opens one protected record (AEAD with its tag checked): returns the inner plaintext's
+ * length without content type and padding, and the content type; 0 when it does not open
+ * under this key (a record under the next key, after the handshake's). */
+static size_t open_record(uint16_t suite, const keylog_entry *k, uint64_t seq,
+                          const unsigned char header[5], const unsigned char *in, size_t len,
+                          unsigned char *out, unsigned char *type) {
   const EVP_MD *md = suite == 0x1302 ? EVP_sha384() : EVP_sha256();
+  const EVP_CIPHER *cipher = suite == 0x1301   ? EVP_aes_128_gcm()
+                             : suite == 0x1302 ? EVP_aes_256_gcm()
+                                               : EVP_chacha20_poly1305();
   size_t key_len = suite == 0x1301 ? 16 : 32;
-  unsigned char key[32], iv[12], block[16], zero[PROTECTED_HEAD] = {0};
-  if (!expand_label(md, k->secret, k->len, "key", key, key_len) ||
+  unsigned char key[32], iv[12];
+  if (len < 17 || !expand_label(md, k->secret, k->len, "key", key, key_len) ||
       !expand_label(md, k->secret, k->len, "iv", iv, sizeof(iv)))
     return 0;
   for (int i = 0; i < 8; i++) iv[11 - i] ^= (unsigned char)(seq >> (8 * i));
-  const EVP_CIPHER *cipher;
-  if (suite == 0x1303) {
-    cipher = EVP_chacha20();
-    memcpy(block, "\x01\x00\x00\x00", 4); /* block counter 1, little-endian */
-    memcpy(block + 4, iv, 12);
-  } else {
-    cipher = key_len == 16 ? EVP_aes_128_ctr() : EVP_aes_256_ctr();
-    memcpy(block, iv, 12);
-    memcpy(block + 12, "\x00\x00\x00\x02", 4);
-  }
+  size_t body = len - 16;
   EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
-  int len = 0;
-  int ok = ctx != NULL && EVP_EncryptInit_ex(ctx, cipher, NULL, key, block) == 1 &&
-           EVP_EncryptUpdate(ctx, out, &len, zero, PROTECTED_HEAD) == 1 && len == PROTECTED_HEAD;
+  int n = 0, tail = 0;
+  int ok = ctx != NULL && EVP_DecryptInit_ex(ctx, cipher, NULL, NULL, NULL) == 1 &&
+           EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_IVLEN, 12, NULL) == 1 &&
+           EVP_DecryptInit_ex(ctx, NULL, NULL, key, iv) == 1 &&
+           EVP_DecryptUpdate(ctx, NULL, &n, header, 5) == 1 &&
+           EVP_DecryptUpdate(ctx, out, &n, in, (int)body) == 1 &&
+           EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, 16, (void *)(in + body)) == 1 &&
+           EVP_DecryptFinal_ex(ctx, out + n, &tail) == 1;
   EVP_CIPHER_CTX_free(ctx);
   OPENSSL_cleanse(key, sizeof(key));
-  return ok;
+  if (!ok) return 0;
+  size_t plain = body;
+  while (plain > 0 && out[plain - 1] == 0) plain--; /* padding */
+  if (plain == 0) return 0;
+  *type = out[plain - 1];
+  return plain - 1;
 }
 
-/* TLS 1.3: the scheme of the CertificateVerify among one direction's protected handshake
- * records, 0 when there is none (resumption, or no client certificate). A record holds it
- * when its decrypted head is a CertificateVerify whose length fits the record exactly:
- * message, content type, 16-byte tag (rustls pads nothing and puts one message per record). */
-static uint16_t tls13_certificate_verify(const wire_dir *d, const wire_seen *seen, uint16_t suite) {
-  if (!seen->have_random) return 0;
-  const keylog_entry *k = keylog_find(seen->client_random, !d->from_client);
+/* TLS 1.3: the scheme of the CertificateVerify in one side's and direction's protected
+ * handshake records (0: none, e.g. resumption or no client certificate). */
+static uint16_t tls13_certificate_verify(const capture *cap, unsigned long owner, int from_client,
+                                         const wire_seen *seen, uint16_t suite) {
+  static unsigned char plain[CAPTURE_BYTES];
+  if (cap->owner != owner || !seen->have_random) return 0;
+  const keylog_entry *k = keylog_find(seen->client_random, !from_client);
   if (k == NULL) return 0;
-  for (unsigned seq = 0; seq < d->n_protected && seq < MAX_PROTECTED; seq++) {
-    unsigned char ks[PROTECTED_HEAD], plain[PROTECTED_HEAD];
-    if (d->protected_records[seq].have < 6 || !keystream(suite, k, seq, ks)) continue;
-    for (int i = 0; i < PROTECTED_HEAD; i++) plain[i] = d->protected_records[seq].head[i] ^ ks[i];
-    size_t msg = (size_t)plain[1] << 16 | (size_t)plain[2] << 8 | plain[3];
-    if (plain[0] == CERTIFICATE_VERIFY && d->protected_records[seq].len == 4 + msg + 1 + 16)
-      return (uint16_t)(plain[4] << 8 | plain[5]);
+  hs_stream hs = {.from_client = from_client};
+  wire_seen found = {0};
+  for (unsigned seq = 0; seq < cap->n_records; seq++) {
+    unsigned char type = 0;
+    size_t n =
+        open_record(suite, k, seq, cap->records[seq].header, cap->bytes + cap->records[seq].start,
+                    cap->records[seq].len, plain, &type);
+    if (n == 0) break; /* the handshake key's records end here */
+    if (type == 22) hs_feed(&hs, &found, 1, plain, n);
   }
-  return 0;
+  return from_client ? found.client_sigalg : found.server_sigalg;
 }
 
 /* ------------------------------------------------------------------------- objects */
@@ -353,8 +390,11 @@ typedef struct rl_ctx {
   client_cfg *client; /* the config new connections without a session use */
 } rl_ctx;
 
+static unsigned long g_conn_serial;
+
 typedef struct rl_conn {
   rl_ctx *ctx;
+  unsigned long serial;
   rustls_connection *conn;
   client_cfg *client; /* the config this client connection was made from (one reference) */
   tb_transport io;
@@ -378,11 +418,12 @@ static tb_status rl_global_init(char *err) {
   rustls_result r = rustls_crypto_provider_builder_new_from_default(&b);
   if (r != RUSTLS_RESULT_OK) return rl_fail(err, TB_FAILED, "default crypto provider", r);
   rustls_crypto_provider_builder_free(b);
+  /* One record opened per AEAD (failing its tag is fine): libcrypto fetches its ciphers
+   * and digests once, here. */
   keylog_entry k = {.len = 32};
-  unsigned char ks[PROTECTED_HEAD];
-  if (!keystream(0x1301, &k, 0, ks) || !keystream(0x1302, &k, 0, ks) ||
-      !keystream(0x1303, &k, 0, ks))
-    return tb_fail(err, TB_FAILED, "libcrypto (signature scheme read-back) unusable");
+  unsigned char header[5] = {23, 3, 3, 0, 32}, in[32] = {0}, plain[32], type = 0;
+  for (uint16_t suite = 0x1301; suite <= 0x1303; suite++)
+    (void)open_record(suite, &k, 0, header, in, sizeof(in), plain, &type);
   return TB_OK;
 }
 
@@ -450,11 +491,16 @@ static const char *signer_scheme(const char *key_file, char *err) {
     int der_len = n % 4 == 0 ? EVP_DecodeBlock(der, b64, (int)n) : -1;
     size_t dl = der_len > 0 ? (size_t)der_len : 0;
 #define HAS(oid) has_bytes(der, dl < 64 ? dl : 64, oid, sizeof(oid) - 1)
-    if (HAS("\x2a\x86\x48\x86\xf7\x0d\x01\x01\x01")) scheme = "rsa_pss_rsae_sha512";
-    else if (HAS("\x2b\x65\x70")) scheme = "ed25519";
-    else if (HAS("\x2a\x86\x48\xce\x3d\x03\x01\x07")) scheme = "ecdsa_secp256r1_sha256";
-    else if (HAS("\x2b\x81\x04\x00\x22")) scheme = "ecdsa_secp384r1_sha384";
-    else if (HAS("\x2b\x81\x04\x00\x23")) scheme = "ecdsa_secp521r1_sha512";
+    if (HAS("\x2a\x86\x48\x86\xf7\x0d\x01\x01\x01"))
+      scheme = "rsa_pss_rsae_sha512";
+    else if (HAS("\x2b\x65\x70"))
+      scheme = "ed25519";
+    else if (HAS("\x2a\x86\x48\xce\x3d\x03\x01\x07"))
+      scheme = "ecdsa_secp256r1_sha256";
+    else if (HAS("\x2b\x81\x04\x00\x22"))
+      scheme = "ecdsa_secp384r1_sha384";
+    else if (HAS("\x2b\x81\x04\x00\x23"))
+      scheme = "ecdsa_secp521r1_sha512";
 #undef HAS
   }
   free(pem);
@@ -558,7 +604,8 @@ static tb_status build_client_config(rl_ctx *c, client_cfg **out, char *err) {
   }
   if (r == RUSTLS_RESULT_OK && c->own_key != NULL)
     r = rustls_client_config_builder_set_certified_key(b, &c->own_key, 1);
-  if (r == RUSTLS_RESULT_OK) r = rustls_client_config_builder_set_key_log(b, keylog_log, keylog_wanted);
+  if (r == RUSTLS_RESULT_OK)
+    r = rustls_client_config_builder_set_key_log(b, keylog_log, keylog_wanted);
   client_cfg *cc = calloc(1, sizeof(*cc));
   if (r != RUSTLS_RESULT_OK || cc == NULL) {
     rustls_client_config_builder_free(b);
@@ -616,7 +663,8 @@ static tb_status build_server_config(rl_ctx *c, char *err) {
       r = rustls_server_config_builder_set_send_tls13_tickets(b, 0);
     }
   }
-  if (r == RUSTLS_RESULT_OK) r = rustls_server_config_builder_set_key_log(b, keylog_log, keylog_wanted);
+  if (r == RUSTLS_RESULT_OK)
+    r = rustls_server_config_builder_set_key_log(b, keylog_log, keylog_wanted);
   if (r != RUSTLS_RESULT_OK) {
     rustls_server_config_builder_free(b);
     return rl_fail(err, TB_FAILED, "server config", r);
@@ -651,7 +699,8 @@ static tb_status rl_ctx_new(const tb_config *cfg, void **out, char *err) {
   if (st == TB_OK) st = load_own_key(c, err);
   if (st == TB_OK) st = make_roots(c, err);
   if (st == TB_OK)
-    st = cfg->role == TB_SERVER ? build_server_config(c, err) : build_client_config(c, &c->client, err);
+    st = cfg->role == TB_SERVER ? build_server_config(c, err)
+                                : build_client_config(c, &c->client, err);
   if (st != TB_OK) {
     rl_ctx_free(c);
     return st;
@@ -728,8 +777,16 @@ static tb_status rl_conn_new(void *ctx, const tb_transport *transport, void *ses
   c->ctx = x;
   c->io = *transport;
   c->observing = 1;
-  c->out.from_client = x->role == TB_CLIENT;
-  c->in.from_client = x->role != TB_CLIENT;
+  c->serial = ++g_conn_serial;
+  c->out.hs.from_client = x->role == TB_CLIENT;
+  c->in.hs.from_client = x->role != TB_CLIENT;
+  c->in.cap = &g_capture[x->role][0];
+  c->out.cap = &g_capture[x->role][1];
+  for (int i = 0; i < 2; i++) {
+    g_capture[x->role][i].owner = c->serial;
+    g_capture[x->role][i].len = g_capture[x->role][i].n_records = 0;
+    g_capture[x->role][i].overflow = 0;
+  }
   rustls_result r;
   if (x->role == TB_SERVER) {
     r = rustls_server_connection_new(x->server, &c->conn);
@@ -840,7 +897,9 @@ static tb_status rl_negotiated(void *conn, tb_negotiated *out, char *err) {
   uint16_t v = rustls_connection_get_protocol_version(c->conn);
   if (v == 0) return tb_fail(err, TB_FAILED, "no protocol version negotiated");
   snprintf(out->version, sizeof(out->version), "%s",
-           v == 0x0304 ? "1.3" : v == 0x0303 ? "1.2" : "other");
+           v == 0x0304   ? "1.3"
+           : v == 0x0303 ? "1.2"
+                         : "other");
   uint16_t suite = rustls_connection_get_negotiated_ciphersuite(c->conn);
   code_or_hex(out->suite, SUITE_NAME(suite), suite);
   uint16_t group = rustls_connection_get_negotiated_key_exchange_group(c->conn);
@@ -853,16 +912,15 @@ static tb_status rl_negotiated(void *conn, tb_negotiated *out, char *err) {
   /* The signatures, from the wire: the server's travels server -> client, the client's
    * (mutual auth) client -> server. */
   int client = c->ctx->role == TB_CLIENT;
-  const wire_dir *server_dir = client ? &c->in : &c->out;
-  const wire_dir *client_dir = client ? &c->out : &c->in;
   uint16_t server_sig = 0, client_sig = 0;
   if (!out->resumed) {
     if (v == 0x0304) {
-      server_sig = tls13_certificate_verify(server_dir, &c->seen, suite);
-      client_sig = tls13_certificate_verify(client_dir, &c->seen, suite);
+      const capture *in = &g_capture[c->ctx->role][0], *outgoing = &g_capture[c->ctx->role][1];
+      server_sig = tls13_certificate_verify(client ? in : outgoing, c->serial, 0, &c->seen, suite);
+      client_sig = tls13_certificate_verify(client ? outgoing : in, c->serial, 1, &c->seen, suite);
     } else {
-      server_sig = c->seen.tls12_server_sigalg;
-      client_sig = c->seen.tls12_client_sigalg;
+      server_sig = c->seen.server_sigalg;
+      client_sig = c->seen.client_sigalg;
     }
   }
   if (server_sig != 0) code_or_hex(out->sigalg, SIGALG_NAME(server_sig), server_sig);
@@ -918,8 +976,7 @@ static tb_status rl_info(tb_info *out, char *err) {
   rustls_str v = rustls_version(); /* "rustls-ffi/0.15.7/rustls/0.23.46/aws-lc-rs" */
   snprintf(g_version, sizeof(g_version), "%.*s", (int)v.len, v.data);
   snprintf(g_build_text[0], sizeof(g_build_text[0]), "crypto_provider=%s", TB_RUSTLS_PROVIDER);
-  snprintf(g_build_text[1], sizeof(g_build_text[1]), "prefer_post_quantum=%d",
-           TB_RUSTLS_PREFER_PQ);
+  snprintf(g_build_text[1], sizeof(g_build_text[1]), "prefer_post_quantum=%d", TB_RUSTLS_PREFER_PQ);
   snprintf(g_build_text[2], sizeof(g_build_text[2]), "key_share=%s", first_group());
   for (int i = 0; i < 3; i++) g_build_options[i] = g_build_text[i];
   g_build_options[3] = NULL;
