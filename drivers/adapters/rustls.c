@@ -418,6 +418,10 @@ static tb_status rl_global_init(char *err) {
   rustls_result r = rustls_crypto_provider_builder_new_from_default(&b);
   if (r != RUSTLS_RESULT_OK) return rl_fail(err, TB_FAILED, "default crypto provider", r);
   rustls_crypto_provider_builder_free(b);
+  /* The provider's random generator sets up its per-thread state on first use. */
+  unsigned char rnd[32];
+  r = rustls_default_crypto_provider_random(rnd, sizeof(rnd));
+  if (r != RUSTLS_RESULT_OK) return rl_fail(err, TB_FAILED, "random generator", r);
   /* One record opened per AEAD (failing its tag is fine): libcrypto fetches its ciphers
    * and digests once, here. */
   keylog_entry k = {.len = 32};
