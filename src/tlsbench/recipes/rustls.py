@@ -107,7 +107,9 @@ class RustlsRecipe:
         include = ctx.prefix / "include"
         lib.mkdir(parents=True, exist_ok=True)
         include.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(ctx.tree / "target" / "release" / "librustls_ffi.a", lib / "librustls_ffi.a")
+        shutil.copyfile(
+            ctx.tree / "target" / "release" / "librustls_ffi.a", lib / "librustls_ffi.a"
+        )
         shutil.copyfile(crate / "src" / "rustls.h", include / "rustls.h")
         files = [str(lib / "librustls_ffi.a")]
         pq = "prefer-post-quantum" in features(ctx.variant)
