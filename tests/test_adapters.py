@@ -195,3 +195,33 @@ def test_accel_off_really_switches_the_cpu_crypto_off(spec, build_of) -> None:
     if spec.startswith("openssl"):
         assert paths_on is not None and "AES-NI on, PCLMULQDQ on" in paths_on
         assert paths_off is not None and "AES-NI off, PCLMULQDQ off" in paths_off
+
+
+@pytest.mark.parametrize(
+    ("spec", "provider", "group"),
+    [("rustls-ffi-0.15.7", "aws-lc-rs", "x25519"), ("rustls-ffi-0.15.7:ring", "ring", "x25519"),
+     ("rustls-ffi-0.15.7:pq", "aws-lc-rs", "X25519MLKEM768")],
+)  # fmt: skip
+def test_rustls_says_its_provider_and_is_held_to_its_key_share(spec, provider, group,
+                                                               build_of) -> None:  # fmt: skip
+    """rustls-ffi cannot choose groups: each build negotiates the one it sends a key share
+    for, says so in its probe, manifest and info, and refuses every other group (exit 3)."""
+    import json
+
+    build = build_of(spec)
+    probe = json.loads((build.drivers_folder / "probe.json").read_text())
+    assert probe["crypto_provider"] == provider
+    assert probe["version"].endswith(f"/rustls/0.23.46/{provider}")
+    assert probe["prefer_post_quantum"] == (group == "X25519MLKEM768")
+    assert build.manifest["inputs"]["tools"]["crypto_provider"] == provider
+    info = run_driver(build, "info")
+    assert info.output["info"]["groups"] == [group]
+    assert f"crypto_provider={provider}" in info.output["info"]["build_options"]
+    run = run_driver(build, "handshake", "--group", group, *offer_args(spec), "--iterations",
+                     "2", "--warmup", "0")  # fmt: skip
+    assert run.code == 0, run.stderr
+    assert run.output["negotiated"]["group"] == group
+    other = "x25519" if group != "x25519" else "secp256r1"
+    refused = run_driver(build, "handshake", "--group", other, *offer_args(spec),
+                         "--iterations", "1")  # fmt: skip
+    assert refused.code == 3 and "no API to choose key-exchange groups" in refused.stderr

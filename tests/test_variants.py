@@ -92,3 +92,15 @@ def test_list_variants_json(capsys: pytest.CaptureFixture) -> None:
         "records-4096",
     ):
         assert f'"{feature}"' in out
+
+
+def test_a_rustls_variant_names_one_crypto_provider(catalog: Catalog) -> None:
+    from tlsbench.recipes.rustls import features, provider
+
+    default = catalog.resolve("rustls-ffi-0.15.7")
+    assert features(default) == ["aws-lc-rs"] and provider(default) == "aws-lc-rs"
+    ring = catalog.resolve("rustls-ffi-0.15.7:ring")
+    assert features(ring) == ["ring"] and provider(ring) == "ring"  # replaces aws-lc-rs
+    pq = catalog.resolve("rustls-ffi-0.15.7:pq")
+    assert features(pq) == ["aws-lc-rs", "prefer-post-quantum"] and provider(pq) == "aws-lc-rs"
+    assert "rustls-ffi-0.15.7" in catalog.defaults
