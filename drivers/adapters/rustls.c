@@ -11,7 +11,7 @@
  *    reached through a HelloRetryRequest or not at all: refused as unsupported;
  *  - signature scheme: rustls-ffi has no API to choose them either. A rustls server signs
  *    with the first scheme of its key type the client offers (RSA: rsa_pss_rsae_sha512;
- *    ECDSA: the curve's scheme; Ed25519): other requests are refused on the server;
+ *    ECDSA: the curve's scheme; Ed25519): a side with a key refuses any other request;
  *  - record size: rustls' max_fragment_size is not exposed by rustls-ffi: unsupported.
  *
  * Read-back: version, suite, group, resumption and the peer's certificate come from the
