@@ -26,6 +26,7 @@ ORACLE_VARIANTS = [
     "gnutls-3.8.x",
     "openssl-1.1.1w",
     "rustls-ffi-0.15.7",
+    "rustls-ffi-0.15.7:ring",
 ]
 
 
