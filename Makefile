@@ -12,6 +12,10 @@ DEBIAN_PACKAGES := gcc g++ gcc-multilib make cmake ninja-build autoconf automake
 	clang-format openssl gnutls-bin chromium nginx-light curl iproute2 \
 	clang-14 binutils-arm-linux-gnueabihf libc6-dev-armhf-cross libgcc-12-dev-armhf-cross qemu-user
 
+# rustup's cargo and rustc, where rustup installs them: rustls-ffi is built with cargo, and
+# Debian 12's cargo (0.66) cannot read crates.io's index.
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+
 .PHONY: run test check format deps venv build bench fuzz
 
 # The main job: the `quick` experiment into results/tlsbench.db, its tables in the terminal,

@@ -23,9 +23,31 @@ TLS_LIBRARIES = [
     "gnutls-system",
     "aws-lc-5.12.0",
     "boringssl-5.4.0",
+    "rustls-ffi-0.15.7",
 ]
 # One pinned variant per library.
 PINNED = ["mbedtls-3.6.6", "wolfssl-5.7.2", "openssl-3.5.x", "gnutls-3.8.x"]
+
+
+# rustls-ffi has no API to choose groups or signature schemes (drivers/adapters/rustls.c):
+# its runs ask for what a rustls signer and key share produce, i.e. rsa_pss_rsae_sha512 with
+# an RSA key and x25519 (the core's TLS 1.2 ECDSA default is the certificate's curve).
+HELD_OFFER = {"rustls-": {"rsa": "rsa_pss_rsae_sha512", "group": "x25519"}}
+
+
+def offer_args(spec: str, cert: str = "rsa2048", tls: str = "1.3") -> list[str]:
+    """Driver arguments that ask a library for the offer it can be held to ([] = defaults)."""
+    held = next((v for k, v in HELD_OFFER.items() if spec.startswith(k)), None)
+    if held is None:
+        return []
+    args = ["--sigalg", held["rsa"]] if cert.startswith("rsa") else []
+    return [*args, "--group", held["group"]] if tls == "1.2" else args
+
+
+def held_sigalg(spec: str, cert: str, default: str) -> str:
+    """The signature scheme a run of `spec` with `cert` asks for (see offer_args)."""
+    held = next((v for k, v in HELD_OFFER.items() if spec.startswith(k)), None)
+    return held["rsa"] if held is not None and cert.startswith("rsa") else default
 
 
 @dataclass

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from drivers import run_driver
+from drivers import held_sigalg, offer_args, run_driver
 
 pytestmark = pytest.mark.slow
 
@@ -23,6 +23,7 @@ LIBRARIES = [
     "openssl-1.1.1w",
     "aws-lc-5.12.0",
     "boringssl-5.4.0",
+    "rustls-ffi-0.15.7",
 ]
 # What a build cannot do, with the reason the driver must give (exit 3, never a sample).
 UNSUPPORTED = {("mbedtls-2.28.x", "1.3"): "TLS 1.3"}
@@ -59,7 +60,7 @@ def expect_supported(spec: str, tls: str, run) -> bool:
 def test_handshake_negotiates_what_was_asked(spec, tls, cert, auth, build_of) -> None:
     run = run_driver(
         build_of(spec), "handshake", "--tls", tls, "--cert", cert, "--auth", auth,
-        "--iterations", "3", "--warmup", "1", measure="heap",
+        *offer_args(spec, cert, tls), "--iterations", "3", "--warmup", "1", measure="heap",
     )  # fmt: skip
     if not expect_supported(spec, tls, run):
         return
@@ -68,10 +69,13 @@ def test_handshake_negotiates_what_was_asked(spec, tls, cert, auth, build_of) ->
     assert negotiated["version"] == tls
     # TLS 1.2 ECDSA needs the certificate's curve among the (pinned) groups.
     expected_group = "secp256r1" if (cert, tls) == ("ecdsa-p256", "1.2") else "x25519"
+    if offer_args(spec, cert, tls):
+        expected_group = "x25519"
     assert negotiated["group"] == expected_group
-    assert negotiated["sigalg"] == SIGALG[(cert, tls)]
+    sigalg = held_sigalg(spec, cert, SIGALG[(cert, tls)])
+    assert negotiated["sigalg"] == sigalg
     # The client's CertificateVerify: the same scheme under mutual auth, none otherwise.
-    assert negotiated.get("client_sigalg") == (SIGALG[(cert, tls)] if auth == "mutual" else None)
+    assert negotiated.get("client_sigalg") == (sigalg if auth == "mutual" else None)
     assert negotiated["peer_verified"] == {
         "client": auth != "none",
         "server": auth == "mutual",
@@ -88,7 +92,7 @@ def test_handshake_negotiates_what_was_asked(spec, tls, cert, auth, build_of) ->
 @pytest.mark.parametrize("auth", ["server", "mutual"])
 def test_wrong_ca_fails_the_handshake(spec, tls, auth, build_of) -> None:
     run = run_driver(build_of(spec), "handshake", "--tls", tls, "--auth", auth, "--wrong-ca",
-                     "--iterations", "1")  # fmt: skip
+                     *offer_args(spec, tls=tls), "--iterations", "1")  # fmt: skip
     if UNSUPPORTED.get((spec, tls)):
         assert run.code == 3
         return
@@ -100,8 +104,8 @@ def test_wrong_ca_fails_the_handshake(spec, tls, auth, build_of) -> None:
 @pytest.mark.parametrize("spec", LIBRARIES)
 @pytest.mark.parametrize("tls", ["1.2", "1.3"])
 def test_resumption_is_proven(spec, tls, build_of) -> None:
-    run = run_driver(build_of(spec), "resume", "--tls", tls, "--iterations", "5",
-                     "--warmup", "1")  # fmt: skip
+    run = run_driver(build_of(spec), "resume", "--tls", tls, *offer_args(spec, tls=tls),
+                     "--iterations", "5", "--warmup", "1")  # fmt: skip
     if not expect_supported(spec, tls, run):
         return
     assert run.output["negotiated"]["resumed"] is True
@@ -112,10 +116,13 @@ def test_resumption_is_proven(spec, tls, build_of) -> None:
 def test_records_and_bulk_carry_checked_data(spec, build_of) -> None:
     build = build_of(spec)
     tls = newest_tls(spec)
-    records = run_driver(build, "records", "--tls", tls, "--iterations", "300", "--warmup", "20")
+    held = offer_args(spec, tls=tls)
+    records = run_driver(build, "records", "--tls", tls, *held, "--iterations", "300",
+                         "--warmup", "20")  # fmt: skip
     assert records.code == 0, records.stderr
     assert len(records.output["samples"]["read_ns"]) == 300
-    bulk = run_driver(build, "bulk", "--tls", tls, "--bytes", "2000000", "--iterations", "2")
+    bulk = run_driver(build, "bulk", "--tls", tls, *held, "--bytes", "2000000",
+                      "--iterations", "2")  # fmt: skip
     assert bulk.code == 0, bulk.stderr
     assert min(bulk.output["samples"]["sender_MBps"]) > 0
 
@@ -123,6 +130,11 @@ def test_records_and_bulk_carry_checked_data(spec, build_of) -> None:
 @pytest.mark.parametrize("spec", LIBRARIES)
 def test_aead_known_answers_then_figures(spec, build_of) -> None:
     run = run_driver(build_of(spec), "aead", "--iterations", "50", "--warmup", "5")
+    if spec.startswith("rustls-"):
+        # rustls-ffi exposes no AEAD: refused with the reason, never a figure.
+        assert run.code == 3, (run.code, run.stderr)
+        assert "no AEAD API" in run.output["error"]["message"]
+        return
     assert run.code == 0, run.stderr
     rows = run.output["aead"]
     assert {(r["aead"], r["payload"]) for r in rows} == {
@@ -188,3 +200,33 @@ def test_accel_off_really_switches_the_cpu_crypto_off(spec, build_of) -> None:
     if spec.startswith(("openssl", "aws-lc", "boringssl")):
         assert paths_on is not None and "AES-NI on, PCLMULQDQ on" in paths_on
         assert paths_off is not None and "AES-NI off, PCLMULQDQ off" in paths_off
+
+
+@pytest.mark.parametrize(
+    ("spec", "provider", "group"),
+    [("rustls-ffi-0.15.7", "aws-lc-rs", "x25519"), ("rustls-ffi-0.15.7:ring", "ring", "x25519"),
+     ("rustls-ffi-0.15.7:pq", "aws-lc-rs", "X25519MLKEM768")],
+)  # fmt: skip
+def test_rustls_says_its_provider_and_is_held_to_its_key_share(spec, provider, group,
+                                                               build_of) -> None:  # fmt: skip
+    """rustls-ffi cannot choose groups: each build negotiates the one it sends a key share
+    for, says so in its probe, manifest and info, and refuses every other group (exit 3)."""
+    import json
+
+    build = build_of(spec)
+    probe = json.loads((build.drivers_folder / "probe.json").read_text())
+    assert probe["crypto_provider"] == provider
+    assert probe["version"].endswith(f"/rustls/0.23.46/{provider}")
+    assert probe["prefer_post_quantum"] == (group == "X25519MLKEM768")
+    assert build.manifest["inputs"]["tools"]["crypto_provider"] == provider
+    info = run_driver(build, "info")
+    assert info.output["info"]["groups"] == [group]
+    assert f"crypto_provider={provider}" in info.output["info"]["build_options"]
+    run = run_driver(build, "handshake", "--group", group, *offer_args(spec), "--iterations",
+                     "2", "--warmup", "0")  # fmt: skip
+    assert run.code == 0, run.stderr
+    assert run.output["negotiated"]["group"] == group
+    other = "x25519" if group != "x25519" else "secp256r1"
+    refused = run_driver(build, "handshake", "--group", other, *offer_args(spec),
+                         "--iterations", "1")  # fmt: skip
+    assert refused.code == 3 and "no API to choose key-exchange groups" in refused.stderr

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from drivers import run_driver
+from drivers import offer_args, run_driver
 from tlsbench.drive import driver_command
 
 pytestmark = pytest.mark.slow
@@ -27,6 +27,8 @@ ORACLE_VARIANTS = [
     "openssl-1.1.1w",
     "aws-lc-5.12.0",
     "boringssl-5.4.0",
+    "rustls-ffi-0.15.7",
+    "rustls-ffi-0.15.7:ring",
 ]
 
 
@@ -42,7 +44,8 @@ def massif_peak(command: list[str], out: Path) -> int:
 @pytest.mark.parametrize("spec", ORACLE_VARIANTS)
 def test_process_peak_agrees_with_massif(spec: str, build_of, tmp_path: Path) -> None:
     build = build_of(spec)
-    args = ["--iterations", "3", "--warmup", "0", "--auth", "mutual", "--tls", "1.3"]
+    args = ["--iterations", "3", "--warmup", "0", "--auth", "mutual", "--tls", "1.3",
+            *offer_args(spec)]  # fmt: skip
     run = run_driver(build, "handshake", *args, measure="heap")
     assert run.code == 0, run.stderr
     assert run.output is not None

@@ -278,3 +278,24 @@ def test_the_boringssl_crate_tree_carries_its_generated_sources() -> None:
     assert tree.parts[-2:] == ("deps", "boringssl")
     assert (tree / "CMakeLists.txt").is_file() and (tree / "gen" / "sources.cmake").is_file()
     assert (tree / "include" / "openssl" / "ssl.h").is_file()
+
+def test_the_rustls_tree_is_pinned_by_the_committed_lock_upstream_tested() -> None:
+    import re
+    import tomllib
+
+    from tlsbench.recipes.rustls import lock_file, locked_version
+
+    pin = load_pins()["rustls-ffi-0.15.7"]
+    assert (pin.kind, pin.package, pin.upstream) == ("crate", "rustls-ffi", "0.15.7")
+    lock = lock_file(pin.line)
+    packages = tomllib.loads(lock.read_text())["package"]
+    assert locked_version(pin.line, "rustls-ffi") == pin.upstream
+    assert locked_version(pin.line, "rustls") == "0.23.46"
+    # Every crate from the registry carries its sha256: `cargo --locked` checks each one.
+    registry = [p for p in packages if "source" in p]
+    assert len(registry) > 50
+    assert all(re.fullmatch(r"[0-9a-f]{64}", p.get("checksum", "")) for p in registry)
+    # The committed lock is the one in the pinned crate archive: the tree upstream tested.
+    tree = Sources().source_dir(pin.line)
+    assert (tree / "Cargo.lock").read_text() == lock.read_text()
+    assert (tree / "src" / "rustls.h").is_file()

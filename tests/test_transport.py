@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from drivers import TLS_LIBRARIES, run_driver
+from drivers import TLS_LIBRARIES, offer_args, run_driver
 
 LIBRARIES = ["null", *TLS_LIBRARIES]
 
@@ -18,7 +18,8 @@ def test_scenarios_run_over_tcp_with_every_check(spec: str, build_of) -> None:
             continue  # the baseline has no sessions
         extra = ["--bytes", "1048576"] if scenario == "bulk" else []
         run = run_driver(build_of(spec), scenario, "--tls", tls, "--transport", "tcp",
-                         "--iterations", "3", "--warmup", "1", *extra)  # fmt: skip
+                         *offer_args(spec, tls=tls), "--iterations", "3", "--warmup", "1",
+                         *extra)  # fmt: skip
         assert run.code == 0, (spec, scenario, run.stderr)
         assert run.output is not None
         assert run.output["params"]["transport"] == "tcp"
@@ -80,6 +81,12 @@ def test_the_library_s_own_socket_io_runs_every_scenario_with_every_check(
     wolfSSL's EmbedSend/EmbedReceive, mbedTLS's net_sockets, GnuTLS's default push/pull);
     the checks are the same (the no-tickets one reads the socket's queue)."""
     tls = "1.2" if spec == "mbedtls-2.28.x" else "1.3"
+    if spec.startswith("rustls-"):
+        # rustls does no I/O of its own: refused with the reason (exit 3).
+        run = run_driver(build_of(spec), "records", "--transport", "tcp", "--io", "fd",
+                         *offer_args(spec), "--iterations", "3")  # fmt: skip
+        assert run.code == 3 and "no socket I/O of its own" in run.stderr, run.stderr
+        return
     for scenario in ["handshake", "resume", "records"]:
         run = run_driver(build_of(spec), scenario, "--tls", tls, "--transport", "tcp",
                          "--io", "fd", "--iterations", "3", "--warmup", "1")  # fmt: skip

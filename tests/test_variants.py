@@ -99,3 +99,14 @@ def test_boringssl_variants_are_cmake_options_or_refused(catalog: Catalog) -> No
     assert catalog.resolve("boringssl-5.4.0").configure == ()
     with pytest.raises(UserError, match="g\\+\\+-multilib"):
         catalog.resolve("boringssl-5.4.0:i686")
+
+def test_a_rustls_variant_names_one_crypto_provider(catalog: Catalog) -> None:
+    from tlsbench.recipes.rustls import features, provider
+
+    default = catalog.resolve("rustls-ffi-0.15.7")
+    assert features(default) == ["aws-lc-rs"] and provider(default) == "aws-lc-rs"
+    ring = catalog.resolve("rustls-ffi-0.15.7:ring")
+    assert features(ring) == ["ring"] and provider(ring) == "ring"  # replaces aws-lc-rs
+    pq = catalog.resolve("rustls-ffi-0.15.7:pq")
+    assert features(pq) == ["aws-lc-rs", "prefer-post-quantum"] and provider(pq) == "aws-lc-rs"
+    assert "rustls-ffi-0.15.7" in catalog.defaults

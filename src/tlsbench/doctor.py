@@ -154,6 +154,14 @@ def collect() -> Report:
             "armhf programs run as `qemu-arm -L /usr/arm-linux-gnueabihf PROGRAM` "
             "(no binfmt_misc registration here; tlsbench always calls qemu-arm itself)"
         )
+    # rustls-ffi needs a current cargo (rustup's): not a Debian package here.
+    if shutil.which("cargo") is None:
+        report.notes.append(
+            "no cargo on PATH: the rustls lines need rustup's cargo (~/.cargo/bin, which "
+            "`make` adds to PATH); Debian 12's cargo cannot read crates.io's index"
+        )
+    else:
+        report.tools["cargo"] = tool_version(["cargo", "--version"])
     report.cpu = cpu_facts()
     report.warnings = measurement_warnings(report.cpu)
     return report

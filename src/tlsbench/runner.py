@@ -61,6 +61,11 @@ ACCEL_OFF_ENV = {
 # Build features that are the acceleration of libraries without a run-time switch.
 ACCEL_FEATURES = {"wolfssl": {"intelasm", "aesni", "sp-asm"}, "mbedtls": set(),
                   "hacl": {"vec128", "vec256"}}  # fmt: skip
+# Libraries whose CPU code paths have no switch tlsbench can set and read back.
+ACCEL_NO_SWITCH = {
+    "rustls": "rustls' crypto providers (aws-lc-rs, ring) pick CPU code paths at run time "
+    "with no switch that rustls-ffi exposes or reports",
+}
 
 
 @dataclass
@@ -150,6 +155,8 @@ def accel_env(point: RunPoint, build: Build) -> tuple[dict[str, str], str | None
         if active:
             return {}, f"{build.variant.name} is built with {', '.join(sorted(active))}"
         return {}, None  # this build has no acceleration to switch off
+    if point.library in ACCEL_NO_SWITCH:
+        return {}, ACCEL_NO_SWITCH[point.library]
     return {}, None
 
 

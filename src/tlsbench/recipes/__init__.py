@@ -9,6 +9,7 @@ from tlsbench.recipes.gnutls import GnutlsRecipe
 from tlsbench.recipes.hacl import HaclRecipe
 from tlsbench.recipes.mbedtls import MbedtlsRecipe
 from tlsbench.recipes.openssl import OpensslRecipe
+from tlsbench.recipes.rustls import RustlsRecipe
 from tlsbench.recipes.system import SystemRecipe
 from tlsbench.recipes.wolfssl import WolfsslRecipe
 from tlsbench.variants import Variant
@@ -21,6 +22,7 @@ RECIPES: dict[str, Recipe] = {
     "hacl": HaclRecipe(),
     "awslc": AwslcRecipe(),
     "boringssl": BoringsslRecipe(),
+    "rustls": RustlsRecipe(),
 }
 
 
