@@ -186,8 +186,9 @@ def _gcm_cycles_per_byte(build, env: dict[str, str] | None = None) -> tuple[floa
     return row["tsc_cycles_per_byte"], run.output.get("cpu_paths")
 
 
-@pytest.mark.parametrize("spec", ["openssl-3.5.x", "gnutls-3.8.x", "aws-lc-5.12.0",
-                                  "boringssl-5.4.0"])
+@pytest.mark.parametrize(
+    "spec", ["openssl-3.5.x", "gnutls-3.8.x", "aws-lc-5.12.0", "boringssl-5.4.0"]
+)
 def test_accel_off_really_switches_the_cpu_crypto_off(spec, build_of) -> None:
     """The run-time switch the runner uses for accel = "off" (generous bound: on this
     machine the generic code is 10-100x slower than AES-NI + PCLMULQDQ)."""

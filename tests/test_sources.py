@@ -279,6 +279,7 @@ def test_the_boringssl_crate_tree_carries_its_generated_sources() -> None:
     assert (tree / "CMakeLists.txt").is_file() and (tree / "gen" / "sources.cmake").is_file()
     assert (tree / "include" / "openssl" / "ssl.h").is_file()
 
+
 def test_the_rustls_tree_is_pinned_by_the_committed_lock_upstream_tested() -> None:
     import re
     import tomllib

@@ -100,6 +100,7 @@ def test_boringssl_variants_are_cmake_options_or_refused(catalog: Catalog) -> No
     with pytest.raises(UserError, match="g\\+\\+-multilib"):
         catalog.resolve("boringssl-5.4.0:i686")
 
+
 def test_a_rustls_variant_names_one_crypto_provider(catalog: Catalog) -> None:
     from tlsbench.recipes.rustls import features, provider
 

@@ -292,8 +292,20 @@ static tb_status pin_group(SSL_CTX *ctx, const tb_config *cfg, int kx_nid, char 
     return tb_fail(err, TB_UNSUPPORTED, "BoringSSL has no finite-field (ffdhe) groups");
   const group_name *g = find_group(cfg->group);
   if (g == NULL) return tb_fail(err, TB_UNSUPPORTED, "BoringSSL has no group '%s'", cfg->group);
-  /* One group and nothing else: by default BoringSSL also offers X25519MLKEM768. */
-  if (!SSL_CTX_set1_group_ids(ctx, &g->id, 1)) {
+  /* One group and nothing else: by default BoringSSL also offers X25519MLKEM768. With a key share
+   * asked first (HelloRetryRequest), [key_share, group]: the client sends one share, for the first
+   * group of its list. */
+  uint16_t ids[2] = {g->id, 0};
+  size_t n_ids = 1;
+  if (cfg->key_share != NULL) {
+    const group_name *first = find_group(cfg->key_share);
+    if (first == NULL)
+      return tb_fail(err, TB_UNSUPPORTED, "BoringSSL has no group '%s'", cfg->key_share);
+    ids[0] = first->id;
+    ids[1] = g->id;
+    n_ids = 2;
+  }
+  if (!SSL_CTX_set1_group_ids(ctx, ids, n_ids)) {
     char what[TB_NAME_LEN + 48];
     snprintf(what, sizeof(what), "this BoringSSL build cannot offer group %s", g->name);
     return bssl_fail(err, TB_UNSUPPORTED, what);
@@ -520,6 +532,11 @@ static void bssl_conn_free(void *p) {
 
 static tb_status bssl_conn_new(void *ctx, const tb_transport *transport, void *session, void **out,
                                char *err) {
+  if (transport->bio) {
+    return tb_fail(err, TB_UNSUPPORTED,
+                   "BoringSSL's callbacks path already is its BIO layer (a BIO method of "
+                   "tlsbench's): io = callbacks measures it");
+  }
   bssl_ctx *bc = ctx;
   ERR_clear_error();
   bssl_conn *c = calloc(1, sizeof(*c));

@@ -549,6 +549,11 @@ static tb_status check_offer(const rl_ctx *c, char *err) {
                    "sends its key share for %s only, not %s",
                    TB_RUSTLS_PROVIDER, TB_RUSTLS_PREFER_PQ ? ", prefer-post-quantum" : "",
                    first_group(), c->cfg.group ? c->cfg.group : "(none)");
+  if (c->cfg.key_share != NULL)
+    return tb_fail(err, TB_UNSUPPORTED,
+                   "rustls-ffi has no API to choose key-exchange groups: no key share for %s "
+                   "can be sent first (HelloRetryRequest)",
+                   c->cfg.key_share);
   if (c->cfg.tls_version == 12 && strstr(first_group(), "MLKEM") != NULL)
     return tb_fail(err, TB_UNSUPPORTED, "TLS 1.2 has no post-quantum groups");
   if (c->cfg.sigalg == NULL || id_of(kSigalgs, ARRAY_LEN(kSigalgs), c->cfg.sigalg) < 0)
@@ -773,6 +778,10 @@ static void rl_conn_free(void *p) {
 
 static tb_status rl_conn_new(void *ctx, const tb_transport *transport, void *session, void **out,
                              char *err) {
+  if (transport->bio) {
+    return tb_fail(err, TB_UNSUPPORTED,
+                   "rustls has no BIO layer: its read_tls/write_tls callbacks are the only path");
+  }
   rl_ctx *x = ctx;
   if (transport->fd >= 0)
     return tb_fail(err, TB_UNSUPPORTED, "rustls does no socket I/O of its own (--io fd)");
