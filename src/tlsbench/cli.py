@@ -76,6 +76,10 @@ def cmd_cortex_m(args: argparse.Namespace) -> int:
 
     catalog = Catalog()
     variants = [catalog.resolve(spec) for spec in args.variants]  # all checked first
+    for variant in variants:
+        cortexm.check_variant(variant)
+    if args.runs < 1:
+        raise UserError("--runs must be at least 1")
     suites = args.suite or list(cortexm.DEFAULT_SUITES)
     builder = Builder(quiet=args.quiet)
     rows = []

@@ -159,13 +159,23 @@ DEFAULT_SUITES = (
 )
 
 
+def check_variant(variant: Any) -> None:
+    """Refuses, before anything is built, a variant that yields no firmware image."""
+    if not arches.arch(variant.arch).firmware:
+        raise UserError(
+            f"{variant.name} is no firmware variant: add the cortex-m7 feature "
+            f"({variant.line.name}:cortex-m7)"
+        )
+    if variant.library not in SOURCES:
+        raise UserError(
+            f"Cortex-M firmware images exist for {', '.join(sorted(SOURCES))}, "
+            f"not {variant.library}"
+        )
+
+
 def image_of(build: Any) -> Path:
     """The firmware image of a built cortex-m7 variant."""
-    if not arches.arch(build.variant.arch).firmware:
-        raise UserError(
-            f"{build.variant.name} is no firmware variant: add the cortex-m7 feature "
-            f"({build.variant.line.name}:cortex-m7)"
-        )
+    check_variant(build.variant)
     return Path(build.program(IMAGE))
 
 
