@@ -314,7 +314,12 @@ class Builder:
             ),
             cwd=bin_folder,
         )
-        return {"library": variant.library, "firmware": cortexm.IMAGE, "machine": cortexm.MACHINE}
+        return {
+            "library": variant.library,
+            "version": manifest["version"],
+            "firmware": cortexm.IMAGE,
+            "machine": cortexm.MACHINE,
+        }
 
     @staticmethod
     def _run_probe(command: list[str], log: BuildLog) -> dict[str, Any]:

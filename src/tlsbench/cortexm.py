@@ -122,6 +122,8 @@ def run(
         raise UserError(f"asked for {suite}, negotiated {result['suite']}", exit_code=1)
     if result["version"] != "TLSv1.2" or result["server_version"] != "TLSv1.2":
         raise UserError(f"asked for TLS 1.2, negotiated {result['version']}", exit_code=1)
+    if result["group"] == "unknown":
+        raise UserError("the server chose a group the image cannot name", exit_code=1)
     if group is not None and result["group"] != group:
         raise UserError(f"asked for group {group}, negotiated {result['group']}", exit_code=1)
     return _with_instructions(result)
@@ -193,3 +195,63 @@ def measure(image: Path, suite: str, group: str | None, runs: int) -> dict[str, 
                 )
     first["runs"] = runs
     return first
+
+
+def mbedtls_suite(iana: str) -> str:
+    """mbedTLS spells TLS_RSA_WITH_AES_128_GCM_SHA256 as TLS-RSA-WITH-AES-128-GCM-SHA256."""
+    return iana.replace("_", "-")
+
+
+# What one firmware image does: a TLS 1.2 handshake, server authentication with the embedded
+# RSA 2048 chain of one certificate.
+FIXED_OPTIONS = {"tls": "1.2", "cert": CERT_KIND, "auth": "server", "chain": 1}
+
+
+def unsupported_reason(scenario: str, options: dict[str, Any]) -> str | None:
+    """Why an experiment point cannot run on the firmware image, or None."""
+    if scenario != "handshake":
+        return f"the Cortex-M firmware image runs handshakes only, not {scenario}"
+    if "suite" not in options:
+        return "the Cortex-M firmware image needs a suite"
+    for key, value in FIXED_OPTIONS.items():
+        if key in options and str(options[key]) != str(value):
+            return f"the Cortex-M firmware image runs {key} = {value} only (asked: {options[key]})"
+    return None
+
+
+def point_output(result: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
+    """One firmware run as a stored result: instruction and projected-time series per side,
+    heap figures in the drivers' shape (a side's heap starts empty: only its own calls are
+    charged), and what was negotiated."""
+    samples: dict[str, list[float]] = {}
+    summary: dict[str, dict[str, str]] = {}
+    heap: dict[str, dict[str, Any]] = {}
+    for side in SIDES:
+        f = result[side]
+        samples[f"{side}_instructions"] = [f["handshake_instructions"]]
+        summary[f"{side}_instructions"] = {"unit": "instructions"}
+        samples[f"{side}_projected_ms"] = [f["projected_ms"]]
+        summary[f"{side}_projected_ms"] = {"unit": "ms"}
+        heap[side] = {
+            "start": 0, "peak": f["heap_peak"], "retained": f["heap_live"],
+            "peak_minus_start": f["heap_peak"], "retained_minus_start": f["heap_live"],
+            "conn_peak": f["heap_peak"], "conn_retained": f["heap_live"],
+            "handshake_allocs": f["allocations"], "stack": f["stack_high_water"],
+        }  # fmt: skip
+    return {
+        "params": options,
+        "negotiated": {k: result[k] for k in ("version", "suite", "group")},
+        "library_version": result["library_version"],
+        "samples": samples,
+        "summary": summary,
+        "heap": heap,
+        "measure": {
+            "time": None,
+            "instructions": f"qemu-system-arm -M {MACHINE} -icount shift=0 (virtual clock)",
+            "projection": f"instructions x CPI {CPI} / {CLOCK_MHZ:.0f} MHz",
+            "heap": "firmware image (wrapped malloc per side)",
+            "time_not_measured": "the image runs under system emulation: instructions are "
+            "counted and projected to a clock, not timed",
+        },
+        "firmware": result,
+    }
