@@ -96,3 +96,59 @@ def test_cli_refuses_a_variant_without_the_feature_and_prints_figures() -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert ECDHE in done.stdout and "CPI 1.0 / 216 MHz" in done.stdout
+
+
+TINY = """
+question = "Does a Cortex-M7 firmware point run and store like the others?"
+repetitions = 2
+timeout = 120
+
+[defaults]
+scenario = "handshake"
+tls = "1.2"
+cert = "rsa2048"
+auth = "server"
+chain = 1
+group = "secp256r1"
+
+[matrix]
+variant = ["mbedtls-3.6.6:cortex-m7"]
+suite = ["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"]
+
+[[include]]
+variant = "mbedtls-3.6.6:cortex-m7"
+suite = "TLS_AES_128_GCM_SHA256"
+tls = "1.3"
+"""
+
+
+def test_experiment_point_stores_identical_counts_and_refuses_what_the_image_cannot_do(
+    tmp_path,
+) -> None:
+    from tlsbench.store import Store
+
+    experiment = tmp_path / "tiny-cortexm.toml"
+    experiment.write_text(TINY)
+    db = tmp_path / "t.db"
+    done = subprocess.run(
+        [str(paths.REPO / "tlsbench"), "run", str(experiment), "--db", str(db), "--quiet"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    store = Store(db)
+    points = {p.name: p for p in store.points(1)}
+    ecdhe = next(p for n, p in points.items() if "ecdhe" in n)
+    counts = store.samples(ecdhe.id, "client_instructions")
+    assert len(counts) == 2 and counts[0] == counts[1] > 1_000_000
+    assert (
+        store.samples(ecdhe.id, "client_projected_ms") == [cortexm.projected_ms(int(counts[0]))] * 2
+    )
+    tls13 = next(p for n, p in points.items() if "1.3" in n)
+    assert store.done_repetitions(tls13.id)  # stored as unsupported, with its reason
+    assert not store.samples(tls13.id, "client_instructions")
+    report = subprocess.run(
+        [str(paths.REPO / "tlsbench"), "report", "latest", "--db", str(db), "--format", "md"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert report.returncode == 0, report.stderr
+    assert "projected ms" in report.stdout and "runs tls = 1.2 only" in report.stdout
