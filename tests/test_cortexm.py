@@ -152,3 +152,12 @@ def test_experiment_point_stores_identical_counts_and_refuses_what_the_image_can
     )  # fmt: skip
     assert report.returncode == 0, report.stderr
     assert "projected ms" in report.stdout and "runs tls = 1.2 only" in report.stdout
+
+
+def test_code_size_of_a_cortex_m7_variant_is_thumb_code(build_of) -> None:
+    from tlsbench import codesize
+
+    build = build_of(VARIANT)
+    rows = codesize.as_rows(build, codesize.measure(build))
+    assert {r["role"] for r in rows} == {"client", "server"}
+    assert all(r["target"] == "cortex-m7" and 100_000 < r["text"] < 1_000_000 for r in rows)

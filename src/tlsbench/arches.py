@@ -64,11 +64,12 @@ ARMHF_SYSROOT = f"/usr/{ARMHF_TRIPLET}"
 # Debian's armhf baseline (what its gcc-arm-linux-gnueabihf does by default); clang's own
 # default for the triplet is ARM (not Thumb) code.
 ARMHF_FLAGS = ("-march=armv7-a", "-mthumb", "-mfpu=vfpv3-d16", "-mfloat-abi=hard")
-CLANG_NAMES = ("clang-14", "clang")
+CLANG_NAMES = ("clang-14", "clang")  # Debian 12's clang first
 CORTEX_M_TRIPLET = "arm-none-eabi"
 # An STM32F746's core; soft float: TLS does no floating point, and the image then runs on
-# any M-profile board QEMU emulates.
-CORTEX_M7_FLAGS = ("-mcpu=cortex-m7", "-mthumb", "-mfloat-abi=soft")  # Debian 12's clang first
+# any M-profile board QEMU emulates. newlib's stubs for the system calls (nosys.specs) let
+# any program link, so the libraries' own build systems can test the compiler unchanged.
+CORTEX_M7_FLAGS = ("-mcpu=cortex-m7", "-mthumb", "-mfloat-abi=soft", "--specs=nosys.specs")
 
 ARCHES: dict[str, Arch] = {
     "x86_64": Arch("x86_64", label="x86-64"),

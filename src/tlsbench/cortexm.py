@@ -61,7 +61,7 @@ def build_image(
     command += [f"-D{d}" for d in link.get("defines", [])]
     command += [f"-I{generated}", f"-I{FIRMWARE}"]
     command += [str(FIRMWARE / name) for name in (*COMMON, SOURCES[library])]
-    command += ["-T", str(FIRMWARE / "mps2.ld"), "-nostartfiles", "--specs=nosys.specs"]
+    command += ["-T", str(FIRMWARE / "mps2.ld"), "-nostartfiles"]  # flags: nosys.specs
     command += ["-Wl,--gc-sections", "-Wl,--wrap=malloc,--wrap=free,--wrap=calloc,--wrap=realloc"]
     command += [*link.get("libraries", []), "-o", str(out)]
     return command

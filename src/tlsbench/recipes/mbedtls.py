@@ -58,7 +58,9 @@ class MbedtlsRecipe:
                 f"-DCMAKE_PROJECT_INCLUDE={hook}", f"-DCMAKE_C_COMPILER={ctx.cc}",
                 "-DENABLE_PROGRAMS=OFF", "-DENABLE_TESTING=OFF", "-DGEN_FILES=OFF",
                 "-DMBEDTLS_FATAL_WARNINGS=OFF", "-DUSE_SHARED_MBEDTLS_LIBRARY=OFF",
-                "-DUSE_STATIC_MBEDTLS_LIBRARY=ON", *_bare_metal(ctx),
+                "-DUSE_STATIC_MBEDTLS_LIBRARY=ON",
+                # Bare metal: no Linux link flags (-rdynamic, which arm-none-eabi-gcc refuses).
+                *(["-DCMAKE_SYSTEM_NAME=Generic"] if ctx.target.firmware else []),
             ],
             cwd=ctx.work,
         )  # fmt: skip
@@ -88,10 +90,3 @@ class MbedtlsRecipe:
                 f"{', '.join(unknown)} is not a config macro of this mbedTLS "
                 f"({config_header(ctx.source).name} does not mention it)"
             )
-
-
-def _bare_metal(ctx: BuildContext) -> list[str]:
-    """A firmware target has no C library to link test programs with: CMake tries archives."""
-    if not ctx.target.firmware:
-        return []
-    return ["-DCMAKE_SYSTEM_NAME=Generic", "-DCMAKE_TRY_COMPILE_TARGET_TYPE=STATIC_LIBRARY"]
