@@ -51,6 +51,7 @@ class Arch:
     def cc(self, native: str) -> str:
         """The C compiler command: the native one, the target's own, or the cross clang's link."""
         if self.compiler:
+            _require(self)
             return self.compiler
         return str(cross_clang(self)) if self.cross else native
 
@@ -143,6 +144,19 @@ def _clang() -> str | None:
         if found:
             return os.path.realpath(found)
     return None
+
+
+def _require(target: Arch) -> None:
+    """Says what to install when a target's toolchain (or emulator) is missing."""
+    from tlsbench.errors import UserError
+
+    missing = missing_tools(target.name)
+    if missing:
+        packages = " ".join(sorted(set(missing.values())))
+        raise UserError(
+            f"{target.name} builds need {', '.join(sorted(missing))}: run "
+            f"`apt-get install {packages}` (or `make deps`; `./tlsbench doctor` checks it)"
+        )
 
 
 def cross_clang(target: Arch) -> Path:
