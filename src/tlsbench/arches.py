@@ -11,6 +11,10 @@ the other. clang targets ARM by itself; it is called through a link named
 sees one plain compiler command), and links with binutils-arm-linux-gnueabihf against the
 armhf C library and libgcc of Debian's cross packages, none of which conflicts.
 
+cortex-m7 is a microcontroller (Thumb-2, soft float, no operating system), built with
+Debian's gcc-arm-none-eabi and newlib: its variants yield no driver programs but a firmware
+image per variant (src/tlsbench/cortexm.py), run under qemu-system-arm on an MPS2 board.
+
 Heap figures are exact under emulation (the program does the same allocations as on a real
 ARM board); time is not (qemu translates the code, so its clocks measure the translator on
 this machine), so no timing series of an emulated target is ever run, stored or reported.
@@ -37,13 +41,18 @@ class Arch:
     emulator: tuple[str, ...] = ()  # prefix that runs the target's programs here
     timing: bool = True  # are the driver's clocks meaningful?
     label: str = ""  # the target's name in reports (code size)
+    compiler: str | None = None  # a cross compiler used as is (not the cross clang link)
+    firmware: bool = False  # bare metal: a firmware image instead of the driver programs
 
     def tool(self, name: str, native: str) -> str:
         """A binutils tool of the target ("size" -> "arm-linux-gnueabihf-size")."""
         return f"{self.cross}-{name}" if self.cross else native
 
     def cc(self, native: str) -> str:
-        """The C compiler command: the native one, or the cross clang's link."""
+        """The C compiler command: the native one, the target's own, or the cross clang's link."""
+        if self.compiler:
+            _require(self)
+            return self.compiler
         return str(cross_clang(self)) if self.cross else native
 
     def run_prefix(self) -> list[str]:
@@ -57,6 +66,11 @@ ARMHF_SYSROOT = f"/usr/{ARMHF_TRIPLET}"
 # default for the triplet is ARM (not Thumb) code.
 ARMHF_FLAGS = ("-march=armv7-a", "-mthumb", "-mfpu=vfpv3-d16", "-mfloat-abi=hard")
 CLANG_NAMES = ("clang-14", "clang")  # Debian 12's clang first
+CORTEX_M_TRIPLET = "arm-none-eabi"
+# An STM32F746's core; soft float: TLS does no floating point, and the image then runs on
+# any M-profile board QEMU emulates. newlib's stubs for the system calls (nosys.specs) let
+# any program link, so the libraries' own build systems can test the compiler unchanged.
+CORTEX_M7_FLAGS = ("-mcpu=cortex-m7", "-mthumb", "-mfloat-abi=soft", "--specs=nosys.specs")
 
 ARCHES: dict[str, Arch] = {
     "x86_64": Arch("x86_64", label="x86-64"),
@@ -70,6 +84,11 @@ ARCHES: dict[str, Arch] = {
         cmake_processor="arm", emulator=("qemu-arm", "-L", ARMHF_SYSROOT), timing=False,
         label="armhf",
     ),
+    "cortex-m7": Arch(
+        "cortex-m7", flags=CORTEX_M7_FLAGS, cross=CORTEX_M_TRIPLET, host=CORTEX_M_TRIPLET,
+        cmake_processor="arm", timing=False, label="cortex-m7",
+        compiler=f"{CORTEX_M_TRIPLET}-gcc", firmware=True,
+    ),
 }  # fmt: skip
 
 # What each cross target needs: commands -> Debian package, files -> Debian package.
@@ -78,13 +97,18 @@ PACKAGES = {
         "clang-14": "clang-14",
         f"{ARMHF_TRIPLET}-ld": "binutils-arm-linux-gnueabihf",
         "qemu-arm": "qemu-user",
-    }
+    },
+    "cortex-m7": {
+        f"{CORTEX_M_TRIPLET}-gcc": "gcc-arm-none-eabi",
+        "qemu-system-arm": "qemu-system-arm",
+    },
 }
 FILES = {
     "armhf": {
         f"{ARMHF_SYSROOT}/lib/crt1.o": "libc6-dev-armhf-cross",
         f"/usr/lib/gcc-cross/{ARMHF_TRIPLET}/*/crtbegin.o": "libgcc-12-dev-armhf-cross",
-    }
+    },
+    "cortex-m7": {f"/usr/lib/{CORTEX_M_TRIPLET}/newlib/libc.a": "libnewlib-arm-none-eabi"},
 }
 
 NO_TIMING = (
@@ -120,6 +144,19 @@ def _clang() -> str | None:
         if found:
             return os.path.realpath(found)
     return None
+
+
+def _require(target: Arch) -> None:
+    """Says what to install when a target's toolchain (or emulator) is missing."""
+    from tlsbench.errors import UserError
+
+    missing = missing_tools(target.name)
+    if missing:
+        packages = " ".join(sorted(set(missing.values())))
+        raise UserError(
+            f"{target.name} builds need {', '.join(sorted(missing))}: run "
+            f"`apt-get install {packages}` (or `make deps`; `./tlsbench doctor` checks it)"
+        )
 
 
 def cross_clang(target: Arch) -> Path:

@@ -279,25 +279,61 @@ class Builder:
             cc = target.cc(COMPILER)
             ctx = BuildContext(variant, None, work, self.jobs, log, cc=cc)
             try:
-                ctx.run(
-                    [
-                        "cmake", "-S", str(paths.DRIVERS), "-B", str(work / "tree"), "-G",
-                        "Ninja", f"-DCMAKE_C_COMPILER={cc}", *cmake_cross(variant.arch),
-                        f"-DTLSBENCH_VARIANT_CMAKE={folder / 'variant.cmake'}",
-                        f"-DCMAKE_RUNTIME_OUTPUT_DIRECTORY={work / 'bin'}",
-                    ],
-                    cwd=work,
-                )  # fmt: skip
-                ctx.run(["cmake", "--build", str(work / "tree"), "-j", str(self.jobs)], cwd=work)
-                probe = self._run_probe(
-                    [*target.run_prefix(), str(work / "bin" / "tlsbench-probe")], log
-                )
+                if target.firmware:
+                    probe = self._build_firmware(variant, folder, ctx, work / "bin")
+                else:
+                    probe = self._build_programs(variant, folder, ctx, work)
             except BaseException as exc:
                 raise self._failed(exc, work, done) from None
             (work / "probe.json").write_text(json.dumps(probe, indent=2) + "\n")
             shutil.rmtree(done, ignore_errors=True)
             work.rename(done)
         return done
+
+    def _build_programs(
+        self, variant: Variant, folder: Path, ctx: BuildContext, work: Path
+    ) -> dict[str, Any]:
+        """The driver programs (CMake), then what the probe says about the build."""
+        target = arches.arch(variant.arch)
+        cc = ctx.cc
+        ctx.run(
+            [
+                "cmake", "-S", str(paths.DRIVERS), "-B", str(work / "tree"), "-G",
+                "Ninja", f"-DCMAKE_C_COMPILER={cc}", *cmake_cross(variant.arch),
+                f"-DTLSBENCH_VARIANT_CMAKE={folder / 'variant.cmake'}",
+                f"-DCMAKE_RUNTIME_OUTPUT_DIRECTORY={work / 'bin'}",
+            ],
+            cwd=work,
+        )  # fmt: skip
+        ctx.run(["cmake", "--build", str(work / "tree"), "-j", str(self.jobs)], cwd=work)
+        return self._run_probe(
+            [*target.run_prefix(), str(work / "bin" / "tlsbench-probe")], ctx.log
+        )
+
+    @staticmethod
+    def _build_firmware(
+        variant: Variant, folder: Path, ctx: BuildContext, bin_folder: Path
+    ) -> dict[str, Any]:
+        """A bare-metal target's one program: the firmware image (no probe runs there)."""
+        from tlsbench import cortexm
+
+        bin_folder.mkdir(parents=True, exist_ok=True)
+        manifest = json.loads((folder / MANIFEST).read_text())
+        image = bin_folder / cortexm.IMAGE
+        target = arches.arch(variant.arch)
+        ctx.log.step("firmware image")
+        ctx.run(
+            cortexm.build_image(
+                ctx.cc, list(target.flags), manifest["link"], variant.library, image
+            ),
+            cwd=bin_folder,
+        )
+        return {
+            "library": variant.library,
+            "version": manifest["version"],
+            "firmware": cortexm.IMAGE,
+            "machine": cortexm.MACHINE,
+        }
 
     @staticmethod
     def _run_probe(command: list[str], log: BuildLog) -> dict[str, Any]:

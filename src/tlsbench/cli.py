@@ -69,6 +69,55 @@ def cmd_code_size(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_cortex_m(args: argparse.Namespace) -> int:
+    from tlsbench import cortexm
+    from tlsbench.build import Builder
+    from tlsbench.variants import Catalog
+
+    catalog = Catalog()
+    variants = [catalog.resolve(spec) for spec in args.variants]  # all checked first
+    for variant in variants:
+        cortexm.check_variant(variant)
+    if args.runs < 1:
+        raise UserError("--runs must be at least 1")
+    suites = args.suite or list(cortexm.DEFAULT_SUITES)
+    builder = Builder(quiet=args.quiet)
+    rows = []
+    for variant in variants:
+        image = cortexm.image_of(builder.build(variant))
+        for suite in suites:
+            result = cortexm.measure(image, suite, args.group, args.runs)
+            rows.append({"variant": variant.name, **result})
+            if not args.json:
+                _print_cortex_m_row(rows[-1], header=len(rows) == 1)
+    if args.json:
+        json.dump(rows, sys.stdout, indent=2)
+        print()
+    else:
+        print(
+            f"projected ms: instructions x CPI {cortexm.CPI} / {cortexm.CLOCK_MHZ:.0f} MHz; "
+            f"every count identical over {args.runs} runs"
+        )
+    return 0
+
+
+def _print_cortex_m_row(r: dict[str, Any], header: bool) -> None:
+    if header:
+        print(
+            f"{'variant':<34} {'suite':<40} {'group':<9} {'client insn':>12} {'ms':>8} "
+            f"{'server insn':>12} {'ms':>8} {'heap c/s':>13} {'stack c/s':>11}"
+        )
+    c, s = r["client"], r["server"]
+    print(
+        f"{r['variant']:<34} {r['suite']:<40} {r['group']:<9} "
+        f"{c['handshake_instructions']:>12} {c['projected_ms']:>8.1f} "
+        f"{s['handshake_instructions']:>12} {s['projected_ms']:>8.1f} "
+        f"{c['heap_peak']:>6}/{s['heap_peak']:<6} "
+        f"{c['stack_high_water']:>5}/{s['stack_high_water']:<5}",
+        flush=True,
+    )
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     from tlsbench.variants import Catalog
 
@@ -335,6 +384,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "certs": cmd_certs,
     "build": cmd_build,
     "code-size": cmd_code_size,
+    "cortex-m": cmd_cortex_m,
     "list": cmd_list,
     "doctor": cmd_doctor,
     "sources": cmd_sources,
@@ -394,6 +444,28 @@ def parser() -> argparse.ArgumentParser:
     )
     size.add_argument("--json", action="store_true", help="print one JSON row per role")
     size.add_argument("--quiet", action="store_true", help="no build progress lines on stderr")
+
+    cortex = verb(
+        "cortex-m",
+        "TLS 1.2 handshakes of a Cortex-M7 firmware image under QEMU: instructions, heap and "
+        "stack per side",
+        "Builds the variant's firmware image (a variant with the cortex-m7 feature, e.g. "
+        "mbedtls-3.6.6:cortex-m7), runs each suite --runs times on QEMU's mps2-an500 with "
+        "-icount (refusing counts that differ between runs), and projects instructions to "
+        "milliseconds at 216 MHz with a CPI of 1.0.",
+    )
+    cortex.add_argument("variants", nargs="+", metavar="VARIANT", help="cortex-m7 variants")
+    cortex.add_argument(
+        "--suite",
+        action="append",
+        metavar="SUITE",
+        help="a TLS 1.2 suite, mbedTLS spelling (repeatable; default: RSA and ECDHE-RSA with "
+        "AES-128/256 CBC/GCM)",
+    )
+    cortex.add_argument("--group", help="the client's only group (x25519, secp256r1, secp384r1)")
+    cortex.add_argument("--runs", type=int, default=2, help="runs per suite (default 2)")
+    cortex.add_argument("--json", action="store_true", help="print one JSON object per suite")
+    cortex.add_argument("--quiet", action="store_true", help="no build progress lines on stderr")
 
     drive = verb(
         "drive",

@@ -278,6 +278,27 @@ def run_time_and_heap(point: RunPoint, build: Build, timeout: float) -> Outcome:
     )
 
 
+def run_firmware(point: RunPoint, build: Build, timeout: float) -> Outcome:
+    """A repetition of a firmware variant (cortex-m7): one handshake of its image under
+    qemu-system-arm; instructions per side (deterministic), heap and stack per side."""
+    from tlsbench import cortexm
+
+    reason = cortexm.unsupported_reason(point.scenario, point.options)
+    if reason is not None:
+        return Outcome("unsupported", 3, None, 0.0, {"error": {"message": reason}}, reason)
+    suite = cortexm.mbedtls_suite(str(point.options["suite"]))
+    group = point.options.get("group")
+    started = time.monotonic()
+    try:
+        result = cortexm.run(cortexm.image_of(build), suite, group and str(group), timeout)
+    except UserError as exc:
+        message = str(exc)
+        return Outcome("failed", 1, None, time.monotonic() - started,
+                       {"error": {"message": message}}, message)  # fmt: skip
+    output = cortexm.point_output(result, point.options)
+    return Outcome("ok", 0, None, time.monotonic() - started, output, "")
+
+
 # What the driver reports about its clocks: meaningless under emulation, so not stored.
 CLOCK_FIELDS = ("calibration", "tsc_hz", "tsc_overhead_cycles", "tsc_step_ns",
                 "thread_cpu_overhead_ns")  # fmt: skip
@@ -631,6 +652,8 @@ class Runner:
                                                Path(scratch))  # fmt: skip
             elif point.scenario == "interop":
                 outcome = self.run_interop(point, builds, timeout)
+            elif arches.arch(builds[point.variant].variant.arch).firmware:
+                outcome = run_firmware(point, builds[point.variant], timeout)
             else:
                 outcome = run_time_and_heap(point, builds[point.variant], timeout)
             self.store.add_result(

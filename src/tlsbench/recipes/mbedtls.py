@@ -59,6 +59,8 @@ class MbedtlsRecipe:
                 "-DENABLE_PROGRAMS=OFF", "-DENABLE_TESTING=OFF", "-DGEN_FILES=OFF",
                 "-DMBEDTLS_FATAL_WARNINGS=OFF", "-DUSE_SHARED_MBEDTLS_LIBRARY=OFF",
                 "-DUSE_STATIC_MBEDTLS_LIBRARY=ON",
+                # Bare metal: no Linux link flags (-rdynamic, which arm-none-eabi-gcc refuses).
+                *(["-DCMAKE_SYSTEM_NAME=Generic"] if ctx.target.firmware else []),
             ],
             cwd=ctx.work,
         )  # fmt: skip

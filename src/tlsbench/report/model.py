@@ -198,6 +198,8 @@ class InstructionRow:
     repetitions: int
     identical: bool  # every repetition gave the same count
     failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
+    # Firmware (cortex-m7) points: the count projected to a clock and CPI (cortexm.py).
+    projected_ms: float | None = None
 
 
 @dataclass(frozen=True)
@@ -683,12 +685,14 @@ class _Loader:
                 if not series.endswith("_instructions"):
                     continue
                 counts = self.store.samples(p.id, series)
+                side = series.removesuffix("_instructions")
+                projected = self.store.samples(p.id, f"{side}_projected_ms")
                 if counts:
                     rows.append(InstructionRow(
-                        variant=p.variant, library=p.library, point=p.name,
-                        side=series.removesuffix("_instructions"),
+                        variant=p.variant, library=p.library, point=p.name, side=side,
                         instructions=statistics.median(counts), repetitions=len(counts),
                         identical=len(set(counts)) == 1,
+                        projected_ms=statistics.median(projected) if projected else None,
                     ))  # fmt: skip
         return rows
 

@@ -161,6 +161,37 @@ def handshake_time(model: RunModel) -> Plot | None:
     return Plot("handshake_time", "Handshake time per suite", "handshake_time", fig)
 
 
+def projected_handshake(model: RunModel) -> Plot | None:
+    """Firmware points: the client's projected handshake time per suite, the server's apart."""
+    rows = [r for r in model.instructions if r.projected_ms is not None]
+    if not rows:
+        return None
+    colours = _colours(model)
+    categories = list(dict.fromkeys(_firmware_case(r.point) for r in rows))
+    fig = _figure(11.0, 7.5)
+    axes = fig.subplots(2, 1, sharex=True)
+    for ax, side in zip(axes, ("client", "server"), strict=True):
+        series: list[Series] = []
+        for variant in dict.fromkeys(r.variant for r in rows):
+            values = {
+                _firmware_case(r.point): float(r.projected_ms or 0.0)
+                for r in rows
+                if r.variant == variant and r.side == side
+            }
+            series.append((variant, values, {}, {"color": colours[variant]}))
+        _grouped_bars(ax, categories, series)
+        ax.set_ylabel(f"{side} ms (projected)")
+        ax.set_title(f"{side}" + (" (the question)" if side == "client" else " (apart)"))
+    axes[0].legend(fontsize="small")
+    fig.suptitle("Cortex-M7 handshake per suite: instructions at 216 MHz, CPI 1.0")
+    return Plot("projected_handshake", "Cortex-M7 projected handshake", "instructions", fig)
+
+
+def _firmware_case(point: str) -> str:
+    """A firmware point's suite (what varies): handshake_1.2_ecdhe_rsa_aes_128_gcm_..."""
+    return point.removeprefix("handshake_1.2_").split("_rsa2048")[0].replace("_secp256r1", "")
+
+
 def record_latency_cdf(model: RunModel) -> Plot | None:
     sets = [s for s in model.latency_samples if s.write_ns or s.read_ns]
     if not sets:
@@ -255,6 +286,7 @@ PLOTS: tuple[Callable[[RunModel], Plot | None], ...] = (
     record_latency_cdf,
     aead_cycles,
     throughput,
+    projected_handshake,
 )
 
 

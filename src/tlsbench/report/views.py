@@ -255,18 +255,24 @@ def _views(model: RunModel) -> list[View]:
             )
         )  # fmt: skip
     if model.instructions:
+        projected = any(r.projected_ms is not None for r in model.instructions)
         out.append(
             View(
                 "instructions",
                 "Instructions (deterministic mode)",
                 "Instructions counted by callgrind inside one side's measured library calls, "
                 "per operation (handshake, record or bulk pass); `client` is the record "
-                "writer, `server` the reader. Median over repetitions, which should agree.",
-                ["variant", "point", "side", "instructions", "repetitions", "identical"],
-                [False, False, False, True, True, False],
+                "writer, `server` the reader. Median over repetitions, which should agree."
+                + (" Cortex-M7 firmware points: instructions of each side's handshake calls "
+                   "counted by QEMU (-icount), projected to ms at 216 MHz with a CPI of 1.0 "
+                   "(an assumption, not a measurement of a board)." if projected else ""),
+                ["variant", "point", "side", "instructions", "repetitions", "identical",
+                 *(["projected ms"] if projected else [])],
+                [False, False, False, True, True, False, *([True] if projected else [])],
                 [
                     [_variant(r), r.point, r.side, fmt_count(r.instructions), str(r.repetitions),
-                     "yes" if r.identical else "no"]
+                     "yes" if r.identical else "no",
+                     *([fmt_sig(r.projected_ms)] if projected else [])]
                     for r in model.instructions
                 ],
             )
