@@ -48,3 +48,47 @@ def test_cli_prints_a_row_per_role_and_refuses_other_libraries() -> None:
     assert refused.returncode == 2
     assert "mbedtls and wolfssl" in refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+def test_code_size_points_run_store_and_report(tmp_path, build_of) -> None:
+    """`scenario = "code-size"` in an experiment: the runner links and measures each
+    repetition; the report's table has a row per role, the same in every repetition, and a
+    stacked chart; a library without a size program is refused before anything runs."""
+    import subprocess
+
+    from tlsbench import experiments, paths
+    from tlsbench.report import load_run
+    from tlsbench.report.plots import plots
+    from tlsbench.store import Store
+
+    for spec in ("mbedtls-3.6.6", "wolfssl-5.7.2"):
+        build_of(spec)
+    experiment = tmp_path / "size.toml"
+    experiment.write_text('question = "How big?"\nrepetitions = 2\n[matrix]\n'
+                          'variant = ["mbedtls-3.6.6", "wolfssl-5.7.2"]\n'
+                          'scenario = ["code-size"]\n')  # fmt: skip
+    db = tmp_path / "r.db"
+    proc = subprocess.run([str(paths.REPO / "tlsbench"), "run", str(experiment), "--db", str(db)],
+                          capture_output=True, text=True, check=False, timeout=600)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    model = load_run(Store(db))
+    rows = model.code_size
+    expected = [("mbedtls-3.6.6", "client"), ("mbedtls-3.6.6", "server"),
+                ("wolfssl-5.7.2", "client"), ("wolfssl-5.7.2", "server")]  # fmt: skip
+    assert sorted((r.variant, r.role) for r in rows) == expected
+    mbedtls = build_of("mbedtls-3.6.6")
+    direct = {r["role"]: r for r in codesize.as_rows(mbedtls, codesize.measure(mbedtls))}
+    for row in rows:
+        assert row.identical and row.target == "x86-64" and row.text > 100_000
+        if row.variant == "mbedtls-3.6.6":
+            assert row.text == direct[row.role]["text"]  # the same bytes as the command's
+    assert "code_size" in [p.name for p in plots(model)]
+    report = subprocess.run(
+        [str(paths.REPO / "tlsbench"), "report", "--db", str(db), "--format", "md"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert "## Code size (bytes)" in report.stdout
+    experiment.write_text('question = "How big?"\n[matrix]\nvariant = ["openssl-3.5.x"]\n'
+                          'scenario = ["code-size"]\n')  # fmt: skip
+    with pytest.raises(UserError, match='with scenario = "code-size", a variant of mbedtls or'):
+        experiments.load(str(experiment))

@@ -237,11 +237,12 @@ def test_a_silent_peer_fails_after_the_peer_timeout(build_of) -> None:
 BAD_PEERS = [
     ('peer = ["wolfsl-5.7.2"]',
      r"peer = 'wolfsl-5.7.2' \(a string\) is not allowed: a variant, self, or a real server: "
-     r"openssl-s_server, gnutls-serv, nginx \(unknown variant .*Did you mean wolfssl-5.7.2"),
+     r"openssl-s_server, openssl-3.5.x-s_server, gnutls-serv, nginx \(unknown variant .*Did "
+     r"you mean wolfssl-5.7.2"),
     ('peer = ["openssl-s_client"]', r"with role = 'client', a variant, self, or a real server"),
     ('role = ["server"]\npeer = ["gnutls-serv"]',
-     r"with role = 'server', a variant, self, or a real client: openssl-s_client, gnutls-cli, "
-     r"curl"),
+     r"with role = 'server', a variant, self, or a real client: openssl-s_client, "
+     r"openssl-3.5.x-s_client, gnutls-cli, curl"),
     ('peer = ["gnutls-serv"]\nrtt_ms = [-5]', r"rtt_ms = -5 \(a number\) is not allowed: a "
                                              r"number, 0..10000"),
     ('role = ["middle"]\npeer = ["gnutls-serv"]',

@@ -2,6 +2,8 @@
  * recipe compiled it, and as seen at run time: without assembly no AES hardware path
  * exists, so EVP_has_aes_hardware() is 0 even on an AES-NI CPU), and FIPS mode. */
 #include <openssl/aead.h>
+#include <stdio.h>
+
 #include <openssl/base.h>
 #include <openssl/crypto.h>
 
@@ -10,7 +12,12 @@
 int main(void) {
   CRYPTO_library_init();
   probe_str("library", "boringssl");
-  probe_str("version", OpenSSL_version(OPENSSL_VERSION));
+  /* BoringSSL has no releases: its API version is the only version it states (as the
+   * adapter's info says it too). */
+  char version[64];
+  snprintf(version, sizeof(version), "%s (API version %d)", OpenSSL_version(OPENSSL_VERSION),
+           BORINGSSL_API_VERSION);
+  probe_str("version", version);
   probe_long("BORINGSSL_API_VERSION", BORINGSSL_API_VERSION);
   probe_str("OPENSSL_VERSION_TEXT", OPENSSL_VERSION_TEXT);
 #ifdef OPENSSL_NO_ASM

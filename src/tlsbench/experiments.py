@@ -48,7 +48,7 @@ from tlsbench.variants import Catalog
 
 EXPERIMENTS_DIR = paths.REPO / "experiments"
 # What an experiment can measure: the driver's scenarios but `info`, which measures nothing.
-SCENARIOS = ("handshake", "resume", "records", "bulk", "aead", "interop")
+SCENARIOS = ("handshake", "resume", "records", "bulk", "aead", "interop", "code-size")
 
 # Option keys of a point, in the order they appear in names; value -> name fragment.
 OPTION_ORDER = (
@@ -85,6 +85,9 @@ SCENARIO_KEYS = {
         "loss",
         *TUNING_KEYS,
     ),
+    # What the minimal client and server programs link (codesize.py): the runner measures
+    # it, no driver runs, and no option applies.
+    "code-size": (),
 }
 INT_KEYS = {"chain", "record_size", "payload", "bytes", "iterations", "warmup"}
 # The emulated network of an interop point (netem.py): round-trip time in milliseconds and
@@ -253,7 +256,8 @@ class _Loader:
         if key == "scenario" and choices is not None:
             # interop runs the driver's `peer` scenario in two processes.
             driver_side = {"interop": "peer"}
-            choices = tuple(c for c in SCENARIOS if driver_side.get(c, c) in choices)
+            choices = tuple(c for c in SCENARIOS
+                            if c == "code-size" or driver_side.get(c, c) in choices)  # fmt: skip
         if not isinstance(value, str):
             raise self.value_error(key, value, "a string" + (
                 f", one of {_short(choices)}" if choices else ""))  # fmt: skip
@@ -376,6 +380,15 @@ class _Loader:
         except UserError as exc:  # unknown line or feature: say where it is asked for
             raise self.value_error("variant", raw["variant"], str(exc)) from None
         scenario = values["scenario"]
+        if scenario == "code-size":
+            from tlsbench import codesize
+
+            if not codesize.supported(variant.library):
+                allowed = (
+                    'with scenario = "code-size", a variant of mbedtls or wolfssl (the '
+                    "libraries with a minimal client and server program)"
+                )
+                raise self.value_error("variant", raw["variant"], allowed)
         self.check_combination(scenario, values)
         relevant = SCENARIO_KEYS[scenario]
         options = {k: values[k] for k in (*OPTION_ORDER, *TUNING_KEYS)

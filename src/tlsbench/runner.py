@@ -278,6 +278,24 @@ def run_time_and_heap(point: RunPoint, build: Build, timeout: float) -> Outcome:
     )
 
 
+def run_code_size(point: RunPoint, build: Build) -> Outcome:
+    """A code-size point: text / data / bss of the minimal client and server programs linked
+    against the variant's archives (codesize.py). Deterministic, so every repetition must
+    agree; the runner measures it itself (no driver process)."""
+    from tlsbench import codesize
+
+    started = time.monotonic()
+    try:
+        rows = codesize.as_rows(build, codesize.measure(build))
+    except (UserError, OSError, subprocess.CalledProcessError) as exc:
+        message = str(exc)
+        return Outcome("failed", 1, None, time.monotonic() - started,
+                       {"error": {"stage": "code size", "message": message}}, message)  # fmt: skip
+    output = {"schema": 1, "variant": build.variant.name, "library": build.variant.library,
+              "scenario": "code-size", "params": {}, "code_size": rows, "exit": 0}  # fmt: skip
+    return Outcome("ok", 0, None, time.monotonic() - started, output, "")
+
+
 def run_firmware(point: RunPoint, build: Build, timeout: float) -> Outcome:
     """A repetition of a firmware variant (cortex-m7): one handshake of its image under
     qemu-system-arm; instructions per side (deterministic), heap and stack per side."""
@@ -646,7 +664,9 @@ class Runner:
             progress.show(f"{point.name} @ {point.variant} (rep {repetition + 1})",
                           len(tally.failed))  # fmt: skip
             started_at = now()
-            if run["mode"] == "instructions":
+            if point.scenario == "code-size":  # the same in every mode: no driver runs
+                outcome = run_code_size(point, builds[point.variant])
+            elif run["mode"] == "instructions":
                 with tempfile.TemporaryDirectory(prefix="tlsbench-callgrind-") as scratch:
                     outcome = run_instructions(point, builds[point.variant], timeout,
                                                Path(scratch))  # fmt: skip

@@ -128,6 +128,23 @@ class WireRow:
 
 
 @dataclass(frozen=True)
+class CodeSizeRow:
+    """Bytes of what one role's minimal program links (text / data / bss, as `size` says)."""
+
+    variant: str
+    library: str
+    point: str
+    target: str  # x86-64, i686, armhf, cortex-m7
+    role: str  # client or server
+    text: int
+    data: int
+    bss: int
+    total: int
+    identical: bool  # every repetition measured the same
+    failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
+
+
+@dataclass(frozen=True)
 class LatencyRow:
     variant: str
     library: str
@@ -287,6 +304,7 @@ class RunModel:
     memory: list[MemoryRow] = field(default_factory=list)
     handshakes: list[HandshakeRow] = field(default_factory=list)
     wire: list[WireRow] = field(default_factory=list)
+    code_size: list[CodeSizeRow] = field(default_factory=list)
     latency: list[LatencyRow] = field(default_factory=list)
     throughput: list[ThroughputRow] = field(default_factory=list)
     aead: list[AeadRow] = field(default_factory=list)
@@ -304,6 +322,7 @@ class RunModel:
             Table("memory", "Handshake heap (bytes)", MemoryRow, self.memory),
             Table("handshake_time", "Handshake time", HandshakeRow, self.handshakes),
             Table("wire", "Handshake on the wire", WireRow, self.wire),
+            Table("code_size", "Code size (bytes)", CodeSizeRow, self.code_size),
             Table("record_latency", "Record latency (ns)", LatencyRow, self.latency),
             Table("bulk_throughput", "Bulk throughput (MB/s)", ThroughputRow, self.throughput),
             Table("aead", "AEAD cost", AeadRow, self.aead),
@@ -564,6 +583,30 @@ class _Loader:
                     hps_ci_high=1e9 / total.ci_low if total.ci_low > 0 else None,
                 )
             )
+        return rows
+
+    def code_size(self) -> list[CodeSizeRow]:
+        rows = []
+        for p in self.points:
+            outputs = [r.output for r in self.ok(p) if p.scenario == "code-size" and r.output]
+            if not outputs:
+                continue
+            measured = [o.get("code_size") or [] for o in outputs]
+            for row in measured[0]:
+                rows.append(
+                    CodeSizeRow(
+                        variant=p.variant,
+                        library=p.library,
+                        point=p.name,
+                        target=str(row.get("target", "")),
+                        role=str(row["role"]),
+                        text=int(row["text"]),
+                        data=int(row["data"]),
+                        bss=int(row["bss"]),
+                        total=int(row["total"]),
+                        identical=all(m == measured[0] for m in measured),
+                    )
+                )
         return rows
 
     def wire(self) -> list[WireRow]:
@@ -895,6 +938,7 @@ class _Loader:
             memory=memory,
             handshakes=handshakes,
             wire=self.wire(),
+            code_size=self.code_size(),
             latency=latency,
             throughput=self.throughput(),
             aead=self.aead(),
@@ -924,7 +968,7 @@ class _Loader:
         marks = self.partly_failed()
         if not marks:
             return
-        for name in ("memory", "handshakes", "wire", "latency", "throughput", "aead",
+        for name in ("memory", "handshakes", "wire", "code_size", "latency", "throughput", "aead",
                      "instructions", "interop"):  # fmt: skip
             rows = getattr(model, name)
             setattr(

@@ -280,6 +280,34 @@ def throughput(model: RunModel) -> Plot | None:
     return Plot("bulk_throughput", "Bulk throughput", "bulk_throughput", fig)
 
 
+def code_size(model: RunModel) -> Plot | None:
+    """Stacked text / data / bss per variant and target, client and server side by side."""
+    rows = model.code_size
+    if not rows:
+        return None
+    fig = _figure(11.0, 5.0)
+    ax = fig.subplots()
+    labels = list(dict.fromkeys(f"{r.variant} ({r.target})" for r in rows))
+    width = 0.38
+    parts = (("text", "tab:blue"), ("data", "tab:orange"), ("bss", "tab:green"))
+    for i, role in enumerate(("client", "server")):
+        by_label = {f"{r.variant} ({r.target})": r for r in rows if r.role == role}
+        xs = [x for x, label in enumerate(labels) if label in by_label]
+        bottom = [0.0] * len(xs)
+        for part, colour in parts:
+            heights = [float(getattr(by_label[labels[x]], part)) / 1024 for x in xs]
+            ax.bar([x + (i - 0.5) * width for x in xs], heights, width * 0.95, bottom=bottom,
+                   color=colour, alpha=1.0 if role == "client" else 0.55,
+                   label=f"{part} ({role})")  # fmt: skip
+            bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+    ax.set_xticks(range(len(labels)), [_wrap(label) for label in labels], fontsize="small")
+    ax.set_ylabel("KiB")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize="small", ncols=2)
+    ax.set_title("Code size of a minimal client (left) and server (right, lighter)")
+    return Plot("code_size", "Code size", "code_size", fig)
+
+
 PLOTS: tuple[Callable[[RunModel], Plot | None], ...] = (
     heap_vs_record_size,
     handshake_time,
@@ -287,6 +315,7 @@ PLOTS: tuple[Callable[[RunModel], Plot | None], ...] = (
     aead_cycles,
     throughput,
     projected_handshake,
+    code_size,
 )
 
 

@@ -190,6 +190,25 @@ def _views(model: RunModel) -> list[View]:
                 ],
             )
         )  # fmt: skip
+    if model.code_size:
+        out.append(
+            View(
+                "code_size",
+                "Code size (bytes)",
+                "What a minimal TLS client and server program (context, certificate, handshake, "
+                "one record each way) links from the variant's archives, built with -Os, "
+                "-ffunction-sections -fdata-sections and --gc-sections so that only reachable "
+                "code counts; `text` (code and constants), `data`, `bss`, as `size` reports "
+                "them. `same` = every repetition measured the same bytes.",
+                ["variant", "target", "role", "text", "data", "bss", "total", "same"],
+                [False, False, False, True, True, True, True, False],
+                [
+                    [_variant(r), r.target, r.role, fmt_bytes(r.text), fmt_bytes(r.data),
+                     fmt_bytes(r.bss), fmt_bytes(r.total), "yes" if r.identical else "no"]
+                    for r in model.code_size
+                ],
+            )
+        )  # fmt: skip
     if model.latency:
         out.append(
             View(
