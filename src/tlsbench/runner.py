@@ -510,13 +510,15 @@ def refuse_impossible(points: list[RunPoint], builds: dict[str, Build]) -> None:
     """Refuses, before anything is stored or runs, what a build declares it can never run:
     TLS points (an interop peer included) of a variant whose driver's `info` declares no TLS
     version, an AEAD-only library (experiments.check_capabilities)."""
-    users = [spec for spec in tls_variants(points) if spec in builds]
+    # Firmware images (cortex-m7) have no driver to ask: their points say what they refuse.
+    users = [spec for spec in tls_variants(points)
+             if spec in builds and not arches.arch(builds[spec].variant.arch).firmware]  # fmt: skip
     check_capabilities(points, {spec: builds[spec].info() for spec in users})
 
 
 def tls_variants(points: list[RunPoint]) -> list[str]:
     """The variants that run TLS in these points (interop peers included; not programs)."""
-    specs = [spec for p in points if p.scenario != "aead"
+    specs = [spec for p in points if p.scenario not in ("aead", "code-size")
              for spec in (p.variant, str(p.options.get("peer", "")))]  # fmt: skip
     return [s for s in dict.fromkeys(specs) if s and not interop.is_program(s)]
 
