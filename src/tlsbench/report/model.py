@@ -774,7 +774,10 @@ class _Loader:
                         else None,
                     )
                 )
-        return rows
+        # Points come in name order, where "16384B" sorts before "16B": order each variant's
+        # rows by AEAD and payload size (as a number), variants as the run has them.
+        order = {v: i for i, v in enumerate(dict.fromkeys(p.variant for p in self.points))}
+        return sorted(rows, key=lambda r: (order[r.variant], r.aead, r.payload))
 
     def interop(self) -> list[InteropRow]:
         points = [p for p in self.points if p.scenario == "interop" and self.results[p.id]]
