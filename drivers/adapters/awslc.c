@@ -111,75 +111,10 @@ static const char *sigalg_name_of(uint16_t id) {
   return name != NULL ? name : "unknown signature scheme";
 }
 
-/* ------------------------------------------------------------------------- errors */
-
-/* Formats "what: <every error on the queue>" and empties the queue. The queue is per
- * thread and both sides share this thread, so it must never carry over to the next call. */
-static tb_status awslc_fail(char *err, tb_status status, const char *what) {
-  char text[TB_ERR_LEN] = "";
-  size_t used = 0;
-  uint32_t e;
-  while ((e = ERR_get_error()) != 0) {
-    char one[160];
-    ERR_error_string_n(e, one, sizeof(one));
-    int n = snprintf(text + used, sizeof(text) - used, "%s%s", used ? "; " : "", one);
-    if (n < 0 || (size_t)n >= sizeof(text) - used) break;
-    used += (size_t)n;
-  }
-  ERR_clear_error();
-  return tb_fail(err, status, "%s: %s", what, used ? text : "(no AWS-LC error queued)");
-}
-
-/* SSL_get_error needs an empty queue before each I/O call; peeking is cheaper than
- * clearing an empty queue every time. */
-static void clear_stale_errors(void) {
-  if (ERR_peek_error() != 0) ERR_clear_error();
-}
-
-/* ------------------------------------------------------------------------- transport BIO */
-
-static BIO_METHOD *g_bio_method;
-
-static int bio_write(BIO *bio, const char *buf, int len) {
-  tb_transport *t = BIO_get_data(bio);
-  BIO_clear_retry_flags(bio);
-  long n = t->send(t->io, (const unsigned char *)buf, (size_t)len);
-  if (n > 0) return (int)n;
-  if (n == 0 || n == TB_IO_WOULD_BLOCK) BIO_set_retry_write(bio);
-  return -1;
-}
-
-static int bio_read(BIO *bio, char *buf, int len) {
-  tb_transport *t = BIO_get_data(bio);
-  BIO_clear_retry_flags(bio);
-  long n = t->recv(t->io, (unsigned char *)buf, (size_t)len);
-  if (n >= 0) return (int)n; /* 0: the peer closed the stream (EOF) */
-  if (n == TB_IO_WOULD_BLOCK) BIO_set_retry_read(bio);
-  return -1;
-}
-
-static long bio_ctrl(BIO *bio, int cmd, long num, void *ptr) {
-  (void)bio;
-  (void)num;
-  (void)ptr;
-  /* The transport has no buffering of its own: a flush is always complete. */
-  return cmd == BIO_CTRL_FLUSH ? 1 : 0;
-}
-
-static int bio_create(BIO *bio) {
-  BIO_set_init(bio, 1);
-  return 1;
-}
-
-static BIO_METHOD *make_bio_method(void) {
-  BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "tb_transport");
-  if (m == NULL || !BIO_meth_set_write(m, bio_write) || !BIO_meth_set_read(m, bio_read) ||
-      !BIO_meth_set_ctrl(m, bio_ctrl) || !BIO_meth_set_create(m, bio_create)) {
-    BIO_meth_free(m);
-    return NULL;
-  }
-  return m;
-}
+/* The error text and the transport BIO method, shared with the other adapters of
+ * libraries with OpenSSL's API. */
+#define TB_FAMILY_NAME "AWS-LC"
+#include "openssl_family.h"
 
 /* ------------------------------------------------------------------------- objects */
 
@@ -214,15 +149,15 @@ static int g_conn_index = -1; /* SSL ex_data slot of the awslc_conn */
  * handshake of a side. */
 static tb_status awslc_global_init(char *err) {
   CRYPTO_library_init();
-  if (!OPENSSL_init_ssl(0, NULL)) return awslc_fail(err, TB_FAILED, "OPENSSL_init_ssl");
+  if (!OPENSSL_init_ssl(0, NULL)) return ossl_fail(err, TB_FAILED, "OPENSSL_init_ssl");
   g_bio_method = make_bio_method();
-  if (g_bio_method == NULL) return awslc_fail(err, TB_FAILED, "BIO_meth_new");
+  if (g_bio_method == NULL) return ossl_fail(err, TB_FAILED, "BIO_meth_new");
   g_conn_index = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
-  if (g_conn_index < 0) return awslc_fail(err, TB_FAILED, "SSL_get_ex_new_index");
+  if (g_conn_index < 0) return ossl_fail(err, TB_FAILED, "SSL_get_ex_new_index");
   unsigned char rnd[32];
-  if (RAND_bytes(rnd, sizeof(rnd)) != 1) return awslc_fail(err, TB_FAILED, "RAND_bytes");
+  if (RAND_bytes(rnd, sizeof(rnd)) != 1) return ossl_fail(err, TB_FAILED, "RAND_bytes");
   SSL_CTX *warm = SSL_CTX_new(TLS_method());
-  if (warm == NULL) return awslc_fail(err, TB_FAILED, "SSL_CTX_new");
+  if (warm == NULL) return ossl_fail(err, TB_FAILED, "SSL_CTX_new");
   SSL_CTX_free(warm);
   (void)SSL_get_ex_data_X509_STORE_CTX_idx();
   ERR_clear_error();
@@ -279,7 +214,7 @@ static tb_status pin_suite(SSL_CTX *ctx, const tb_config *cfg, int *kx_nid, char
     return tb_fail(err, TB_UNSUPPORTED, "one suite expected, got '%s'", cfg->suite);
   if (cfg->tls_version == 13) {
     if (!SSL_CTX_set_ciphersuites(ctx, cfg->suite))
-      return awslc_fail(err, TB_UNSUPPORTED, "no TLS 1.3 suite by that name");
+      return ossl_fail(err, TB_UNSUPPORTED, "no TLS 1.3 suite by that name");
     if (count_suites(ctx, 1, cfg->suite, &found) != 1 || !found)
       return tb_fail(err, TB_UNSUPPORTED, "'%s' is not a TLS 1.3 suite of this build", cfg->suite);
     *kx_nid = NID_kx_any;
@@ -294,7 +229,7 @@ static tb_status pin_suite(SSL_CTX *ctx, const tb_config *cfg, int *kx_nid, char
    * the maximum version pinned to 1.2 no TLS 1.3 suite is offered. */
   if (!SSL_CTX_set_cipher_list(ctx, SSL_CIPHER_get_name(c)) ||
       count_suites(ctx, 0, cfg->suite, &found) != 1 || !found)
-    return awslc_fail(err, TB_FAILED, "SSL_CTX_set_cipher_list");
+    return ossl_fail(err, TB_FAILED, "SSL_CTX_set_cipher_list");
   *kx_nid = SSL_CIPHER_get_kx_nid(c);
   return TB_OK;
 }
@@ -322,7 +257,7 @@ static tb_status pin_group(SSL_CTX *ctx, const tb_config *cfg, int kx_nid, char 
   if (!SSL_CTX_set1_group_ids(ctx, ids, n_ids)) {
     char what[TB_NAME_LEN + 48];
     snprintf(what, sizeof(what), "this AWS-LC build cannot offer group %s", g->name);
-    return awslc_fail(err, TB_UNSUPPORTED, what);
+    return ossl_fail(err, TB_UNSUPPORTED, what);
   }
   return TB_OK;
 }
@@ -354,19 +289,19 @@ static tb_status pin_sigalg(SSL_CTX *ctx, const tb_config *cfg, int kx_nid, char
   const sigalg_name *sign = cfg->role == TB_SERVER ? server : client;
   const sigalg_name *verify = cfg->role == TB_SERVER ? client : server;
   if (!SSL_CTX_set_signing_algorithm_prefs(ctx, &sign->id, 1))
-    return awslc_fail(err, TB_UNSUPPORTED, "SSL_CTX_set_signing_algorithm_prefs");
+    return ossl_fail(err, TB_UNSUPPORTED, "SSL_CTX_set_signing_algorithm_prefs");
   if (!SSL_CTX_set_verify_algorithm_prefs(ctx, &verify->id, 1))
-    return awslc_fail(err, TB_UNSUPPORTED, "SSL_CTX_set_verify_algorithm_prefs");
+    return ossl_fail(err, TB_UNSUPPORTED, "SSL_CTX_set_verify_algorithm_prefs");
   return TB_OK;
 }
 
 static tb_status load_own_chain(SSL_CTX *ctx, const tb_config *cfg, char *err) {
   if (cfg->chain_file == NULL) return TB_OK;
   if (!SSL_CTX_use_certificate_chain_file(ctx, cfg->chain_file))
-    return awslc_fail(err, TB_FAILED, "certificate chain");
+    return ossl_fail(err, TB_FAILED, "certificate chain");
   if (cfg->key_file == NULL || !SSL_CTX_use_PrivateKey_file(ctx, cfg->key_file, SSL_FILETYPE_PEM))
-    return awslc_fail(err, TB_FAILED, "private key");
-  if (!SSL_CTX_check_private_key(ctx)) return awslc_fail(err, TB_FAILED, "key/certificate");
+    return ossl_fail(err, TB_FAILED, "private key");
+  if (!SSL_CTX_check_private_key(ctx)) return ossl_fail(err, TB_FAILED, "key/certificate");
   return TB_OK;
 }
 
@@ -400,7 +335,7 @@ static tb_status set_verification(SSL_CTX *ctx, const tb_config *cfg, char *err)
     return TB_OK;
   }
   if (cfg->ca_file == NULL || !SSL_CTX_load_verify_locations(ctx, cfg->ca_file, NULL))
-    return awslc_fail(err, TB_FAILED, "trust anchors (ca_file)");
+    return ossl_fail(err, TB_FAILED, "trust anchors (ca_file)");
   int mode = SSL_VERIFY_PEER;
   if (cfg->role == TB_SERVER) mode |= SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
   SSL_CTX_set_verify(ctx, mode, NULL);
@@ -409,7 +344,7 @@ static tb_status set_verification(SSL_CTX *ctx, const tb_config *cfg, char *err)
     X509_VERIFY_PARAM *param = SSL_CTX_get0_param(ctx);
     X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
     if (!X509_VERIFY_PARAM_set1_host(param, cfg->server_name, 0))
-      return awslc_fail(err, TB_FAILED, "X509_VERIFY_PARAM_set1_host");
+      return ossl_fail(err, TB_FAILED, "X509_VERIFY_PARAM_set1_host");
   }
   return TB_OK;
 }
@@ -488,7 +423,7 @@ static tb_status configure(awslc_ctx *ac, const tb_config *cfg, char *err) {
   if (version == 0) return tb_fail(err, TB_UNSUPPORTED, "TLS version %d", cfg->tls_version);
   if (!SSL_CTX_set_min_proto_version(ctx, (uint16_t)version) ||
       !SSL_CTX_set_max_proto_version(ctx, (uint16_t)version))
-    return awslc_fail(err, TB_UNSUPPORTED, "protocol version");
+    return ossl_fail(err, TB_UNSUPPORTED, "protocol version");
   /* The harness retries a write with the rest of the data: report each record as it is
    * written, and accept the retry from a different buffer address. */
   SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
@@ -527,7 +462,7 @@ static tb_status awslc_ctx_new(const tb_config *cfg, void **out, char *err) {
   ac->ctx = SSL_CTX_new(TLS_method());
   if (ac->ctx == NULL) {
     free(ac);
-    return awslc_fail(err, TB_FAILED, "SSL_CTX_new");
+    return ossl_fail(err, TB_FAILED, "SSL_CTX_new");
   }
   tb_status st = configure(ac, cfg, err);
   if (st != TB_OK) {
@@ -543,7 +478,7 @@ static tb_status awslc_ctx_new(const tb_config *cfg, void **out, char *err) {
 static tb_status awslc_close(void *p, char *err) {
   awslc_conn *c = p;
   /* 0: close_notify sent, the peer's not yet received (we do not wait for it). */
-  if (SSL_shutdown(c->ssl) < 0) return awslc_fail(err, TB_FAILED, "SSL_shutdown");
+  if (SSL_shutdown(c->ssl) < 0) return ossl_fail(err, TB_FAILED, "SSL_shutdown");
   return TB_OK;
 }
 
@@ -574,23 +509,23 @@ static tb_status awslc_conn_new(void *ctx, const tb_transport *transport, void *
   if (c->ssl == NULL || bio == NULL) {
     BIO_free(bio);
     awslc_conn_free(c);
-    return awslc_fail(err, TB_FAILED, "SSL_new");
+    return ossl_fail(err, TB_FAILED, "SSL_new");
   }
   if (transport->fd < 0) BIO_set_data(bio, &c->transport);
   SSL_set_bio(c->ssl, bio, bio); /* one reference, owned by the SSL */
   if (!SSL_set_ex_data(c->ssl, g_conn_index, c)) {
     awslc_conn_free(c);
-    return awslc_fail(err, TB_FAILED, "SSL_set_ex_data");
+    return ossl_fail(err, TB_FAILED, "SSL_set_ex_data");
   }
   if (ac->role == TB_CLIENT) {
     SSL_set_connect_state(c->ssl);
     if (ac->server_name[0] != '\0' && !SSL_set_tlsext_host_name(c->ssl, ac->server_name)) {
       awslc_conn_free(c);
-      return awslc_fail(err, TB_FAILED, "SNI");
+      return ossl_fail(err, TB_FAILED, "SNI");
     }
     if (session != NULL && !SSL_set_session(c->ssl, session)) {
       awslc_conn_free(c);
-      return awslc_fail(err, TB_FAILED, "SSL_set_session");
+      return ossl_fail(err, TB_FAILED, "SSL_set_session");
     }
   } else {
     SSL_set_accept_state(c->ssl);
@@ -616,11 +551,11 @@ static tb_status io_status(awslc_conn *c, int ret, const char *what, char *err) 
   if (vr != X509_V_OK && (SSL_get_verify_mode(c->ssl) & SSL_VERIFY_PEER)) {
     char buf[TB_ERR_LEN];
     snprintf(buf, sizeof(buf), "%s (verify: %s)", what, X509_verify_cert_error_string(vr));
-    return awslc_fail(err, TB_FAILED, buf);
+    return ossl_fail(err, TB_FAILED, buf);
   }
   if (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0)
     return tb_fail(err, TB_FAILED, "%s: transport error or unexpected EOF", what);
-  return awslc_fail(err, TB_FAILED, what);
+  return ossl_fail(err, TB_FAILED, what);
 }
 
 static tb_status awslc_handshake(void *conn, char *err) {
@@ -733,7 +668,7 @@ static tb_status awslc_session_get(void *conn, void **session, char *err) {
    * handshake; the core reads once after the server wrote). A resumed TLS 1.2 handshake
    * makes no new session: the one it resumed goes on. */
   SSL_SESSION *s = c->session;
-  if (s != NULL && !SSL_SESSION_up_ref(s)) return awslc_fail(err, TB_FAILED, "SSL_SESSION_up_ref");
+  if (s != NULL && !SSL_SESSION_up_ref(s)) return ossl_fail(err, TB_FAILED, "SSL_SESSION_up_ref");
   if (s == NULL && SSL_version(c->ssl) != TLS1_3_VERSION) s = SSL_get1_session(c->ssl);
   if (s == NULL) return tb_fail(err, TB_FAILED, "no session handed over (no ticket received?)");
   if (!SSL_SESSION_is_resumable(s)) {
@@ -774,7 +709,7 @@ static tb_status awslc_aead_new(tb_aead_alg alg, const unsigned char *key, size_
   /* Keyed once; one context seals and opens. */
   if (!EVP_AEAD_CTX_init(&a->ctx, aead, key, key_len, TB_AEAD_TAG_LEN, NULL)) {
     free(a);
-    return awslc_fail(err, TB_FAILED, "EVP_AEAD_CTX_init");
+    return ossl_fail(err, TB_FAILED, "EVP_AEAD_CTX_init");
   }
   *out = a;
   return TB_OK;
@@ -788,7 +723,7 @@ static tb_status awslc_aead_seal(void *aead, const unsigned char nonce[TB_AEAD_N
   if (!EVP_AEAD_CTX_seal(&a->ctx, out, &out_len, len + TB_AEAD_TAG_LEN, nonce, TB_AEAD_NONCE_LEN,
                          in, len, ad, ad_len) ||
       out_len != len + TB_AEAD_TAG_LEN)
-    return awslc_fail(err, TB_FAILED, "seal");
+    return ossl_fail(err, TB_FAILED, "seal");
   return TB_OK;
 }
 
@@ -872,7 +807,7 @@ static tb_status awslc_info(tb_info *out, char *err) {
   if (ctx == NULL || probe == NULL) {
     SSL_CTX_free(ctx);
     SSL_CTX_free(probe);
-    return awslc_fail(err, TB_FAILED, "SSL_CTX_new");
+    return ossl_fail(err, TB_FAILED, "SSL_CTX_new");
   }
   snprintf(out->version, sizeof(out->version), "%s", awslc_version_string()); /* "AWS-LC x.y.z" */
   fill_build_options();

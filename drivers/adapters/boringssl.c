@@ -116,75 +116,10 @@ static const char *sigalg_of_id(uint16_t id) {
   return NULL;
 }
 
-/* ------------------------------------------------------------------------- errors */
-
-/* "what: <every error on BoringSSL's queue>", and the queue emptied: both sides share this
- * thread's queue, so it must never carry over to the next call. */
-static tb_status bssl_fail(char *err, tb_status status, const char *what) {
-  char text[TB_ERR_LEN] = "";
-  size_t used = 0;
-  uint32_t e;
-  while ((e = ERR_get_error()) != 0) {
-    char one[160];
-    ERR_error_string_n(e, one, sizeof(one));
-    int n = snprintf(text + used, sizeof(text) - used, "%s%s", used ? "; " : "", one);
-    if (n < 0 || (size_t)n >= sizeof(text) - used) break;
-    used += (size_t)n;
-  }
-  ERR_clear_error();
-  return tb_fail(err, status, "%s: %s", what, used ? text : "(no BoringSSL error queued)");
-}
-
-/* SSL_get_error reads the queue: it must be empty before each I/O call. Peeking is cheaper
- * than clearing an empty queue. */
-static void clear_stale_errors(void) {
-  if (ERR_peek_error() != 0) ERR_clear_error();
-}
-
-/* ------------------------------------------------------------------------- transport BIO */
-
-static BIO_METHOD *g_bio_method;
-
-static int bio_write(BIO *bio, const char *buf, int len) {
-  tb_transport *t = BIO_get_data(bio);
-  BIO_clear_retry_flags(bio);
-  long n = t->send(t->io, (const unsigned char *)buf, (size_t)len);
-  if (n > 0) return (int)n;
-  if (n == 0 || n == TB_IO_WOULD_BLOCK) BIO_set_retry_write(bio);
-  return -1;
-}
-
-static int bio_read(BIO *bio, char *buf, int len) {
-  tb_transport *t = BIO_get_data(bio);
-  BIO_clear_retry_flags(bio);
-  long n = t->recv(t->io, (unsigned char *)buf, (size_t)len);
-  if (n >= 0) return (int)n; /* 0: the peer closed the stream (EOF) */
-  if (n == TB_IO_WOULD_BLOCK) BIO_set_retry_read(bio);
-  return -1;
-}
-
-static long bio_ctrl(BIO *bio, int cmd, long num, void *ptr) {
-  (void)bio;
-  (void)num;
-  (void)ptr;
-  /* No buffering of its own: a flush is always complete; nothing else is supported. */
-  return cmd == BIO_CTRL_FLUSH ? 1 : 0;
-}
-
-static int bio_create(BIO *bio) {
-  BIO_set_init(bio, 1);
-  return 1;
-}
-
-static BIO_METHOD *make_bio_method(void) {
-  BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "tb_transport");
-  if (m == NULL || !BIO_meth_set_write(m, bio_write) || !BIO_meth_set_read(m, bio_read) ||
-      !BIO_meth_set_ctrl(m, bio_ctrl) || !BIO_meth_set_create(m, bio_create)) {
-    BIO_meth_free(m);
-    return NULL;
-  }
-  return m;
-}
+/* The error text and the transport BIO method, shared with the other adapters of
+ * libraries with OpenSSL's API. */
+#define TB_FAMILY_NAME "BoringSSL"
+#include "openssl_family.h"
 
 /* ------------------------------------------------------------------------- objects */
 
@@ -219,11 +154,11 @@ typedef struct bssl_aead {
 static tb_status bssl_global_init(char *err) {
   CRYPTO_library_init();
   g_bio_method = make_bio_method();
-  if (g_bio_method == NULL) return bssl_fail(err, TB_FAILED, "BIO_meth_new");
+  if (g_bio_method == NULL) return ossl_fail(err, TB_FAILED, "BIO_meth_new");
   unsigned char rnd[32];
-  if (RAND_bytes(rnd, sizeof(rnd)) != 1) return bssl_fail(err, TB_FAILED, "RAND_bytes");
+  if (RAND_bytes(rnd, sizeof(rnd)) != 1) return ossl_fail(err, TB_FAILED, "RAND_bytes");
   SSL_CTX *warm = SSL_CTX_new(TLS_method());
-  if (warm == NULL) return bssl_fail(err, TB_FAILED, "SSL_CTX_new");
+  if (warm == NULL) return ossl_fail(err, TB_FAILED, "SSL_CTX_new");
   SSL_CTX_free(warm);
   ERR_put_error(ERR_LIB_SSL, 0, ERR_R_INTERNAL_ERROR, __FILE__, __LINE__);
   ERR_clear_error();
@@ -264,7 +199,7 @@ static tb_status pin_suite(SSL_CTX *ctx, const tb_config *cfg, int *kx_nid, char
       const SSL_CIPHER *c = SSL_get_cipher_by_value(kTls13Suites[i]);
       if (c == NULL || strcmp(SSL_CIPHER_standard_name(c), cfg->suite) != 0) continue;
       if (!SSL_CTX_set1_tls13_ciphers(ctx, &kTls13Suites[i], NULL, 1))
-        return bssl_fail(err, TB_FAILED, "SSL_CTX_set1_tls13_ciphers");
+        return ossl_fail(err, TB_FAILED, "SSL_CTX_set1_tls13_ciphers");
       *kx_nid = NID_kx_any;
       return TB_OK;
     }
@@ -278,7 +213,7 @@ static tb_status pin_suite(SSL_CTX *ctx, const tb_config *cfg, int *kx_nid, char
   /* SSL_CIPHER_get_name is BoringSSL's own name, e.g. ECDHE-RSA-AES128-GCM-SHA256. */
   if (!SSL_CTX_set_strict_cipher_list(ctx, SSL_CIPHER_get_name(c)) ||
       sk_SSL_CIPHER_num(SSL_CTX_get_ciphers(ctx)) != 1)
-    return bssl_fail(err, TB_FAILED, "SSL_CTX_set_strict_cipher_list");
+    return ossl_fail(err, TB_FAILED, "SSL_CTX_set_strict_cipher_list");
   *kx_nid = SSL_CIPHER_get_kx_nid(c);
   if (*kx_nid != NID_kx_rsa && *kx_nid != NID_kx_ecdhe)
     return tb_fail(err, TB_UNSUPPORTED, "'%s' is not certificate-authenticated (PSK)", cfg->suite);
@@ -308,7 +243,7 @@ static tb_status pin_group(SSL_CTX *ctx, const tb_config *cfg, int kx_nid, char 
   if (!SSL_CTX_set1_group_ids(ctx, ids, n_ids)) {
     char what[TB_NAME_LEN + 48];
     snprintf(what, sizeof(what), "this BoringSSL build cannot offer group %s", g->name);
-    return bssl_fail(err, TB_UNSUPPORTED, what);
+    return ossl_fail(err, TB_UNSUPPORTED, what);
   }
   return TB_OK;
 }
@@ -342,19 +277,19 @@ static tb_status pin_sigalg(SSL_CTX *ctx, const tb_config *cfg, int kx_nid, char
   const sigalg_name *sign = cfg->role == TB_SERVER ? server_sa : client_sa;
   const sigalg_name *verify = cfg->role == TB_SERVER ? client_sa : server_sa;
   if (!SSL_CTX_set_signing_algorithm_prefs(ctx, &sign->id, 1))
-    return bssl_fail(err, TB_UNSUPPORTED, "SSL_CTX_set_signing_algorithm_prefs");
+    return ossl_fail(err, TB_UNSUPPORTED, "SSL_CTX_set_signing_algorithm_prefs");
   if (!SSL_CTX_set_verify_algorithm_prefs(ctx, &verify->id, 1))
-    return bssl_fail(err, TB_UNSUPPORTED, "SSL_CTX_set_verify_algorithm_prefs");
+    return ossl_fail(err, TB_UNSUPPORTED, "SSL_CTX_set_verify_algorithm_prefs");
   return TB_OK;
 }
 
 static tb_status load_own_chain(SSL_CTX *ctx, const tb_config *cfg, char *err) {
   if (cfg->chain_file == NULL) return TB_OK;
   if (!SSL_CTX_use_certificate_chain_file(ctx, cfg->chain_file))
-    return bssl_fail(err, TB_FAILED, "certificate chain");
+    return ossl_fail(err, TB_FAILED, "certificate chain");
   if (cfg->key_file == NULL || !SSL_CTX_use_PrivateKey_file(ctx, cfg->key_file, SSL_FILETYPE_PEM))
-    return bssl_fail(err, TB_FAILED, "private key");
-  if (!SSL_CTX_check_private_key(ctx)) return bssl_fail(err, TB_FAILED, "key/certificate");
+    return ossl_fail(err, TB_FAILED, "private key");
+  if (!SSL_CTX_check_private_key(ctx)) return ossl_fail(err, TB_FAILED, "key/certificate");
   return TB_OK;
 }
 
@@ -387,7 +322,7 @@ static tb_status set_verification(SSL_CTX *ctx, const tb_config *cfg, char *err)
     return TB_OK;
   }
   if (cfg->ca_file == NULL || !SSL_CTX_load_verify_locations(ctx, cfg->ca_file, NULL))
-    return bssl_fail(err, TB_FAILED, "trust anchors (ca_file)");
+    return ossl_fail(err, TB_FAILED, "trust anchors (ca_file)");
   int mode = SSL_VERIFY_PEER;
   if (cfg->role == TB_SERVER) mode |= SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
   SSL_CTX_set_verify(ctx, mode, NULL);
@@ -396,7 +331,7 @@ static tb_status set_verification(SSL_CTX *ctx, const tb_config *cfg, char *err)
     X509_VERIFY_PARAM *param = SSL_CTX_get0_param(ctx);
     X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
     if (!X509_VERIFY_PARAM_set1_host(param, cfg->server_name, strlen(cfg->server_name)))
-      return bssl_fail(err, TB_FAILED, "X509_VERIFY_PARAM_set1_host");
+      return ossl_fail(err, TB_FAILED, "X509_VERIFY_PARAM_set1_host");
   }
   return TB_OK;
 }
@@ -463,7 +398,7 @@ static tb_status configure(bssl_ctx *bc, const tb_config *cfg, char *err) {
   uint16_t version = (uint16_t)version_of(cfg->tls_version);
   if (version == 0) return tb_fail(err, TB_UNSUPPORTED, "TLS version %d", cfg->tls_version);
   if (!SSL_CTX_set_min_proto_version(ctx, version) || !SSL_CTX_set_max_proto_version(ctx, version))
-    return bssl_fail(err, TB_UNSUPPORTED, "protocol version");
+    return ossl_fail(err, TB_UNSUPPORTED, "protocol version");
   /* The harness retries a write with the rest of the data: report each record as it is
    * written, and accept the retry from a different buffer address. */
   SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
@@ -502,7 +437,7 @@ static tb_status bssl_ctx_new(const tb_config *cfg, void **out, char *err) {
   bc->ctx = SSL_CTX_new(TLS_method());
   if (bc->ctx == NULL) {
     free(bc);
-    return bssl_fail(err, TB_FAILED, "SSL_CTX_new");
+    return ossl_fail(err, TB_FAILED, "SSL_CTX_new");
   }
   tb_status st = configure(bc, cfg, err);
   if (st != TB_OK) {
@@ -518,7 +453,7 @@ static tb_status bssl_ctx_new(const tb_config *cfg, void **out, char *err) {
 static tb_status bssl_close(void *p, char *err) {
   bssl_conn *c = p;
   /* 0: close_notify sent, the peer's not yet received (we do not wait for it). */
-  if (SSL_shutdown(c->ssl) < 0) return bssl_fail(err, TB_FAILED, "SSL_shutdown");
+  if (SSL_shutdown(c->ssl) < 0) return ossl_fail(err, TB_FAILED, "SSL_shutdown");
   return TB_OK;
 }
 
@@ -549,7 +484,7 @@ static tb_status bssl_conn_new(void *ctx, const tb_transport *transport, void *s
   if (c->ssl == NULL || bio == NULL) {
     BIO_free(bio);
     bssl_conn_free(c);
-    return bssl_fail(err, TB_FAILED, "SSL_new");
+    return ossl_fail(err, TB_FAILED, "SSL_new");
   }
   if (transport->fd < 0) BIO_set_data(bio, &c->transport);
   SSL_set_bio(c->ssl, bio, bio); /* one reference, owned by the SSL */
@@ -558,11 +493,11 @@ static tb_status bssl_conn_new(void *ctx, const tb_transport *transport, void *s
     SSL_set_connect_state(c->ssl);
     if (bc->server_name[0] != '\0' && !SSL_set_tlsext_host_name(c->ssl, bc->server_name)) {
       bssl_conn_free(c);
-      return bssl_fail(err, TB_FAILED, "SNI");
+      return ossl_fail(err, TB_FAILED, "SNI");
     }
     if (session != NULL && !SSL_set_session(c->ssl, session)) {
       bssl_conn_free(c);
-      return bssl_fail(err, TB_FAILED, "SSL_set_session");
+      return ossl_fail(err, TB_FAILED, "SSL_set_session");
     }
   } else {
     SSL_set_accept_state(c->ssl);
@@ -588,11 +523,11 @@ static tb_status io_status(bssl_conn *c, int ret, const char *what, char *err) {
   if (vr != X509_V_OK && (SSL_get_verify_mode(c->ssl) & SSL_VERIFY_PEER)) {
     char buf[TB_ERR_LEN];
     snprintf(buf, sizeof(buf), "%s (verify: %s)", what, X509_verify_cert_error_string(vr));
-    return bssl_fail(err, TB_FAILED, buf);
+    return ossl_fail(err, TB_FAILED, buf);
   }
   if (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0)
     return tb_fail(err, TB_FAILED, "%s: transport error or unexpected EOF", what);
-  return bssl_fail(err, TB_FAILED, what);
+  return ossl_fail(err, TB_FAILED, what);
 }
 
 static tb_status bssl_handshake(void *conn, char *err) {
@@ -771,7 +706,7 @@ static tb_status bssl_aead_new(tb_aead_alg alg, const unsigned char *key, size_t
   a->ctx = EVP_AEAD_CTX_new(aead, key, key_len, TB_AEAD_TAG_LEN);
   if (a->ctx == NULL) {
     bssl_aead_free(a);
-    return bssl_fail(err, TB_FAILED, "EVP_AEAD_CTX_new");
+    return ossl_fail(err, TB_FAILED, "EVP_AEAD_CTX_new");
   }
   *out = a;
   return TB_OK;
@@ -784,7 +719,7 @@ static tb_status bssl_aead_seal(void *aead, const unsigned char nonce[TB_AEAD_NO
   if (!EVP_AEAD_CTX_seal(((bssl_aead *)aead)->ctx, out, &out_len, len + TB_AEAD_TAG_LEN, nonce,
                          TB_AEAD_NONCE_LEN, in, len, ad, ad_len) ||
       out_len != len + TB_AEAD_TAG_LEN)
-    return bssl_fail(err, TB_FAILED, "seal");
+    return ossl_fail(err, TB_FAILED, "seal");
   return TB_OK;
 }
 
@@ -867,7 +802,7 @@ static void fill_groups_and_sigalgs(SSL_CTX *ctx) {
 static tb_status bssl_info(tb_info *out, char *err) {
   ERR_clear_error();
   SSL_CTX *ctx = SSL_CTX_new(TLS_method());
-  if (ctx == NULL) return bssl_fail(err, TB_FAILED, "SSL_CTX_new");
+  if (ctx == NULL) return ossl_fail(err, TB_FAILED, "SSL_CTX_new");
   snprintf(out->version, sizeof(out->version), "%s (API version %d)",
            OpenSSL_version(OPENSSL_VERSION), BORINGSSL_API_VERSION);
   fill_build_options();
