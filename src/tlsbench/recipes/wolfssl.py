@@ -53,7 +53,9 @@ class WolfsslRecipe:
         if ctx.target.firmware:
             flags += ["-include", str(self._seed_header(ctx))]
         cflags = " ".join(flags)
-        host = [f"--host={ctx.target.host}"] if ctx.target.host else []
+        # i686 and the microcontroller get their host here; armhf names it in its feature.
+        cross = ctx.variant.arch == "i686" or ctx.target.firmware
+        host = [f"--host={ctx.target.host}"] if cross and ctx.target.host else []
         ctx.log.step("configure")
         ctx.run(
             [
