@@ -161,3 +161,69 @@ def test_code_size_of_a_cortex_m7_variant_is_thumb_code(build_of) -> None:
     rows = codesize.as_rows(build, codesize.measure(build))
     assert {r["role"] for r in rows} == {"client", "server"}
     assert all(r["target"] == "cortex-m7" and 100_000 < r["text"] < 1_000_000 for r in rows)
+
+
+# ---------------------------------------------------------------------------- wolfSSL
+WOLFSSL_VARIANT = "wolfssl-5.7.2:cortex-m7"
+
+
+@pytest.fixture(scope="module")
+def wolfssl_image(build_of):
+    return cortexm.image_of(build_of(WOLFSSL_VARIANT))
+
+
+def test_wolfssl_feature_is_bare_metal_with_a_test_seed(catalog: Catalog) -> None:
+    variant = catalog.resolve(WOLFSSL_VARIANT)
+    assert variant.arch == "cortex-m7"
+    assert "--disable-filesystem" in variant.configure
+    assert "--enable-singlethreaded" in variant.configure
+    assert "-DWOLFSSL_USER_IO" in variant.cflags
+    assert "-DCUSTOM_RAND_GENERATE_SEED=tlsbench_test_seed" in variant.cflags
+
+
+def test_wolfssl_image_is_thumb_code_with_the_library_and_the_wrapped_heap(wolfssl_image) -> None:
+    header = wolfssl_image.read_bytes()[:20]
+    assert header[:4] == b"\x7fELF" and header[4] == 1
+    assert int.from_bytes(header[18:20], "little") == ELF_MACHINE_ARM
+    symbols = subprocess.run(
+        ["arm-none-eabi-nm", str(wolfssl_image)], capture_output=True, text=True, check=True
+    ).stdout
+    assert " T reset_handler" in symbols and "__wrap_malloc" in symbols
+    assert "wolfSSL_connect" in symbols and "wolfSSL_accept" in symbols
+    assert "mbedtls_ssl_handshake" not in symbols
+
+
+def test_wolfssl_ecdhe_handshake_negotiates_what_was_asked_and_is_measured(wolfssl_image) -> None:
+    result = cortexm.run(wolfssl_image, ECDHE, "secp256r1", timeout=60)
+    assert (result["version"], result["suite"], result["group"]) == ("TLSv1.2", ECDHE, "secp256r1")
+    assert result["library"] == "wolfssl" and result["library_version"] == "5.7.2"
+    for side in cortexm.SIDES:
+        figures = result[side]
+        assert figures["heap_peak"] > 0 and figures["allocations"] > 0
+        assert 0 < figures["stack_high_water"] < 64 * 1024
+        assert figures["handshake_instructions"] > 1_000_000
+    # The server signs with RSA 2048 (a private-key operation): it costs more than the client.
+    assert result["server"]["handshake_instructions"] > result["client"]["handshake_instructions"]
+
+
+def test_wolfssl_static_rsa_counts_are_identical_across_runs(wolfssl_image) -> None:
+    first = cortexm.run(wolfssl_image, RSA, None, timeout=60)
+    assert first["suite"] == RSA and first["group"] == "none"
+    second = cortexm.run(wolfssl_image, RSA, None, timeout=60)
+    for side in cortexm.SIDES:
+        assert first[side] == second[side]
+        assert first[side]["heap_peak"] > 0
+
+
+def test_wolfssl_suite_the_build_lacks_fails(wolfssl_image) -> None:
+    with pytest.raises(UserError, match="cipher suite not in this build"):
+        cortexm.run(wolfssl_image, "TLS-RSA-WITH-NOTHING", None, timeout=60)
+
+
+def test_wolfssl_code_size_of_the_cortex_m7_variant_is_thumb_code(build_of) -> None:
+    from tlsbench import codesize
+
+    build = build_of(WOLFSSL_VARIANT)
+    rows = codesize.as_rows(build, codesize.measure(build))
+    assert {r["role"] for r in rows} == {"client", "server"}
+    assert all(r["target"] == "cortex-m7" and 50_000 < r["text"] < 1_000_000 for r in rows)

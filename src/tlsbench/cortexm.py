@@ -27,7 +27,7 @@ from tlsbench import arches, certs, paths
 from tlsbench.errors import UserError
 
 FIRMWARE = paths.DRIVERS / "embedded" / "cortexm"
-SOURCES = {"mbedtls": "firmware_mbedtls.c"}
+SOURCES = {"mbedtls": "firmware_mbedtls.c", "wolfssl": "firmware_wolfssl.c"}
 COMMON = ("startup.c", "semihost.c")
 IMAGE = "firmware.elf"
 MACHINE = "mps2-an500"  # QEMU's Cortex-M7 board
