@@ -23,6 +23,7 @@ that side alone.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -82,8 +83,13 @@ def pinned_program(name: str) -> bool:
 def openssl_executable(name: str) -> str:
     """The `openssl` program a peer name means: the machine's, or the pinned build's (built
     on first use, like any variant)."""
-    if not pinned_program(name):
-        return "openssl"
+    return _pinned_openssl() if pinned_program(name) else "openssl"
+
+
+@functools.cache
+def _pinned_openssl() -> str:
+    """The pinned build's program, found once per process: every connection of every
+    point asks, and finding a build hashes its inputs (the whole drivers tree)."""
     from tlsbench.build import Builder
     from tlsbench.recipes.openssl import PROGRAM
     from tlsbench.variants import Catalog

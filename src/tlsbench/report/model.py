@@ -587,8 +587,8 @@ class _Loader:
 
     def code_size(self) -> list[CodeSizeRow]:
         rows = []
-        for p in self.points:
-            outputs = [r.output for r in self.ok(p) if p.scenario == "code-size" and r.output]
+        for p in [p for p in self.points if p.scenario == "code-size"]:
+            outputs = [r.output for r in self.ok(p) if r.output]
             if not outputs:
                 continue
             measured = [o.get("code_size") or [] for o in outputs]
