@@ -35,7 +35,7 @@ const tb_name *tb_name_find(const tb_name *table, const char *name);
 
 int tb_fault_known(const char *name);
 
-#define TB_N_SCENARIOS 7
+#define TB_N_SCENARIOS 9
 extern const char *const tb_scenario_names[TB_N_SCENARIOS];
 
 /* Ranges of the numeric options (also declared by `info --json`). Record sizes: RFC 8449's
@@ -83,6 +83,14 @@ typedef struct tb_options {
   long peer_timeout;     /* seconds without progress before the connection fails */
   int peer_resume;       /* connections after the first resume the previous session */
   int body_pattern;      /* client: the response body is the known pattern (checked) */
+  /* serve and load (load.c) */
+  long workers;          /* serve: worker processes */
+  long duration;         /* serve: seconds before it stops by itself; load: seconds of load */
+  long connections;      /* load: concurrent connections */
+  const char *pattern;   /* load: new, resume or keepalive */
+  long requests;         /* load: transactions in total (0: until --duration) */
+  size_t request_size;   /* load: bytes per request (padded; 0: the shortest) */
+  const char *latencies; /* load: file for every transaction's latency in ns */
   int json;
   char ca_file[PATH_MAX];
   char server_chain[PATH_MAX], server_key[PATH_MAX];
@@ -181,6 +189,18 @@ int tb_scenario_aead(tb_run *r, tb_json *j);
 int tb_scenario_info(tb_run *r, tb_json *j);
 /* peer.c: one side here, the other in another process over TCP. */
 int tb_scenario_peer(tb_run *r);
+struct addrinfo;
+/* "HOST:PORT" to an IPv4 address (passive: to listen on); a usage error otherwise. */
+int tb_resolve_address(tb_run *r, const char *hostport, int passive, struct addrinfo **out);
+/* Writes r->peer_port to --port-file (if given), atomically; -1 with errno on failure. */
+int tb_write_port_file(const tb_run *r);
+/* The response body's byte pattern: tb_pattern_at(offset) points at 64 KiB of it that
+ * start at `offset` of a body. */
+void tb_pattern_init(void);
+const unsigned char *tb_pattern_at(uint64_t offset);
+/* load.c: a server of many connections, and a load generator (both over TCP). */
+int tb_scenario_serve(tb_run *r, tb_json *j);
+int tb_scenario_load(tb_run *r, tb_json *j);
 
 /* series helpers (main.c) */
 tb_series *tb_series_get(tb_run *r, const char *name, const char *unit);

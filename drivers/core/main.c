@@ -60,7 +60,7 @@ void tb_warn(tb_run *r, const char *warning) {
 static void usage(FILE *out) {
   fprintf(out,
           "usage: tlsbench-driver SCENARIO [options]\n"
-          "scenarios: handshake resume records bulk aead info peer\n"
+          "scenarios: handshake resume records bulk aead info peer serve load\n"
           "  --tls 1.2|1.3            protocol version (default 1.3)\n"
           "  --suite NAME             IANA cipher suite (default per version and cert)\n"
           "  --group NAME             x25519 secp256r1 secp384r1 ffdhe2048 ffdhe3072 "
@@ -92,6 +92,16 @@ static void usage(FILE *out) {
           "  --peer-resume            peer: connections after the first resume a session\n"
           "  --body pattern|any       peer client: the response body must be tlsbench's\n"
           "                           pattern (default) or may be anything (a real server's)\n"
+          "  --workers N              serve: worker processes, each an event loop (default 1)\n"
+          "  --duration S             serve: seconds before it stops by itself (default 600;\n"
+          "                           SIGTERM stops it sooner); load: seconds of load\n"
+          "                           (default 10)\n"
+          "  --connections C          load: concurrent connections (default 1)\n"
+          "  --pattern P              load: new (a full handshake per transaction), resume\n"
+          "                           (a resumed one) or keepalive (default)\n"
+          "  --requests N             load: stop after N transactions (default: --duration)\n"
+          "  --request-size N         load: bytes per request, padded (default: shortest)\n"
+          "  --latencies FILE         load: every transaction's latency (ns), one per line\n"
           "  --io callbacks|fd|bio    callbacks: the library reads and writes through\n"
           "                           tlsbench's callbacks (default); fd: its own socket I/O\n"
           "                           on the TCP connection (--transport tcp); bio: the\n"
@@ -168,6 +178,44 @@ static int cert_path(char *out, const tb_options *o, const char *file) {
   return 0;
 }
 
+/* Scenarios with one side in this process and the other in another, over TCP. */
+static int two_process_scenario(const char *scenario) {
+  return strcmp(scenario, "peer") == 0 || strcmp(scenario, "serve") == 0 ||
+         strcmp(scenario, "load") == 0;
+}
+
+/* The options of serve and load, and only of them. */
+static int check_many_options(tb_options *o, long request_size) {
+  int serve = strcmp(o->scenario, "serve") == 0, load = strcmp(o->scenario, "load") == 0;
+  if (!serve && (o->workers != 1)) {
+    fprintf(stderr, "tlsbench-driver: --workers is for the serve scenario\n");
+    return -1;
+  }
+  if (!load && (o->connections != 1 || o->pattern || o->requests || request_size || o->latencies)) {
+    fprintf(stderr,
+            "tlsbench-driver: --connections, --pattern, --requests, --request-size and "
+            "--latencies are for the load scenario\n");
+    return -1;
+  }
+  if (!serve && !load && o->duration >= 0) {
+    fprintf(stderr, "tlsbench-driver: --duration is for the serve and load scenarios\n");
+    return -1;
+  }
+  if (load && o->connect == NULL) {
+    fprintf(stderr, "tlsbench-driver: load needs --connect HOST:PORT (a server)\n");
+    return -1;
+  }
+  if ((serve || load) && o->key_share != NULL) {
+    fprintf(stderr, "tlsbench-driver: --key-share is checked on the wire by the peer scenario\n");
+    return -1;
+  }
+  if (serve && o->listen == NULL) o->listen = "127.0.0.1:0";
+  if (o->duration < 0) o->duration = serve ? 600 : 10;
+  if (load && o->pattern == NULL) o->pattern = "keepalive";
+  o->request_size = (size_t)request_size;
+  return 0;
+}
+
 static int needs_tls(const char *scenario) {
   return strcmp(scenario, "aead") != 0 && strcmp(scenario, "info") != 0;
 }
@@ -200,6 +248,13 @@ static int parse_options(int argc, char **argv, tb_options *o) {
                                         {"peer-timeout", required_argument, 0, 'O'},
                                         {"peer-resume", no_argument, 0, 'E'},
                                         {"body", required_argument, 0, 'k'},
+                                        {"workers", required_argument, 0, 'X'},
+                                        {"duration", required_argument, 0, 'D'},
+                                        {"connections", required_argument, 0, 'N'},
+                                        {"pattern", required_argument, 0, 'Q'},
+                                        {"requests", required_argument, 0, 'q'},
+                                        {"request-size", required_argument, 0, 'z'},
+                                        {"latencies", required_argument, 0, 'y'},
                                         {"json", no_argument, 0, 'j'},
                                         {"help", no_argument, 0, 'h'},
                                         {0, 0, 0, 0}};
@@ -213,7 +268,11 @@ static int parse_options(int argc, char **argv, tb_options *o) {
   o->peer_timeout = 10;
   o->body_pattern = 1;
   o->role = (tb_role)-1;
-  long record_size = 0, payload = 0, bytes = 16 * 1024 * 1024, chain = 1;
+  long record_size = 0, payload = 0, bytes = 16 * 1024 * 1024, chain = 1, request_size = 0;
+  o->workers = 1;
+  o->duration = -1;
+  o->connections = 1;
+  o->pattern = NULL;
   int c;
   opterr = 0;
   while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
@@ -353,6 +412,33 @@ static int parse_options(int argc, char **argv, tb_options *o) {
           return -1;
         }
         break;
+      case 'X':
+        if (parse_count("workers", optarg, 1, 64, &o->workers)) return -1;
+        break;
+      case 'D':
+        if (parse_count("duration", optarg, 1, 86400, &o->duration)) return -1;
+        break;
+      case 'N':
+        if (parse_count("connections", optarg, 1, 10000, &o->connections)) return -1;
+        break;
+      case 'Q':
+        if (strcmp(optarg, "new") != 0 && strcmp(optarg, "resume") != 0 &&
+            strcmp(optarg, "keepalive") != 0) {
+          fprintf(stderr, "tlsbench-driver: --pattern must be new, resume or keepalive, not %s\n",
+                  optarg);
+          return -1;
+        }
+        o->pattern = optarg;
+        break;
+      case 'q':
+        if (parse_count("requests", optarg, 1, TB_ITERATIONS_MAX, &o->requests)) return -1;
+        break;
+      case 'z':
+        if (parse_count("request-size", optarg, 1, 4096, &request_size)) return -1;
+        break;
+      case 'y':
+        o->latencies = optarg;
+        break;
       case 'j':
         o->json = 1;
         break;
@@ -369,8 +455,8 @@ static int parse_options(int argc, char **argv, tb_options *o) {
     return -1;
   }
   o->scenario = argv[optind];
-  static const long default_iterations[TB_N_SCENARIOS] = {100, 100, 10000, 5, 3000, 1, 10};
-  static const long default_warmup[TB_N_SCENARIOS] = {5, 5, 1000, 1, 300, 0, 1};
+  static const long default_iterations[TB_N_SCENARIOS] = {100, 100, 10000, 5, 3000, 1, 10, 0, 0};
+  static const long default_warmup[TB_N_SCENARIOS] = {5, 5, 1000, 1, 300, 0, 1, 0, 0};
   int known = -1;
   for (int i = 0; i < TB_N_SCENARIOS; i++) {
     if (strcmp(o->scenario, tb_scenario_names[i]) == 0) known = i;
@@ -395,27 +481,39 @@ static int parse_options(int argc, char **argv, tb_options *o) {
     fprintf(stderr, "tlsbench-driver: peer --role client needs --connect HOST:PORT\n");
     return -1;
   }
-  if (!peer && (o->connect || o->listen || o->port_file || (int)o->role >= 0 || o->peer_resume)) {
+  int serve = strcmp(o->scenario, "serve") == 0, load = strcmp(o->scenario, "load") == 0;
+  if (!peer && ((int)o->role >= 0 || o->peer_resume)) {
+    fprintf(stderr, "tlsbench-driver: --role and --peer-resume are for the peer scenario\n");
+    return -1;
+  }
+  if (!peer && !load && o->connect) {
+    fprintf(stderr, "tlsbench-driver: --connect is for the peer and load scenarios\n");
+    return -1;
+  }
+  if (!peer && !serve && (o->listen || o->port_file)) {
     fprintf(stderr,
-            "tlsbench-driver: --role, --connect, --listen, --port-file and --peer-resume are "
-            "for the peer scenario\n");
+            "tlsbench-driver: --listen and --port-file are for the peer and serve "
+            "scenarios\n");
     return -1;
   }
   if (peer && o->role == TB_SERVER && o->listen == NULL) o->listen = "127.0.0.1:0";
-  if (o->io_bio && peer) {
+  if (check_many_options(o, request_size) != 0) return -1;
+  if (o->io_bio && two_process_scenario(o->scenario)) {
     fprintf(stderr, "tlsbench-driver: --io bio is for the one-process scenarios\n");
     return -1;
   }
-  if (o->io_fd && (peer || o->transport != TB_LINK_TCP)) {
+  if (o->io_fd && (two_process_scenario(o->scenario) || o->transport != TB_LINK_TCP)) {
     fprintf(stderr,
             "tlsbench-driver: --io fd needs --transport tcp (a socket for the library to use)\n");
     return -1;
   }
-  if (peer && o->transport != TB_LINK_MEMORY) {
-    fprintf(stderr, "tlsbench-driver: peer always runs over TCP; --transport is not for it\n");
+  int two_process = peer || serve || load;
+  if (two_process && o->transport != TB_LINK_MEMORY) {
+    fprintf(stderr, "tlsbench-driver: %s always runs over TCP; --transport is not for it\n",
+            o->scenario);
     return -1;
   }
-  if (peer && o->fault != NULL) {
+  if (two_process && o->fault != NULL) {
     fprintf(stderr, "tlsbench-driver: --fault is for the one-process scenarios\n");
     return -1;
   }
@@ -429,7 +527,7 @@ static int parse_options(int argc, char **argv, tb_options *o) {
     o->payload = 256;
   } else if (strcmp(o->scenario, "bulk") == 0) {
     o->payload = o->record_size ? o->record_size : 16384; /* the largest records */
-  } else if (peer) {
+  } else if (two_process_scenario(o->scenario)) {
     o->payload = 1024; /* response body bytes */
   }
   if (check_name("suite", tb_suite_names, o->suite) ||
@@ -600,8 +698,12 @@ static void write_negotiated(tb_json *j, const tb_run *r) {
     tb_json_null(j, "negotiated");
     return;
   }
-  int peer = strcmp(r->opt->scenario, "peer") == 0;
-  const tb_negotiated *n = peer && r->opt->role == TB_SERVER ? &r->server_neg : &r->client_neg;
+  /* A process of one side knows only that side's readback. */
+  const char *scenario = r->opt->scenario;
+  int peer = two_process_scenario(scenario);
+  int server_side = strcmp(scenario, "serve") == 0 ||
+                    (strcmp(scenario, "peer") == 0 && r->opt->role == TB_SERVER);
+  const tb_negotiated *n = server_side ? &r->server_neg : &r->client_neg;
   tb_json_object(j, "negotiated");
   tb_json_str(j, "version", n->version);
   tb_json_str(j, "suite", n->suite);
@@ -612,8 +714,8 @@ static void write_negotiated(tb_json *j, const tb_run *r) {
   if (n->client_sigalg[0] != '\0') tb_json_str(j, "client_sigalg", n->client_sigalg);
   tb_json_object(j, "peer_verified");
   /* A peer process knows only its own side's verification. */
-  if (!peer || r->opt->role == TB_CLIENT) tb_json_bool(j, "client", r->client_neg.peer_verified);
-  if (!peer || r->opt->role == TB_SERVER) tb_json_bool(j, "server", r->server_neg.peer_verified);
+  if (!peer || !server_side) tb_json_bool(j, "client", r->client_neg.peer_verified);
+  if (!peer || server_side) tb_json_bool(j, "server", r->server_neg.peer_verified);
   tb_json_object_end(j);
   tb_json_bool(j, "resumed", n->resumed);
   tb_json_object_end(j);
@@ -823,6 +925,10 @@ int main(int argc, char **argv) {
     } else if (strcmp(opt.scenario, "peer") == 0) {
       code = tb_scenario_peer(&run);
       if (opt.role == TB_SERVER && run.peer_port) tb_json_u64(&j, "port", run.peer_port);
+    } else if (strcmp(opt.scenario, "serve") == 0) {
+      code = tb_scenario_serve(&run, &j);
+    } else if (strcmp(opt.scenario, "load") == 0) {
+      code = tb_scenario_load(&run, &j);
     } else {
       code = tb_scenario_info(&run, &j);
       write_declared(&j);

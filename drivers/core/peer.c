@@ -105,7 +105,7 @@ static int set_socket_options(int fd, long timeout_s) {
 }
 
 /* "HOST:PORT" (the last colon splits, so "[::1]:443" style is not needed: IPv4 and names). */
-static int resolve(tb_run *r, const char *hostport, int passive, struct addrinfo **out) {
+int tb_resolve_address(tb_run *r, const char *hostport, int passive, struct addrinfo **out) {
   char host[256];
   const char *colon = strrchr(hostport, ':');
   if (colon == NULL || (size_t)(colon - hostport) >= sizeof(host)) {
@@ -124,9 +124,23 @@ static int resolve(tb_run *r, const char *hostport, int passive, struct addrinfo
   return TB_EXIT_OK;
 }
 
+/* The port (the kernel's choice with port 0) goes to --port-file only once accept() can
+ * take a connection: whoever waits for the file never races the listener. Written to a
+ * temporary name and renamed, so that a reader never sees half a number. */
+int tb_write_port_file(const tb_run *r) {
+  if (r->opt->port_file == NULL) return 0;
+  char tmp[PATH_MAX];
+  snprintf(tmp, sizeof(tmp), "%s.tmp", r->opt->port_file);
+  FILE *f = fopen(tmp, "w");
+  if (f == NULL) return -1;
+  int bad = fprintf(f, "%u\n", r->peer_port) < 0;
+  bad |= fclose(f) != 0;
+  return bad || rename(tmp, r->opt->port_file) != 0 ? -1 : 0;
+}
+
 static int open_listener(tb_run *r, int *fd_out) {
   struct addrinfo *ai;
-  int code = resolve(r, r->opt->listen, 1, &ai);
+  int code = tb_resolve_address(r, r->opt->listen, 1, &ai);
   if (code != TB_EXIT_OK) return code;
   int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   int one = 1;
@@ -147,18 +161,9 @@ static int open_listener(tb_run *r, int *fd_out) {
     return sys_fail(r, "listen", "getsockname");
   }
   r->peer_port = ntohs(bound.sin_port);
-  /* The port (the kernel's choice with port 0) goes to the file only once accept() can
-   * take a connection: whoever waits for the file never races the listener. Written to a
-   * temporary name and renamed, so that a reader never sees half a number. */
-  if (r->opt->port_file != NULL) {
-    char tmp[PATH_MAX];
-    snprintf(tmp, sizeof(tmp), "%s.tmp", r->opt->port_file);
-    FILE *f = fopen(tmp, "w");
-    if (f == NULL || fprintf(f, "%u\n", r->peer_port) < 0 || fclose(f) != 0 ||
-        rename(tmp, r->opt->port_file) != 0) {
-      close(fd);
-      return sys_fail(r, "listen", r->opt->port_file);
-    }
+  if (tb_write_port_file(r) != 0) {
+    close(fd);
+    return sys_fail(r, "listen", r->opt->port_file);
   }
   *fd_out = fd;
   return TB_EXIT_OK;
@@ -168,7 +173,7 @@ static int open_listener(tb_run *r, int *fd_out) {
  * (a real program's server may still be starting), only for the first connection. */
 static int open_connection(tb_run *r, int first, int *fd_out) {
   struct addrinfo *ai;
-  int code = resolve(r, r->opt->connect, 0, &ai);
+  int code = tb_resolve_address(r, r->opt->connect, 0, &ai);
   if (code != TB_EXIT_OK) return code;
   uint64_t deadline = tb_mono_ns() + (uint64_t)r->opt->peer_timeout * 1000000000ull;
   for (;;) {
@@ -222,14 +227,12 @@ static int io_fail(tb_run *r, peer_socket *s, tb_status st, const char *stage) {
 #define IO_CHUNK 65536
 static unsigned char pattern[IO_CHUNK + PATTERN_PERIOD];
 
-static void pattern_init(void) {
+void tb_pattern_init(void) {
   for (size_t i = 0; i < sizeof(pattern); i++)
     pattern[i] = (unsigned char)('a' + (i * 7u) % PATTERN_PERIOD);
 }
 
-static const unsigned char *pattern_at(uint64_t offset) {
-  return pattern + offset % PATTERN_PERIOD;
-}
+const unsigned char *tb_pattern_at(uint64_t offset) { return pattern + offset % PATTERN_PERIOD; }
 
 /* The response size the client asks for: --bytes for a download, else --payload. */
 static uint64_t response_size(const tb_options *o) {
@@ -299,7 +302,7 @@ static int serve_request(tb_run *r, peer_socket *s, void *conn, uint64_t *cpu_ns
   int code = write_all(r, s, conn, (const unsigned char *)head, (size_t)head_len, cpu_ns);
   for (uint64_t off = 0; off < n && code == TB_EXIT_OK; off += IO_CHUNK) {
     size_t len = n - off < IO_CHUNK ? (size_t)(n - off) : IO_CHUNK;
-    code = write_all(r, s, conn, pattern_at(off), len, body_cpu_ns);
+    code = write_all(r, s, conn, tb_pattern_at(off), len, body_cpu_ns);
   }
   return code;
 }
@@ -348,9 +351,9 @@ static int fetch_response(tb_run *r, peer_socket *s, void *conn, uint64_t *cpu_n
   static unsigned char buf[IO_CHUNK];
   /* The body: what came with the header, then reads until Content-Length or the close. */
   for (;;) {
-    if (checked && body_have > 0 && memcmp(body, pattern_at(got), body_have) != 0) {
+    if (checked && body_have > 0 && memcmp(body, tb_pattern_at(got), body_have) != 0) {
       size_t at = 0;
-      while (body[at] == pattern_at(got)[at]) at++;
+      while (body[at] == tb_pattern_at(got)[at]) at++;
       snprintf(r->err, sizeof(r->err), "response byte %llu of %llu differs",
                (unsigned long long)(got + at), (unsigned long long)want);
       return tb_fail_stage(r, TB_EXIT_DATA, "data check");
@@ -409,7 +412,7 @@ int tb_scenario_peer(tb_run *r) {
       o->bytes_given
           ? tb_series_get(r, server ? "server_cpu_s_per_GB" : "client_cpu_s_per_GB", "s/GB")
           : NULL;
-  pattern_init();
+  tb_pattern_init();
   void *session = NULL;
   long connection = 0;
   for (long i = 0; i < o->warmup + o->iterations && code == TB_EXIT_OK; i++) {
