@@ -517,6 +517,8 @@ int tb_scenario_serve(tb_run *r, tb_json *j) {
     for (int i = 0; i < workers; i++) {
       if (pids[i] > 0 && waitpid(pids[i], &status, WNOHANG) == pids[i]) {
         pids[i] = -1;
+        /* Exit 0: the worker reached --duration and reported (on its own clock). */
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
         died = 1;
         snprintf(died_how, sizeof(died_how), "%s %d",
                  WIFSIGNALED(status) ? "signal" : "exit status",
