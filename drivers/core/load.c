@@ -317,7 +317,9 @@ static step_result serve_step(server_state *s, lconn *c) {
                                             REQUEST_MAX - c->req_have, &done, r->err));
       c->req_have += done;
       if (done > 0) continue;
-      if (st == TB_WANT_IO) {
+      /* TB_OK with nothing read: the library consumed a record without application data
+       * (a ticket, say); read again. */
+      if (st == TB_WANT_IO || st == TB_OK) {
         step_result res = wait_for_io(s->ep, c, &spins);
         if (res != STEP_DONE) return res;
         continue;
@@ -890,7 +892,7 @@ static step_result load_step(load_state *s, lconn *c) {
         if (check_body(s, c, buf, done) != TB_EXIT_OK) return STEP_ERROR;
         continue;
       }
-      if (st == TB_WANT_IO) {
+      if (st == TB_WANT_IO || st == TB_OK) {
         step_result res = wait_for_io(s->ep, c, &spins);
         if (res != STEP_DONE) return res;
         continue;
