@@ -111,7 +111,16 @@ class Side:
     code: int | None = None
     killed: str = ""
 
-    def start(self, env: dict[str, str], stdin: str | None = None) -> None:
+    def start(self, env: dict[str, str], stdin: str | None = None,
+              cpus: set[int] | None = None) -> None:  # fmt: skip
+        """Starts the process in its own session; `cpus`: the CPUs it may run on (pinned
+        before exec, as the runner pins a driver)."""
+
+        def pin() -> None:
+            if cpus:
+                with contextlib.suppress(OSError):
+                    os.sched_setaffinity(0, cpus)
+
         self.proc = subprocess.Popen(
             self.command,
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
@@ -120,6 +129,7 @@ class Side:
             text=True,
             env=env,
             start_new_session=True,  # a timeout or an interrupt kills its whole group
+            preexec_fn=pin if cpus else None,
         )
         self._stdin = stdin
 
@@ -269,7 +279,7 @@ def program_side(name: str, options: dict[str, Any], port: int | None, connectio
         offer = _openssl_offer(options)
         if isinstance(offer, str):
             return offer
-        command = _nginx(options, port, scratch, host)
+        command = nginx_command(options, port, scratch, host)
     elif name == "curl":
         tls = str(options.get("tls", "1.3"))
         # The body goes to a file (checked afterwards); stdout says how fast it came.
@@ -301,10 +311,15 @@ def program_side(name: str, options: dict[str, Any], port: int | None, connectio
     return Side(role, name, command)
 
 
-def _nginx(options: dict[str, Any], port: int | None, scratch: Path, host: str) -> list[str]:
+def nginx_command(options: dict[str, Any], port: int | None, scratch: Path, host: str,
+                  workers: int = 1, max_connections: int = 64,
+                  keep_env: tuple[str, ...] = ()) -> list[str]:  # fmt: skip
     """nginx (Debian's) in the foreground with a configuration in the scratch folder: the
     point's certificate, version, suite, group and signature scheme, no tickets and no
-    session cache, and the response body as a file named after its size."""
+    session cache, and the response body as a file named after its size. `workers` worker
+    processes of `max_connections` each, keep-alive connections never closed by count;
+    `keep_env`: variables the workers keep (nginx clears its workers' environment, so an
+    OPENSSL_ia32cap would reach the master only)."""
     tls = str(options.get("tls", "1.3"))
     payload = response_size(options)
     www = scratch / "www"
@@ -341,9 +356,14 @@ def _nginx(options: dict[str, Any], port: int | None, scratch: Path, host: str) 
     config = scratch / "nginx.conf"
     config.write_text(
         # `user root`: the workers read the body from the scratch folder (mode 0700).
-        f"user root;\nworker_processes 1;\npid {scratch / 'nginx.pid'};\n"
-        f"error_log {scratch / 'error.log'};\nevents {{ worker_connections 64; }}\n"
-        f"http {{\n  access_log off;\n  {temp}\n  server {{\n    "
+        f"user root;\nworker_processes {workers};\npid {scratch / 'nginx.pid'};\n"
+        + "".join(f"env {name};\n" for name in keep_env)
+        + f"error_log {scratch / 'error.log'};\n"
+        f"events {{ worker_connections {max_connections}; }}\n"
+        # keepalive_requests: nginx closes a connection after 1000 requests by default,
+        # which would turn a keep-alive load into reconnections.
+        f"http {{\n  access_log off;\n  keepalive_requests 1000000000;\n  {temp}\n"
+        "  server {\n    "
         + "\n    ".join(lines)
         + "\n  }\n}\n"
     )
@@ -360,7 +380,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _wait_for_port(server: Side, port_file: Path, deadline: float) -> int | None:
+def wait_for_port(server: Side, port_file: Path, deadline: float) -> int | None:
     assert server.proc is not None
     while time.monotonic() < deadline:
         with contextlib.suppress(FileNotFoundError, ValueError):
@@ -500,7 +520,7 @@ def _run_pair(options: dict[str, Any], role: str, build: Build, peer: str,
     if program and role == "client":
         connect_port: int | None = port  # the client retries until the program listens
     else:
-        connect_port = _wait_for_port(server, scratch / "port", time.monotonic() + START_TIMEOUT_S)
+        connect_port = wait_for_port(server, scratch / "port", time.monotonic() + START_TIMEOUT_S)
     if connect_port is None:
         server.kill("did not listen")
         server.finish(deadline)
