@@ -721,6 +721,9 @@ static void write_samples(tb_json *j, const tb_run *r) {
     tb_summarize(r->series[i].values, r->series[i].n, &s);
     tb_json_object(j, r->series[i].name);
     tb_json_str(j, "unit", r->series[i].unit);
+    if (r->series[i].resolution_ns > 0) {
+      tb_json_double(j, "resolution_ns", r->series[i].resolution_ns);
+    }
     tb_json_u64(j, "n", s.n);
     tb_json_double(j, "min", s.min);
     tb_json_double(j, "median", s.median);

@@ -7,6 +7,10 @@ beyond the practical threshold, "too few repetitions" when the test cannot decid
 "machine drift" when the calibration workload timed beside every point moved in the same
 direction by at least half as much as the series did. Higher is better for MB/s only.
 
+A series timed by single TSC reads moves in whole steps of the TSC (the driver declares the
+step as the series' `resolution_ns`): a change counts only beyond QUANTUM_STEPS of its steps,
+so that a median of a few steps cannot claim a change of a few percent.
+
 Warnings say where the two runs are not comparable: another build (cache key) of a variant,
 another machine or CPU flags, a point incomplete or partly failed, another experiment text.
 """
@@ -32,7 +36,8 @@ from tlsbench.store import Point, Store
 HIGHER_IS_BETTER_UNITS = {"MB/s", "1/s"}
 # Instruction counts barely move run to run: a smaller threshold fits their resolution.
 INSTRUCTION_THRESHOLD = 0.01
-# A quantised series (TSC ticks) needs a change of at least this many of its steps.
+# A series quantised by the TSC needs a change of more than this many of its steps (k in
+# threshold = max(base, k * step / median A)): one step is the timer's own jitter.
 QUANTUM_STEPS = 2
 
 
@@ -53,6 +58,7 @@ class Row:
     threshold: float
     verdict: str
     calibration_ratio: float | None = None
+    resolution: float | None = None  # the series' step (TSC-quantised series), unit of median
     warnings: list[str] = field(default_factory=list)
 
 
@@ -62,23 +68,16 @@ class _Side:
 
     point: Point
     figures: dict[str, tuple[str, list[float]]]  # series -> (unit, one figure per repetition)
-    steps: dict[str, float]  # series -> smallest step between distinct sample values
+    steps: dict[str, float]  # series -> the step its values move by (TSC-quantised series)
     calibration: list[float]  # per repetition: mean of the workload's before/after ns
     ok: int
     bad: int
 
 
-def _smallest_step(groups: list[list[float]]) -> float:
-    values = np.unique(np.concatenate([np.asarray(g, dtype=float) for g in groups if g]))
-    gaps = np.diff(values)
-    gaps = gaps[gaps > 0]
-    return float(gaps.min()) if gaps.size else 0.0
-
-
 def _side(store: Store, point: Point) -> _Side:
     figures: dict[str, tuple[str, list[float]]] = {}
-    steps: dict[str, float] = {}
     units: dict[str, str] = {}
+    resolutions: dict[str, list[float]] = {}
     calibration: list[float] = []
     ok = bad = 0
     for result in store.results(point.id):
@@ -93,6 +92,8 @@ def _side(store: Store, point: Point) -> _Side:
             calibration.append((float(cal["before_ns"]) + float(cal["after_ns"])) / 2)
         for name, summary in (output.get("summary") or {}).items():
             units[name] = summary.get("unit", "")
+            if summary.get("resolution_ns"):
+                resolutions.setdefault(name, []).append(float(summary["resolution_ns"]))
         for row in output.get("aead") or []:
             key = f"{row['aead']} {row['payload']} B cycles/byte"
             figures.setdefault(key, ("TSC cycles/byte", []))[1].append(row["tsc_cycles_per_byte"])
@@ -100,14 +101,15 @@ def _side(store: Store, point: Point) -> _Side:
         groups = [g for g in store.samples_by_repetition(point.id, name) if g]
         if groups:
             figures[name] = (units.get(name, ""), [float(np.median(g)) for g in groups])
-            steps[name] = _smallest_step(groups)
+    # Each process measures its own step (and TSC rate): the largest is the coarsest timer.
+    steps = {name: max(values) for name, values in resolutions.items() if name in figures}
     return _Side(point, figures, steps, calibration, ok, bad)
 
 
 def _threshold(series: str, base: float, explicit: bool, median_a: float, step: float) -> float:
     if series.endswith("_instructions") and not explicit:
         return INSTRUCTION_THRESHOLD
-    if step > 0 and median_a > 0:
+    if step > 0 and median_a != 0:
         # A median can only move in whole steps: smaller "changes" are the timer's resolution.
         return max(base, QUANTUM_STEPS * step / abs(median_a))
     return base
@@ -186,7 +188,8 @@ def compare_points(
             continue
         fig_b = b.figures[name][1]
         median_a = float(np.median(fig_a))
-        limit = _threshold(name, base, explicit, median_a, a.steps.get(name, 0.0))
+        step = max(a.steps.get(name, 0.0), b.steps.get(name, 0.0))
+        limit = _threshold(name, base, explicit, median_a, step)
         try:
             c = compare_repetitions(
                 fig_a, fig_b, lower_is_better=unit not in HIGHER_IS_BETTER_UNITS,
@@ -200,7 +203,7 @@ def compare_points(
         rows.append(Row(
             point_a.variant, point_a.name, name, unit, len(fig_a), len(fig_b), median_a,
             float(np.median(fig_b)), c.ratio, c.ci_low, c.ci_high, c.p_value, c.threshold,
-            verdict, calibration_ratio, list(warnings),
+            verdict, calibration_ratio, step or None, list(warnings),
         ))  # fmt: skip
     return rows
 
@@ -209,13 +212,20 @@ def _fmt_p(p: float | None) -> str:
     return "-" if p is None else f"{p:.3g}"
 
 
+def _fmt_threshold(r: Row) -> str:
+    if r.resolution is None:
+        return f"{r.threshold:.1%}"
+    return f"{r.threshold:.1%} (step {r.resolution:,.3g} {r.unit})"
+
+
 def table(rows: list[Row], run_a: int, run_b: int, threshold: float, run_notes: list[str]) -> str:
     lines = [
         f"Run {run_b} against run {run_a}: ratio = median B / median A of the per-repetition "
         "medians, 95 % CI resampling repetitions; Mann-Whitney U on the per-repetition figures "
         f"(alpha 0.05); a change counts only beyond the practical threshold of {threshold:.1%} "
         f"(instruction counts {INSTRUCTION_THRESHOLD:.1%} unless --threshold is given; "
-        f"quantised series at least {QUANTUM_STEPS} timer steps).",
+        f"series timed by single TSC reads more than {QUANTUM_STEPS} of their steps, "
+        f"threshold = max(threshold, {QUANTUM_STEPS} x step / median A)).",
         "",
     ]
     lines += [f"Warning: {note}." for note in run_notes]
@@ -232,7 +242,7 @@ def table(rows: list[Row], run_a: int, run_b: int, threshold: float, run_notes: 
             f"| {r.variant} | {r.point} | {r.series} | {r.repetitions_a}/{r.repetitions_b} | "
             f"{r.median_a:,.1f} | {r.median_b:,.1f} | "
             f"{r.ratio:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}] | {_fmt_p(r.p_value)} | "
-            f"{r.threshold:.1%} | {verdict} |"
+            f"{_fmt_threshold(r)} | {verdict} |"
         )
     if not rows:
         lines.append("| (no point in common) | | | | | | | | | |")
@@ -245,6 +255,8 @@ def to_json(rows: list[Row], run_a: int, run_b: int, threshold: float, run_notes
         "run_b": run_b,
         "threshold": threshold,
         "alpha": 0.05,
+        "instruction_threshold": INSTRUCTION_THRESHOLD,
+        "quantum_steps": QUANTUM_STEPS,
         "warnings": run_notes,
         "series": [asdict(r) for r in rows],
     }
