@@ -100,6 +100,29 @@ def test_calibration_moving_with_the_series_is_machine_drift(tmp_path: Path) -> 
     assert compare_runs(store, a, c)[0].verdict == SLOWER  # the machine held still
 
 
+def test_normalise_divides_each_repetition_by_its_calibration(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    a = _run(store, [1000, 1010, 990, 1005, 995], calibration=[500.0] * 5, seed=1)
+    # The machine ran 18 % slower for the whole of B: drift by default, nothing normalised.
+    b = _run(store, [1200, 1210, 1190, 1205, 1195], calibration=[590.0] * 5, seed=2)
+    (row,) = compare_runs(store, a, b, normalise=True)
+    assert row.normalised and row.verdict == NO_DIFFERENCE
+    assert row.median_b == pytest.approx(1200 * 500 / 590, rel=0.01)
+    assert compare_runs(store, a, b)[0].verdict == MACHINE_DRIFT
+    # Per repetition: two slow repetitions of B, each with its own slow calibration.
+    c = _run(store, [1000, 1200, 1000, 1200, 1000], calibration=[500, 600, 500, 600, 500])
+    (mixed,) = compare_runs(store, a, c, normalise=True)
+    assert mixed.median_b == pytest.approx(1000, rel=0.01) and mixed.verdict == NO_DIFFERENCE
+    # A real slowdown on a steady machine stays one.
+    d = _run(store, [1200, 1210, 1190, 1205, 1195], calibration=[501.0] * 5, seed=3)
+    assert compare_runs(store, a, d, normalise=True)[0].verdict == SLOWER
+    # Without a calibration in every repetition nothing is normalised, and the row says so.
+    e = _run(store, [1200, 1210, 1190, 1205, 1195], seed=4)
+    (raw,) = compare_runs(store, a, e, normalise=True)
+    assert not raw.normalised and raw.verdict == SLOWER
+    assert "not normalised: a repetition has no calibration" in raw.warnings
+
+
 def test_a_median_of_a_few_tsc_steps_needs_a_change_of_two_steps(tmp_path: Path) -> None:
     store = Store(tmp_path / "s.db")
     # Three 20 ns steps against four: +33 %, but one step, which the timer alone can give.
@@ -154,7 +177,14 @@ def test_cli_json_and_markdown(tmp_path: Path) -> None:
     assert doc["quantum_steps"] == 2 and doc["instruction_threshold"] == 0.01
     md = _cli("compare", "1", "2", "--db", str(db))
     assert md.returncode == 0 and "practical threshold of 5.0%" in md.stdout
-    assert "| slower |" in md.stdout
+    assert "| slower |" in md.stdout and "normalised" not in md.stdout
+    assert doc["normalised"] is None and series["normalised"] is False
+    # The test runs have no calibration: --normalise says it did nothing to them.
+    md = _cli("compare", "1", "2", "--normalise", "--db", str(db))
+    assert md.returncode == 0 and "Time figures normalised (--normalise)" in md.stdout
+    assert "not normalised: a repetition has no calibration" in md.stdout
+    doc = json.loads(_cli("compare", "1", "2", "--normalise", "--json", "--db", str(db)).stdout)
+    assert "--normalise" in doc["normalised"]
 
 
 @pytest.mark.parametrize("value", ["-0.1", "1.5", "nan", "x"])
