@@ -76,7 +76,8 @@ static void usage(FILE *out) {
           "  --wrong-ca               negative control: verify against a wrong CA\n"
           "  --fault NAME             test hook: misconfigure so that a check must fire\n"
           "                           (server-tickets suite group sigalg version verify\n"
-          "                           resume client-sigalg); never used in measurements\n"
+          "                           resume client-sigalg key-share key-share-readback);\n"
+          "                           never used in measurements\n"
           "  --cert-dir DIR           certificates from `tlsbench certs`\n"
           "  --transport memory|tcp   what joins the two sides: in-memory queues (default)\n"
           "                           or a loopback TCP connection (handshake resume records\n"
@@ -823,6 +824,9 @@ static void write_samples(tb_json *j, const tb_run *r) {
     tb_summarize(r->series[i].values, r->series[i].n, &s);
     tb_json_object(j, r->series[i].name);
     tb_json_str(j, "unit", r->series[i].unit);
+    if (r->series[i].resolution_ns > 0) {
+      tb_json_double(j, "resolution_ns", r->series[i].resolution_ns);
+    }
     tb_json_u64(j, "n", s.n);
     tb_json_double(j, "min", s.min);
     tb_json_double(j, "median", s.median);
