@@ -145,3 +145,20 @@ def test_cache_prune_removes_only_what_no_current_variant_uses(tmp_path: Path) -
     cache.remove(cache.plan(builder, catalog))
     assert current_drivers.exists() and running.exists() and kept_tree.exists()
     assert not any(p.exists() for p in stale)
+
+
+def test_a_build_records_the_flags_its_compiles_really_used(tmp_path: Path) -> None:
+    # A fresh build in a cache of its own (the fetched sources are shared, read only), so
+    # that the library is compiled here rather than taken from the cache.
+    for name in ("apt", "archives", "src", "cargo", "toolchains"):
+        if (paths.cache_root() / name).exists():
+            (tmp_path / name).symlink_to(paths.cache_root() / name)
+    variant = Catalog().resolve("hacl-0.1.0")
+    recorded = Builder(cache=tmp_path, quiet=True).build(variant).describe()["compile_flags"]
+    compiles = recorded["compiles"]
+    assert compiles >= 3, recorded  # the snapshot's C files, one compile each
+    # The variant's flags (variants.toml) reached every compile; include paths and warning
+    # switches are not code-shaping flags and are left out.
+    for flag in variant.cflags:
+        assert recorded["flags"][flag] == compiles, (flag, recorded)
+    assert not any(flag.startswith(("-I", "-W")) for flag in recorded["flags"])

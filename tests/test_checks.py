@@ -4,7 +4,9 @@ The driver's test hook `--fault NAME` makes the library, through its own API, ne
 send something other than what the checks expect (tickets switched on at the server, the
 other suite, group, signature scheme or version on both sides, no client verification,
 no session offered, the other signature scheme for the client's CertificateVerify only, the
-key share the server wants sent at once where a HelloRetryRequest was asked for).
+key share the server wants sent at once where a HelloRetryRequest was asked for; or the
+server taking the client's first share, with the core's round-trip check skipped, so that
+the adapters that read the retry back from the library are seen failing on their own).
 Each must end the run with exit 4 and a message that names the field, the value asked for
 and the value the library reports.
 """
@@ -95,6 +97,25 @@ def test_each_check_fires(spec: str, fault: str, build_of) -> None:
         assert (f"client negotiated client signature scheme '{other}', the run asked for "
                 f"'{asked}'") in run.stderr  # fmt: skip
     assert run.output is not None and "samples" not in run.output
+
+
+# Adapters that read a HelloRetryRequest back from the library besides the core's count of
+# round trips (mbedTLS 2.28 has no TLS 1.3).
+HRR_READBACK = ["mbedtls-3.6.6", "wolfssl-5.7.2"]
+
+
+@pytest.mark.parametrize("spec", HRR_READBACK)
+def test_the_library_hello_retry_readback_fires_alone(spec: str, build_of) -> None:
+    """--fault key-share-readback: the server takes the client's first share (no retry),
+    the core's round-trip check is skipped, so the adapter's readback is what fails."""
+    run = run_driver(build_of(spec), "handshake", "--group", "secp256r1", "--key-share",
+                     "x25519", "--iterations", "1", "--warmup", "0", "--fault",
+                     "key-share-readback")  # fmt: skip
+    assert run.code == 5, (run.code, run.stderr)
+    assert run.output is not None and "samples" not in run.output
+    assert run.output["error"]["stage"] == "negotiated (client)", run.output["error"]
+    assert "the server did not send a HelloRetryRequest" in run.output["error"]["message"]
+    assert "round trips" not in run.stderr, run.stderr
 
 
 def test_the_client_signature_check_fires_on_the_null_baseline(build_of) -> None:

@@ -33,8 +33,10 @@ def _run(
     failed: int = 0,
     calibration: list[float] | None = None,
     seed: int = 0,
+    step: float | None = None,
 ) -> int:
-    """One point, one repetition per centre: 50 handshake times around that centre."""
+    """One point, one repetition per centre: 50 handshake times around that centre (with
+    `step`: rounded to multiples of it, declared as the series' resolution, as TSC series)."""
     rng = np.random.default_rng(seed)
     run = store.new_run("t", "?", "measure", len(centres) + failed, env or ENV, text, "c0")
     point = {"name": "handshake_1.3", "variant": "null", "library": "null",
@@ -42,9 +44,15 @@ def _run(
     store.add_points(run, [point])
     point = store.points(run)[0]
     for rep, centre in enumerate(centres):
+        samples = rng.normal(centre, 5, 50)
+        summary: dict[str, Any] = {"unit": "ns"}
+        if step is not None:
+            # Each process calibrates its own TSC rate: its step in ns differs a little.
+            own = step * (1 + rep * 1e-6)
+            samples, summary["resolution_ns"] = np.round(samples / own) * own, own
         output: dict[str, Any] = {
-            "summary": {"client_cpu_ns": {"unit": "ns"}},
-            "samples": {"client_cpu_ns": [float(x) for x in rng.normal(centre, 5, 50)]},
+            "summary": {"client_cpu_ns": summary},
+            "samples": {"client_cpu_ns": [float(x) for x in samples]},
         }
         if calibration:
             output["calibration"] = {"workload": "test", "before_ns": calibration[rep],
@@ -92,6 +100,50 @@ def test_calibration_moving_with_the_series_is_machine_drift(tmp_path: Path) -> 
     assert compare_runs(store, a, c)[0].verdict == SLOWER  # the machine held still
 
 
+def test_normalise_divides_each_repetition_by_its_calibration(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    a = _run(store, [1000, 1010, 990, 1005, 995], calibration=[500.0] * 5, seed=1)
+    # The machine ran 18 % slower for the whole of B: drift by default, nothing normalised.
+    b = _run(store, [1200, 1210, 1190, 1205, 1195], calibration=[590.0] * 5, seed=2)
+    (row,) = compare_runs(store, a, b, normalise=True)
+    assert row.normalised and row.verdict == NO_DIFFERENCE
+    assert row.median_b == pytest.approx(1200 * 500 / 590, rel=0.01)
+    assert compare_runs(store, a, b)[0].verdict == MACHINE_DRIFT
+    # Per repetition: two slow repetitions of B, each with its own slow calibration.
+    c = _run(store, [1000, 1200, 1000, 1200, 1000], calibration=[500, 600, 500, 600, 500])
+    (mixed,) = compare_runs(store, a, c, normalise=True)
+    assert mixed.median_b == pytest.approx(1000, rel=0.01) and mixed.verdict == NO_DIFFERENCE
+    # A real slowdown on a steady machine stays one.
+    d = _run(store, [1200, 1210, 1190, 1205, 1195], calibration=[501.0] * 5, seed=3)
+    assert compare_runs(store, a, d, normalise=True)[0].verdict == SLOWER
+    # Without a calibration in every repetition nothing is normalised, and the row says so.
+    e = _run(store, [1200, 1210, 1190, 1205, 1195], seed=4)
+    (raw,) = compare_runs(store, a, e, normalise=True)
+    assert not raw.normalised and raw.verdict == SLOWER
+    assert "not normalised: a repetition has no calibration" in raw.warnings
+
+
+def test_a_median_of_a_few_tsc_steps_needs_a_change_of_two_steps(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    # Three 20 ns steps against four: +33 %, but one step, which the timer alone can give.
+    a = _run(store, [60.0] * 5, step=20.0, seed=1)
+    b = _run(store, [80.0] * 5, step=20.0, seed=2)
+    (row,) = compare_runs(store, a, b)
+    assert row.ratio == pytest.approx(4 / 3)
+    assert row.threshold == pytest.approx(2 * 20 / 60, rel=1e-4)
+    assert row.resolution == pytest.approx(20.0, rel=1e-4)
+    assert row.verdict == NO_DIFFERENCE
+    # Three steps (60 -> 120 ns) are a change; so is one step where none is declared.
+    c = _run(store, [120.0] * 5, step=20.0, seed=3)
+    assert compare_runs(store, a, c)[0].verdict == SLOWER
+    d, e = _run(store, [60.0] * 5, seed=1), _run(store, [80.0] * 5, seed=2)
+    (plain,) = compare_runs(store, d, e)
+    assert (plain.verdict, plain.threshold, plain.resolution) == (SLOWER, 0.05, None)
+    # A long series on the same step keeps the default threshold.
+    f = _run(store, [10_000.0] * 5, step=20.0, seed=4)
+    assert compare_runs(store, f, f)[0].threshold == 0.05
+
+
 def test_warnings_for_what_is_not_comparable(tmp_path: Path) -> None:
     store = Store(tmp_path / "s.db")
     a = _run(store, [1000] * 5)
@@ -121,10 +173,18 @@ def test_cli_json_and_markdown(tmp_path: Path) -> None:
     (series,) = doc["series"]
     assert series["verdict"] == "slower" and series["threshold"] == 0.1
     assert series["ci_low"] <= series["ratio"] <= series["ci_high"]
-    assert {"p_value", "warnings", "point", "series", "variant"} <= set(series)
+    assert {"p_value", "warnings", "point", "series", "variant", "resolution"} <= set(series)
+    assert doc["quantum_steps"] == 2 and doc["instruction_threshold"] == 0.01
     md = _cli("compare", "1", "2", "--db", str(db))
     assert md.returncode == 0 and "practical threshold of 5.0%" in md.stdout
-    assert "| slower |" in md.stdout
+    assert "| slower |" in md.stdout and "normalised" not in md.stdout
+    assert doc["normalised"] is None and series["normalised"] is False
+    # The test runs have no calibration: --normalise says it did nothing to them.
+    md = _cli("compare", "1", "2", "--normalise", "--db", str(db))
+    assert md.returncode == 0 and "Time figures normalised (--normalise)" in md.stdout
+    assert "not normalised: a repetition has no calibration" in md.stdout
+    doc = json.loads(_cli("compare", "1", "2", "--normalise", "--json", "--db", str(db)).stdout)
+    assert "--normalise" in doc["normalised"]
 
 
 @pytest.mark.parametrize("value", ["-0.1", "1.5", "nan", "x"])

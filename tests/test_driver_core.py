@@ -60,6 +60,16 @@ def test_records_are_checked_and_timed(null) -> None:
                                             "read_batch_ns"}  # fmt: skip
     # Then batches of 64 records (300 bytes each: 64 fit 64 KiB), timed as one region each.
     assert len(timed.output["samples"]["write_batch_ns"]) == 500 // 64
+    # Single TSC intervals move in the TSC's step, a batch's mean in 1/64 of it; a series
+    # not timed by TSC intervals declares no step (compare's threshold depends on it).
+    step, summary = timed.output["tsc_step_ns"], timed.output["summary"]
+    assert step > 0
+    assert summary["write_ns"]["resolution_ns"] == pytest.approx(step)
+    assert summary["read_ns"]["resolution_ns"] == pytest.approx(step)
+    assert summary["read_batch_ns"]["resolution_ns"] == pytest.approx(step / 64)
+    handshake = run_driver(null, "handshake", "--iterations", "5")
+    assert handshake.output is not None
+    assert "resolution_ns" not in handshake.output["summary"]["client_cpu_ns"]
 
 
 def test_a_negotiated_mismatch_is_an_error_without_samples(null) -> None:

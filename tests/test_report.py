@@ -69,6 +69,7 @@ def mbedtls_build(name: str, content_len: int, key: str) -> dict[str, Any]:
         "options": {"MBEDTLS_SSL_IN_CONTENT_LEN": str(content_len),
                     "MBEDTLS_SSL_OUT_CONTENT_LEN": str(content_len)},
         "cache_key": key,
+        "compile_flags": {"compiles": 117, "flags": {"-O2": 117, "-std=c99": 114}},
         "probe": {"library": "mbedtls", "version": "Mbed TLS 3.6.6",
                   "max_in_record_payload": content_len, "max_out_record_payload": content_len,
                   "MBEDTLS_SSL_IN_CONTENT_LEN": content_len,

@@ -104,6 +104,9 @@ typedef struct tb_options {
 typedef struct tb_series {
   const char *name;
   const char *unit;
+  /* > 0 for a series whose every sample is one TSC interval (or a batch's mean of them):
+   * the step its values move by, so that `compare` does not take a step for a change. */
+  double resolution_ns;
   double *values;
   size_t n, cap;
 } tb_series;

@@ -647,6 +647,7 @@ typedef struct load_state {
   histogram *hist;
   FILE *latencies;
   uint64_t started, transactions, handshakes, resumed, errors;
+  uint64_t body_bytes; /* response bodies received and checked */
   uint64_t deadline_ns;
   int stopping; /* no new transactions (time, count or an error) */
   char first_error[TB_ERR_LEN + 128];
@@ -654,6 +655,12 @@ typedef struct load_state {
 } load_state;
 
 typedef enum pattern { PATTERN_NEW, PATTERN_RESUME, PATTERN_KEEPALIVE } pattern;
+
+/* The response size asked for: --bytes for a large download (beyond --payload's range),
+ * else --payload. */
+static uint64_t response_size(const tb_options *o) {
+  return o->bytes_given ? o->bytes : (uint64_t)o->payload;
+}
 
 static pattern load_pattern(const tb_options *o) {
   return strcmp(o->pattern, "new") == 0      ? PATTERN_NEW
@@ -705,8 +712,9 @@ static void load_error(load_state *s, lconn *c) {
 static void build_request(load_state *s, lconn *c) {
   const tb_options *o = s->r->opt;
   int close_after = load_pattern(o) != PATTERN_KEEPALIVE;
-  int len = snprintf(c->req, sizeof(c->req), "GET /%llu HTTP/1.1\r\nHost: localhost\r\n%s",
-                     (unsigned long long)o->payload, close_after ? "Connection: close\r\n" : "");
+  int len =
+      snprintf(c->req, sizeof(c->req), "GET /%llu HTTP/1.1\r\nHost: localhost\r\n%s",
+               (unsigned long long)response_size(o), close_after ? "Connection: close\r\n" : "");
   size_t want = o->request_size;
   size_t pad_overhead = strlen("X-Pad: \r\n\r\n");
   if (want > (size_t)len + pad_overhead && want <= REQUEST_MAX) {
@@ -772,10 +780,11 @@ static int parse_response(load_state *s, lconn *c, size_t head_end) {
     return lconn_fail(r, "response", "not an HTTP 200 response: '%.60s'", c->head);
   }
   const char *length = strcasestr(c->head, "\nContent-Length: ");
-  if (length == NULL || strtoull(length + 17, NULL, 10) != (unsigned long long)r->opt->payload) {
+  if (length == NULL ||
+      strtoull(length + 17, NULL, 10) != (unsigned long long)response_size(r->opt)) {
     return lconn_fail(r, "response", "response without Content-Length: %s", "the asked size");
   }
-  c->body_len = r->opt->payload;
+  c->body_len = response_size(r->opt);
   return TB_EXIT_OK;
 }
 
@@ -785,6 +794,7 @@ static int check_body(load_state *s, lconn *c, const unsigned char *buf, size_t 
     return lconn_fail(s->r, "data check", "response body differs from the pattern%s", "");
   }
   c->body_off += n;
+  s->body_bytes += n;
   return TB_EXIT_OK;
 }
 
@@ -922,6 +932,8 @@ static void write_load(tb_json *j, const load_state *s, const tb_options *o, dou
   tb_json_double(j, "wall_s", wall_s);
   tb_json_double(j, "tps", wall_s > 0 ? (double)s->transactions / wall_s : 0);
   tb_json_double(j, "hps", wall_s > 0 ? (double)s->handshakes / wall_s : 0);
+  /* Response bodies per second, in MB (10^6 bytes): the download speed of large responses. */
+  tb_json_double(j, "MBps", wall_s > 0 ? (double)s->body_bytes / wall_s / 1e6 : 0);
   tb_json_double(j, "cpu_s", cpu_s);
   double utilization = wall_s > 0 ? cpu_s / wall_s : 0;
   tb_json_double(j, "cpu_utilization", utilization);

@@ -76,7 +76,8 @@ static void usage(FILE *out) {
           "  --wrong-ca               negative control: verify against a wrong CA\n"
           "  --fault NAME             test hook: misconfigure so that a check must fire\n"
           "                           (server-tickets suite group sigalg version verify\n"
-          "                           resume client-sigalg); never used in measurements\n"
+          "                           resume client-sigalg key-share key-share-readback);\n"
+          "                           never used in measurements\n"
           "  --cert-dir DIR           certificates from `tlsbench certs`\n"
           "  --transport memory|tcp   what joins the two sides: in-memory queues (default)\n"
           "                           or a loopback TCP connection (handshake resume records\n"
@@ -109,7 +110,8 @@ static void usage(FILE *out) {
           "  --record-size N          max plaintext per record (default: library's)\n"
           "  --payload N              bytes per record (records, bulk) or AEAD payload\n"
           "  --bytes N                bulk: application bytes per iteration; peer: a\n"
-          "                           download of N bytes (throughput and CPU per GB)\n"
+          "                           download of N bytes (throughput and CPU per GB);\n"
+          "                           load: the response size, beyond --payload's range\n"
           "  --aead NAME              aead: AES-128-GCM AES-256-GCM ChaCha20-Poly1305\n"
           "  --iterations N --warmup N\n"
           "  --variant LABEL          variant name echoed in the output\n"
@@ -823,6 +825,9 @@ static void write_samples(tb_json *j, const tb_run *r) {
     tb_summarize(r->series[i].values, r->series[i].n, &s);
     tb_json_object(j, r->series[i].name);
     tb_json_str(j, "unit", r->series[i].unit);
+    if (r->series[i].resolution_ns > 0) {
+      tb_json_double(j, "resolution_ns", r->series[i].resolution_ns);
+    }
     tb_json_u64(j, "n", s.n);
     tb_json_double(j, "min", s.min);
     tb_json_double(j, "median", s.median);

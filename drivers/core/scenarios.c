@@ -25,6 +25,12 @@ static void harness_free(void *p) {
 
 static double ticks_to_ns(tb_run *r, uint64_t ticks) { return (double)ticks * 1e9 / r->tsc_hz; }
 
+/* A series timed by TSC intervals, `per` of them averaged per sample: its values move in
+ * steps of the TSC's step / per. */
+static void tsc_series(tb_run *r, tb_series *s, int per) {
+  if (s != NULL) s->resolution_ns = ticks_to_ns(r, tb_tsc_step()) / per;
+}
+
 void tb_heap_after_handshake(tb_side side, tb_heap_report *h, const tb_heap_counters *before) {
   tb_heap_counters c;
   tb_heap_get(side, &c);
@@ -243,6 +249,8 @@ int tb_scenario_records(tb_run *r) {
   int code = data_session_open(r, len, &s);
   tb_series *write_ns = tb_series_get(r, "write_ns", "ns");
   tb_series *read_ns = tb_series_get(r, "read_ns", "ns");
+  tsc_series(r, write_ns, 1);
+  tsc_series(r, read_ns, 1);
   /* Allocations per record are a heap figure: only the heap driver counts them. */
   tb_series *write_allocs =
       tb_heap_accounting ? tb_series_get(r, "write_allocs", "allocations") : NULL;
@@ -269,6 +277,8 @@ int tb_scenario_records(tb_run *r) {
   long batches = r->opt->iterations / n > 0 ? r->opt->iterations / n : 1;
   tb_series *write_batch = tb_series_get(r, "write_batch_ns", "ns");
   tb_series *read_batch = tb_series_get(r, "read_batch_ns", "ns");
+  tsc_series(r, write_batch, n);
+  tsc_series(r, read_batch, n);
   unsigned char *in = code == TB_EXIT_OK ? harness_alloc((size_t)n * len) : NULL;
   if (code == TB_EXIT_OK && in == NULL) code = tb_fail_stage(r, TB_EXIT_ERROR, "buffers");
   for (long b = 0; b < batches && code == TB_EXIT_OK; b++) {

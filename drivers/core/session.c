@@ -58,9 +58,9 @@ void tb_fill_config(tb_run *r, tb_config *cfg, tb_role role, int resumption) {
  * CertificateVerify to the other scheme of the pair: the server must accept it, so both
  * configurations carry it as client_sigalg (one pinned scheme per side could not differ
  * and still complete the handshake). */
-static const char *const fault_names[] = {"server-tickets", "suite",         "group",
-                                          "sigalg",         "version",       "verify",
-                                          "resume",         "client-sigalg", "key-share"};
+static const char *const fault_names[] = {
+    "server-tickets", "suite",  "group",         "sigalg",    "version",
+    "verify",         "resume", "client-sigalg", "key-share", "key-share-readback"};
 
 int tb_fault_known(const char *name) {
   for (size_t i = 0; i < sizeof(fault_names) / sizeof(fault_names[0]); i++) {
@@ -102,6 +102,15 @@ static int apply_fault(tb_run *r) {
     /* The client offers `group` with its key share at once: no HelloRetryRequest. */
     if (r->opt->key_share == NULL) goto no_fault;
     r->client_cfg.key_share = NULL;
+    return TB_EXIT_OK;
+  }
+  if (fault_is(r, "key-share-readback")) {
+    /* The server offers the client's first group, so it takes that share at once: no
+     * HelloRetryRequest, though the client still expects one. The core's round-trip check
+     * is skipped (tb_check_hello_retry), so that what fails is the adapter's own readback
+     * of the retry from the library (mbedTLS, wolfSSL), before any negotiated field. */
+    if (r->opt->key_share == NULL) goto no_fault;
+    r->server_cfg.group = r->opt->key_share;
     return TB_EXIT_OK;
   }
   if (fault_is(r, "verify")) {
@@ -257,6 +266,7 @@ static int mismatch(tb_run *r, const char *side, const char *what, const char *w
  * resumed one may or may not repeat the retry, depending on what the client remembers. */
 int tb_check_hello_retry(tb_run *r, uint64_t client_round_trips) {
   if (r->opt->key_share == NULL || client_round_trips == 2) return TB_EXIT_OK;
+  if (fault_is(r, "key-share-readback")) return TB_EXIT_OK; /* the adapter's check instead */
   char got[32];
   snprintf(got, sizeof(got), "%llu", (unsigned long long)client_round_trips);
   return mismatch(r, "client", "round trips", "2 (a HelloRetryRequest)", got);

@@ -23,6 +23,8 @@ import hashlib
 import inspect
 import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -40,6 +42,15 @@ from tlsbench.sources import Sources
 from tlsbench.variants import Variant
 
 MANIFEST = "manifest.json"
+# The flags of a compile command that shape the code (optimisation, target, code
+# generation, debug info, assertions); include paths, warnings and dependency files do not.
+CODEGEN_FLAG = re.compile(r"-(O\S*|m\S+|f\S+|g\S*|DNDEBUG|D_FORTIFY_SOURCE=\S*|std=\S+)")
+# Code-generation flags that only name paths or tune messages.
+NOT_CODEGEN = ("-fdiagnostics", "-fmessage-length", "-fdebug-prefix-map", "-ffile-prefix-map",
+               "-fmacro-prefix-map", "-fcolor-diagnostics")  # fmt: skip
+# Compiles of the build system's own probes (autoconf's conftest.c, CMake's try-compiles and
+# compiler identification), not of the library.
+PROBE_COMPILE = re.compile(r"conftest|CMakeScratch|CMakeTmp|TryCompile|CompilerId")
 COMPILER = os.environ.get("TLSBENCH_CC", "gcc")
 
 
@@ -95,9 +106,51 @@ class Build:
             "folder": str(self.folder),
             "library_files": self.manifest["link"]["library_files"],
             "compiler": self.manifest["inputs"]["compiler"],
+            # The flags the library's compiles really used, as its build system passed them
+            # (None: built before tlsbench recorded them, or by a build without C compiles).
+            "compile_flags": self.manifest.get("compile_flags"),
             "build_seconds": self.manifest["build_seconds"],
             "probe": json.loads(probe_file.read_text()),
         }
+
+
+def _recording_compiler(cc: str, work: Path) -> tuple[str, Path]:
+    """A stand-in for the C compiler that appends each command line to a log and then runs
+    the real one: the flags a library's build system really passed, whatever it is (CMake,
+    autotools, OpenSSL's Configure). It observes only, so it is not part of the build key."""
+    real = shutil.which(cc) or cc
+    folder = work / "cc-record"
+    folder.mkdir(parents=True, exist_ok=True)
+    wrapper = folder / Path(real).name  # the same name: build systems look at it
+    log = work / "compile-commands.log"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f"printf '%s\\n' \"$*\" >> {shlex.quote(str(log))}\n"
+        f'exec {shlex.quote(real)} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    return str(wrapper), log
+
+
+def _compile_flags(log: Path) -> dict[str, Any] | None:
+    """How many compiles (`-c`) the build ran, and how many of them used each code-shaping
+    flag; None when it compiled no C through the compiler it was given (cargo builds)."""
+    if not log.exists():
+        return None
+    compiles = 0
+    counts: dict[str, int] = {}
+    for line in log.read_text(errors="replace").splitlines():
+        args = line.split()
+        if "-c" not in args or PROBE_COMPILE.search(line):
+            continue
+        compiles += 1
+        for flag in dict.fromkeys(args):
+            if CODEGEN_FLAG.fullmatch(flag) and not flag.startswith(NOT_CODEGEN):
+                counts[flag] = counts.get(flag, 0) + 1
+    if compiles == 0:
+        return None
+    ordered = dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+    return {"compiles": compiles, "flags": ordered}
 
 
 def _digest(obj: Any) -> str:
@@ -204,11 +257,15 @@ class Builder:
                 log.step("fetch and verify source")
                 source = self.sources.source_dir(variant.line.name)
             cc = arches.arch(variant.arch).cc(COMPILER)
-            ctx = BuildContext(variant, source, work, self.jobs, log, cc=cc)
+            cc_wrapper, compile_log = _recording_compiler(cc, work)
+            ctx = BuildContext(variant, source, work, self.jobs, log, cc=cc_wrapper)
             link = recipe_for(variant).build(ctx)
+            compile_flags = _compile_flags(compile_log)
         except BaseException as exc:
             raise self._failed(exc, work, folder) from None
         shutil.rmtree(ctx.tree, ignore_errors=True)  # objects are not needed once installed
+        shutil.rmtree(work / "cc-record", ignore_errors=True)
+        compile_log.unlink(missing_ok=True)
         # Recipes saw the temporary folder; what is stored names the final one.
         link = LinkInfo(
             **{
@@ -232,6 +289,7 @@ class Builder:
             "key": key,
             "inputs": inputs,
             "link": link.__dict__,
+            "compile_flags": compile_flags,
             "build_seconds": round(elapsed, 1),
             "built_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         }

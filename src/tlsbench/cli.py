@@ -309,11 +309,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
         )
     store = Store(Path(args.db), readonly=True)
     run_a, run_b = store.run(args.a)["id"], store.run(args.b)["id"]
-    rows = compare_runs(store, run_a, run_b, threshold=args.threshold)
+    rows = compare_runs(store, run_a, run_b, threshold=args.threshold, normalise=args.normalise)
     threshold = DEFAULT_THRESHOLD if args.threshold is None else args.threshold
     notes = run_warnings(store, run_a, run_b)
     render = to_json if args.json else table
-    print(render(rows, run_a, run_b, threshold, notes), end="\n" if not args.json else "")
+    print(render(rows, run_a, run_b, threshold, notes, args.normalise),
+          end="\n" if not args.json else "")  # fmt: skip
     return 0
 
 
@@ -559,6 +560,12 @@ def parser() -> argparse.ArgumentParser:
         "significant (default 0.05; instruction counts 0.01)",
     )
     cmp.add_argument("--json", action="store_true", help="one JSON object per point and series")
+    cmp.add_argument(
+        "--normalise",
+        action="store_true",
+        help="divide each repetition's time figures by its calibration workload time (relative "
+        "to A's median) before comparing, instead of reporting 'machine drift'",
+    )
     _db_option(cmp, reads_only=True)
 
     report = verb(

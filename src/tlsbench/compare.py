@@ -5,7 +5,13 @@ or the driver's own per-run figure (AEAD cycles/byte). The verdict tests those p
 figures (`tlsbench.stats.compare_repetitions`): "faster"/"slower" only when significant AND
 beyond the practical threshold, "too few repetitions" when the test cannot decide, and
 "machine drift" when the calibration workload timed beside every point moved in the same
-direction by at least half as much as the series did. Higher is better for MB/s only.
+direction by at least half as much as the series did; or, with --normalise, each
+repetition's time figures divided by its own calibration before the test. Higher is better
+for MB/s and 1/s only.
+
+A series timed by single TSC reads moves in whole steps of the TSC (the driver declares the
+step as the series' `resolution_ns`): a change counts only beyond QUANTUM_STEPS of its steps,
+so that a median of a few steps cannot claim a change of a few percent.
 
 Warnings say where the two runs are not comparable: another build (cache key) of a variant,
 another machine or CPU flags, a point incomplete or partly failed, another experiment text.
@@ -30,9 +36,13 @@ from tlsbench.stats import (
 from tlsbench.store import Point, Store
 
 HIGHER_IS_BETTER_UNITS = {"MB/s", "1/s"}
+# Figures that are a time (the others higher-is-better rates, or counts and bytes, which
+# --normalise leaves alone).
+TIME_UNITS = {"ns", "TSC cycles/byte", "s/GB"}
 # Instruction counts barely move run to run: a smaller threshold fits their resolution.
 INSTRUCTION_THRESHOLD = 0.01
-# A quantised series (TSC ticks) needs a change of at least this many of its steps.
+# A series quantised by the TSC needs a change of more than this many of its steps (k in
+# threshold = max(base, k * step / median A)): one step is the timer's own jitter.
 QUANTUM_STEPS = 2
 
 
@@ -53,6 +63,8 @@ class Row:
     threshold: float
     verdict: str
     calibration_ratio: float | None = None
+    resolution: float | None = None  # the series' step (TSC-quantised series), unit of median
+    normalised: bool = False  # figures scaled by their repetition's calibration (--normalise)
     warnings: list[str] = field(default_factory=list)
 
 
@@ -62,25 +74,26 @@ class _Side:
 
     point: Point
     figures: dict[str, tuple[str, list[float]]]  # series -> (unit, one figure per repetition)
-    steps: dict[str, float]  # series -> smallest step between distinct sample values
+    # series -> per figure above, its repetition's calibration (None where it has none)
+    figure_calibration: dict[str, list[float | None]]
+    steps: dict[str, float]  # series -> the step its values move by (TSC-quantised series)
     calibration: list[float]  # per repetition: mean of the workload's before/after ns
     ok: int
     bad: int
 
 
-def _smallest_step(groups: list[list[float]]) -> float:
-    values = np.unique(np.concatenate([np.asarray(g, dtype=float) for g in groups if g]))
-    gaps = np.diff(values)
-    gaps = gaps[gaps > 0]
-    return float(gaps.min()) if gaps.size else 0.0
-
-
 def _side(store: Store, point: Point) -> _Side:
     figures: dict[str, tuple[str, list[float]]] = {}
-    steps: dict[str, float] = {}
-    units: dict[str, str] = {}
+    figure_calibration: dict[str, list[float | None]] = {}
+    resolutions: dict[str, list[float]] = {}
     calibration: list[float] = []
+    samples = store.samples_by_result(point.id)
     ok = bad = 0
+
+    def add(name: str, unit: str, figure: float, cal: float | None) -> None:
+        figures.setdefault(name, (unit, []))[1].append(figure)
+        figure_calibration.setdefault(name, []).append(cal)
+
     for result in store.results(point.id):
         if result["status"] == "failed":
             bad += 1
@@ -88,26 +101,46 @@ def _side(store: Store, point: Point) -> _Side:
             continue
         ok += 1
         output = json.loads(result["output"])
-        cal = output.get("calibration") or {}
-        if cal.get("before_ns") and cal.get("after_ns"):
-            calibration.append((float(cal["before_ns"]) + float(cal["after_ns"])) / 2)
-        for name, summary in (output.get("summary") or {}).items():
-            units[name] = summary.get("unit", "")
+        c = output.get("calibration") or {}
+        cal = None
+        if c.get("before_ns") and c.get("after_ns"):
+            cal = (float(c["before_ns"]) + float(c["after_ns"])) / 2
+            calibration.append(cal)
+        summaries = output.get("summary") or {}
+        for name, summary in summaries.items():
+            if summary.get("resolution_ns"):
+                resolutions.setdefault(name, []).append(float(summary["resolution_ns"]))
         for row in output.get("aead") or []:
-            key = f"{row['aead']} {row['payload']} B cycles/byte"
-            figures.setdefault(key, ("TSC cycles/byte", []))[1].append(row["tsc_cycles_per_byte"])
-    for name in store.series_names(point.id):
-        groups = [g for g in store.samples_by_repetition(point.id, name) if g]
-        if groups:
-            figures[name] = (units.get(name, ""), [float(np.median(g)) for g in groups])
-            steps[name] = _smallest_step(groups)
-    return _Side(point, figures, steps, calibration, ok, bad)
+            name = f"{row['aead']} {row['payload']} B cycles/byte"
+            add(name, "TSC cycles/byte", float(row["tsc_cycles_per_byte"]), cal)
+        for name, values in sorted(samples.get(result["id"], {}).items()):
+            if values:
+                unit = (summaries.get(name) or {}).get("unit", "")
+                add(name, unit, float(np.median(values)), cal)
+    # Each process measures its own step (and TSC rate): the largest is the coarsest timer.
+    steps = {name: max(values) for name, values in resolutions.items() if name in figures}
+    return _Side(point, figures, figure_calibration, steps, calibration, ok, bad)
+
+
+def _normalised(
+    unit: str, figures: list[float], calibrations: list[float | None], reference: float
+) -> list[float] | None:
+    """Each repetition's figure at the reference machine speed: a time scaled by reference /
+    its repetition's calibration, a rate by the inverse. None where it cannot be done."""
+    if unit not in TIME_UNITS and unit not in HIGHER_IS_BETTER_UNITS:
+        return None
+    if any(c is None or c <= 0 for c in calibrations) or len(calibrations) != len(figures):
+        return None
+    factors = [reference / c for c in calibrations if c is not None]
+    if unit in HIGHER_IS_BETTER_UNITS:
+        factors = [1 / f for f in factors]
+    return [f * k for f, k in zip(figures, factors, strict=True)]
 
 
 def _threshold(series: str, base: float, explicit: bool, median_a: float, step: float) -> float:
     if series.endswith("_instructions") and not explicit:
         return INSTRUCTION_THRESHOLD
-    if step > 0 and median_a > 0:
+    if step > 0 and median_a != 0:
         # A median can only move in whole steps: smaller "changes" are the timer's resolution.
         return max(base, QUANTUM_STEPS * step / abs(median_a))
     return base
@@ -154,21 +187,38 @@ def _point_warnings(a: _Side, b: _Side, repetitions: tuple[int, int]) -> list[st
 
 
 def compare_runs(
-    store: Store, run_a: int, run_b: int, *, threshold: float | None = None
+    store: Store,
+    run_a: int,
+    run_b: int,
+    *,
+    threshold: float | None = None,
+    normalise: bool = False,
 ) -> list[Row]:
     points_b = {(p.variant, p.name): p for p in store.points(run_b)}
     rows = []
     for point_a in store.points(run_a):
         point_b = points_b.get((point_a.variant, point_a.name))
         if point_b is not None:
-            rows += compare_points(store, point_a, point_b, threshold=threshold)
+            rows += compare_points(
+                store, point_a, point_b, threshold=threshold, normalise=normalise
+            )
     return rows
 
 
 def compare_points(
-    store: Store, point_a: Point, point_b: Point, *, threshold: float | None = None
+    store: Store,
+    point_a: Point,
+    point_b: Point,
+    *,
+    threshold: float | None = None,
+    normalise: bool = False,
 ) -> list[Row]:
-    """Point B against point A, series by series (same or different runs or variants)."""
+    """Point B against point A, series by series (same or different runs or variants).
+
+    With `normalise`, each repetition's time figure is divided by its repetition's
+    calibration and multiplied by the median calibration of A: B's figures are at A's machine
+    speed, and a drift of the machine no longer shows as a change (nor as "machine drift").
+    """
     explicit = threshold is not None
     base = DEFAULT_THRESHOLD if threshold is None else threshold
     repetitions = (
@@ -181,12 +231,23 @@ def compare_points(
     calibration_ratio = None
     if a.calibration and b.calibration:
         calibration_ratio = float(np.median(b.calibration) / np.median(a.calibration))
+    reference = float(np.median(a.calibration)) if a.calibration else 0.0
     for name, (unit, fig_a) in a.figures.items():
         if name not in b.figures:
             continue
         fig_b = b.figures[name][1]
+        row_warnings = list(warnings)
+        normalised = False
+        if normalise and (unit in TIME_UNITS or unit in HIGHER_IS_BETTER_UNITS):
+            norm_a = _normalised(unit, fig_a, a.figure_calibration[name], reference)
+            norm_b = _normalised(unit, fig_b, b.figure_calibration[name], reference)
+            if norm_a is None or norm_b is None:
+                row_warnings.append("not normalised: a repetition has no calibration")
+            else:
+                fig_a, fig_b, normalised = norm_a, norm_b, True
         median_a = float(np.median(fig_a))
-        limit = _threshold(name, base, explicit, median_a, a.steps.get(name, 0.0))
+        step = max(a.steps.get(name, 0.0), b.steps.get(name, 0.0))
+        limit = _threshold(name, base, explicit, median_a, step)
         try:
             c = compare_repetitions(
                 fig_a, fig_b, lower_is_better=unit not in HIGHER_IS_BETTER_UNITS,
@@ -195,12 +256,12 @@ def compare_points(
         except ValueError:  # a median of zero (e.g. no allocations): no ratio to give
             continue
         verdict = c.verdict
-        if verdict in (FASTER, SLOWER) and _drifted(c.ratio, calibration_ratio):
+        if verdict in (FASTER, SLOWER) and not normalised and _drifted(c.ratio, calibration_ratio):
             verdict = MACHINE_DRIFT
         rows.append(Row(
             point_a.variant, point_a.name, name, unit, len(fig_a), len(fig_b), median_a,
             float(np.median(fig_b)), c.ratio, c.ci_low, c.ci_high, c.p_value, c.threshold,
-            verdict, calibration_ratio, list(warnings),
+            verdict, calibration_ratio, step or None, normalised, row_warnings,
         ))  # fmt: skip
     return rows
 
@@ -209,15 +270,39 @@ def _fmt_p(p: float | None) -> str:
     return "-" if p is None else f"{p:.3g}"
 
 
-def table(rows: list[Row], run_a: int, run_b: int, threshold: float, run_notes: list[str]) -> str:
+def _fmt_threshold(r: Row) -> str:
+    if r.resolution is None:
+        return f"{r.threshold:.1%}"
+    return f"{r.threshold:.1%} (step {r.resolution:,.3g} {r.unit})"
+
+
+NORMALISED_NOTE = (
+    "Time figures normalised (--normalise): each repetition's figure divided by its "
+    "repetition's calibration workload time and multiplied by the median calibration of A "
+    "(rates: the inverse), so that the machine's drift between the runs is divided out; no "
+    "'machine drift' verdict is given for them."
+)
+
+
+def table(
+    rows: list[Row],
+    run_a: int,
+    run_b: int,
+    threshold: float,
+    run_notes: list[str],
+    normalise: bool = False,
+) -> str:
     lines = [
         f"Run {run_b} against run {run_a}: ratio = median B / median A of the per-repetition "
         "medians, 95 % CI resampling repetitions; Mann-Whitney U on the per-repetition figures "
         f"(alpha 0.05); a change counts only beyond the practical threshold of {threshold:.1%} "
         f"(instruction counts {INSTRUCTION_THRESHOLD:.1%} unless --threshold is given; "
-        f"quantised series at least {QUANTUM_STEPS} timer steps).",
+        f"series timed by single TSC reads more than {QUANTUM_STEPS} of their steps, "
+        f"threshold = max(threshold, {QUANTUM_STEPS} x step / median A)).",
         "",
     ]
+    if normalise:
+        lines += [NORMALISED_NOTE, ""]
     lines += [f"Warning: {note}." for note in run_notes]
     if run_notes:
         lines.append("")
@@ -232,19 +317,29 @@ def table(rows: list[Row], run_a: int, run_b: int, threshold: float, run_notes: 
             f"| {r.variant} | {r.point} | {r.series} | {r.repetitions_a}/{r.repetitions_b} | "
             f"{r.median_a:,.1f} | {r.median_b:,.1f} | "
             f"{r.ratio:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}] | {_fmt_p(r.p_value)} | "
-            f"{r.threshold:.1%} | {verdict} |"
+            f"{_fmt_threshold(r)} | {verdict} |"
         )
     if not rows:
         lines.append("| (no point in common) | | | | | | | | | |")
     return "\n".join(lines)
 
 
-def to_json(rows: list[Row], run_a: int, run_b: int, threshold: float, run_notes: list[str]) -> str:
+def to_json(
+    rows: list[Row],
+    run_a: int,
+    run_b: int,
+    threshold: float,
+    run_notes: list[str],
+    normalise: bool = False,
+) -> str:
     document: dict[str, Any] = {
         "run_a": run_a,
         "run_b": run_b,
         "threshold": threshold,
         "alpha": 0.05,
+        "instruction_threshold": INSTRUCTION_THRESHOLD,
+        "quantum_steps": QUANTUM_STEPS,
+        "normalised": NORMALISED_NOTE if normalise else None,
         "warnings": run_notes,
         "series": [asdict(r) for r in rows],
     }

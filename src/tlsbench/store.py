@@ -519,6 +519,17 @@ class Store:
             )
         ]
 
+    def samples_by_result(self, point_id: int) -> dict[int, dict[str, list[float]]]:
+        """The samples of a point's successful repetitions: result id -> series -> values."""
+        found: dict[int, dict[str, list[float]]] = {}
+        for result_id, series, values in self.db.execute(
+            'SELECT r.id, s.series, s."values" FROM samples s JOIN results r '
+            "ON r.id = s.result_id WHERE r.point_id = ? AND r.status = 'ok'",
+            (point_id,),
+        ):
+            found.setdefault(result_id, {})[series] = json.loads(values)
+        return found
+
     def series_names(self, point_id: int) -> list[str]:
         rows = self.db.execute(
             "SELECT DISTINCT s.series FROM samples s JOIN results r ON r.id = s.result_id "

@@ -269,6 +269,16 @@ class ProblemRow:
 
 
 @dataclass(frozen=True)
+class BuildRow:
+    """One build the run's figures come from: the exact code and how it was compiled."""
+
+    variant: str
+    version: str
+    cache_key: str
+    compile_flags: str
+
+
+@dataclass(frozen=True)
 class NoteRow:
     subject: str
     kind: str
@@ -312,6 +322,7 @@ class RunModel:
     interop: list[InteropRow] = field(default_factory=list)
     problems: list[ProblemRow] = field(default_factory=list)
     notes: list[NoteRow] = field(default_factory=list)
+    builds: list[BuildRow] = field(default_factory=list)
     latency_samples: list[LatencySamples] = field(default_factory=list)
     variants: list[str] = field(default_factory=list)  # in point order: stable plot colours
 
@@ -330,11 +341,26 @@ class RunModel:
             Table("interop", "Interop", InteropRow, self.interop),
             Table("problems", "Unsupported and failed points", ProblemRow, self.problems),
             Table("notes", "Notes", NoteRow, self.notes),
+            Table("builds", "Builds", BuildRow, self.builds),
             Table("environment", "Environment", EnvironmentRow, self.environment),
         ]
 
 
 # -- helpers --------------------------------------------------------------------------------
+
+
+def describe_compile_flags(recorded: dict[str, Any] | None) -> str:
+    """One line for reports: the flags of every compile, then the others with their counts."""
+    if not recorded:
+        return "not recorded"
+    total = recorded["compiles"]
+    flags: dict[str, int] = recorded["flags"]
+    everywhere = [flag for flag, n in flags.items() if n == total]
+    some = [f"{flag} ({n})" for flag, n in flags.items() if n < total]
+    text = f"{total} compiles: " + (" ".join(everywhere) or "no flag in all")
+    if some:
+        text += "; in some: " + " ".join(some[:8]) + (" ..." if len(some) > 8 else "")
+    return text
 
 
 @dataclass
@@ -930,6 +956,20 @@ class _Loader:
                         notes.append(NoteRow(p.variant, "driver", str(message)))
         return notes
 
+    def builds(self) -> list[BuildRow]:
+        """Each variant's build once (a code-size or firmware point's build too)."""
+        rows: dict[str, BuildRow] = {}
+        for p in self.points:
+            if p.variant in rows or not p.build:
+                continue
+            rows[p.variant] = BuildRow(
+                variant=p.variant,
+                version=str(p.build.get("version") or "-"),
+                cache_key=str(p.build.get("cache_key") or "-")[:16],
+                compile_flags=describe_compile_flags(p.build.get("compile_flags")),
+            )
+        return list(rows.values())
+
     def model(self) -> RunModel:
         # Tables in report order, so that their statistical notes come in that order too.
         memory = self.memory()
@@ -948,6 +988,7 @@ class _Loader:
             instructions=self.instructions(),
             interop=self.interop(),
             problems=self.problems(),
+            builds=self.builds(),
             latency_samples=latency_samples,
             variants=list(dict.fromkeys(p.variant for p in self.points)),
         )

@@ -329,6 +329,20 @@ def _views(model: RunModel) -> list[View]:
                 [[n.subject, n.kind, n.message] for n in model.notes],
             )
         )
+    if model.builds:
+        out.append(
+            View(
+                "builds",
+                "Builds",
+                "The build of each variant: its cache key (source hash, options, compiler, "
+                "recipe) and the code-shaping flags its compiles really used, as recorded "
+                "from the compiler's command lines (flags of every compile, then the others "
+                "with how many compiles had them).",
+                ["variant", "version", "cache key", "compile flags"],
+                [False, False, False, False],
+                [[b.variant, b.version, b.cache_key, b.compile_flags] for b in model.builds],
+            )
+        )
     if model.environment:
         out.append(
             View(
