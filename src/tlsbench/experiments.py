@@ -90,9 +90,16 @@ SCENARIO_KEYS = {
     # variant, self, or h2load); payload = the response's bytes.
     "load": (
         *[k for k in TLS_KEYS if k not in ("key_share", "transport", "io")],
-        "payload", "server", "client", "pattern", "connections", "request_size", "workers",
-        "duration_s", "heap",
-    ),  # fmt: skip
+        "payload",
+        "server",
+        "client",
+        "pattern",
+        "connections",
+        "request_size",
+        "workers",
+        "duration_s",
+        "heap",
+    ),
     # What the minimal client and server programs link (codesize.py): the runner measures
     # it, no driver runs, and no option applies.
     "code-size": (),

@@ -363,9 +363,7 @@ def nginx_command(options: dict[str, Any], port: int | None, scratch: Path, host
         # keepalive_requests: nginx closes a connection after 1000 requests by default,
         # which would turn a keep-alive load into reconnections.
         f"http {{\n  access_log off;\n  keepalive_requests 1000000000;\n  {temp}\n"
-        "  server {\n    "
-        + "\n    ".join(lines)
-        + "\n  }\n}\n"
+        "  server {\n    " + "\n    ".join(lines) + "\n  }\n}\n"
     )
     return ["nginx", "-e", str(scratch / "error.log"), "-p", str(scratch), "-c", str(config),
             "-g", "daemon off;"]  # fmt: skip

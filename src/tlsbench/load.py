@@ -36,7 +36,6 @@ import re
 import resource
 import signal
 import socket
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -106,8 +105,11 @@ def refusal(options: dict[str, Any], variant_line: str) -> tuple[str, str] | Non
     if client == "h2load":
         pattern = option(options, "pattern")
         if pattern == "resume" and server == "nginx":
-            return ("client", "h2load against nginx cannot resume: nginx runs with no tickets "
-                    "and no session cache here, and h2load reports no resumption to check")
+            return (
+                "client",
+                "h2load against nginx cannot resume: nginx runs with no tickets "
+                "and no session cache here, and h2load reports no resumption to check",
+            )
         if pattern == "new" and server == "self":
             return ("client", "h2load resumes the session of a client's first connection on "
                     "every reconnection when the server offers tickets, as tlsbench's server "
@@ -122,10 +124,13 @@ def refusal(options: dict[str, Any], variant_line: str) -> tuple[str, str] | Non
             return ("client", "h2load has no record size option")
     if server == "nginx":
         if variant_line != NGINX_LINE:
-            return ("variant", f"with server = \"nginx\", {NGINX_LINE} (nginx is Debian's, "
-                    "linked against the machine's OpenSSL: the variant names its library)")
+            return (
+                "variant",
+                f'with server = "nginx", {NGINX_LINE} (nginx is Debian\'s, '
+                "linked against the machine's OpenSSL: the variant names its library)",
+            )
         if options.get("heap"):
-            return ("heap", "with server = \"nginx\", false: nginx has no heap accounting")
+            return ("heap", 'with server = "nginx", false: nginx has no heap accounting')
         if int(options.get("chain", 1)) != 1 or "record_size" in options:
             return ("server", "nginx is run with a one-certificate chain and its default "
                     "record size only")  # fmt: skip
@@ -263,8 +268,12 @@ def parse_h2load(out: str) -> dict[str, Any]:
         found["request_us"] = {k: _seconds(v) * 1e6
                                for k, v in zip(("min", "max", "mean", "sd"), m.groups(),
                                                strict=True)}  # fmt: skip
-    for key, pattern in (("version", r"^TLS Protocol: TLSv(1\.[23])"), ("cipher", r"^Cipher: (\S+)"),
-                         ("temp_key", r"^Server Temp Key: (.+)$")):  # fmt: skip
+    printed = (
+        ("version", r"^TLS Protocol: TLSv(1\.[23])"),
+        ("cipher", r"^Cipher: (\S+)"),
+        ("temp_key", r"^Server Temp Key: (.+)$"),
+    )
+    for key, pattern in printed:
         m = re.search(pattern, out, re.M)
         if m:
             found[key] = m.group(1).strip()
@@ -293,9 +302,11 @@ def h2load_problem(found: dict[str, Any], options: dict[str, Any], code: int | N
         return f"h2load printed no request counts (exit {code})"
     errors = found["failed"] + found["timeout"] + found.get("not_2xx", 0)
     if errors or found["succeeded"] == 0 or code != 0:
-        return (f"h2load: {found['failed']} of {found['total']} requests failed "
-                f"({found['errored']} errored, {found['timeout']} timed out, "
-                f"{found.get('not_2xx', 0)} not 2xx, {found['succeeded']} succeeded; exit {code})")
+        return (
+            f"h2load: {found['failed']} of {found['total']} requests failed "
+            f"({found['errored']} errored, {found['timeout']} timed out, "
+            f"{found.get('not_2xx', 0)} not 2xx, {found['succeeded']} succeeded; exit {code})"
+        )
     tls = str(options.get("tls", "1.3"))
     if found.get("version") != tls:
         return f"h2load negotiated TLS {found.get('version')}, not {tls}"
@@ -424,13 +435,18 @@ def _run_once(options: dict[str, Any], build: Build, client_build: Build | None,
                 return _failed(sides, started, f"{problem} (calibration run)")
             calibration = {"requests": found["succeeded"], "wall_s": found["wall_s"]}
             requests = max(connections, int(found["succeeded"] / found["wall_s"] * duration))
-        generator = Side("generator", "h2load",
-                         h2load_command(options, port_ok, log,
-                                        duration if requests is None else None, requests))
+        generator = Side(
+            "generator",
+            "h2load",
+            h2load_command(options, port_ok, log, duration if requests is None else None, requests),
+        )
     else:
         assert client_build is not None
-        generator = Side("generator", client_build.variant.name,
-                         load_command(client_build, options, f"127.0.0.1:{port_ok}", duration))
+        generator = Side(
+            "generator",
+            client_build.variant.name,
+            load_command(client_build, options, f"127.0.0.1:{port_ok}", duration),
+        )
     sides["generator"] = generator
     generator_cpu = ChildCpu()
     generator.start(_environment(client_env), cpus=generator_cpus)
@@ -492,8 +508,11 @@ def _ended(options: dict[str, Any], build: Build, sides: dict[str, Side], starte
             load["calibration"] = calibration
     else:
         if loaded is None or loaded.get("load") is None:
-            return _failed(sides, started, f"the generator ({generator.label}) printed no "
-                           f"result ({'killed: ' + generator.killed if generator.killed else f'exit {generator.code}'})")  # fmt: skip
+            return _failed(
+                sides,
+                started,
+                f"the generator ({generator.label}) printed no result ({_ending(generator)})",
+            )
         load = dict(loaded["load"])
         if generator.code != 0 or load.get("errors"):
             error = loaded.get("error") or {}
@@ -525,6 +544,10 @@ def _ended(options: dict[str, Any], build: Build, sides: dict[str, Side], starte
     return PairResult("ok", 0, time.monotonic() - started, output, tails)
 
 
+def _ending(side: Side) -> str:
+    return f"killed: {side.killed}" if side.killed else f"exit {side.code}"
+
+
 def _h2load_resumption(serve: dict[str, Any], options: dict[str, Any]) -> str | None:
     """h2load reports no resumption: the tlsbench server's count checks it. `resume`: all
     but each client's first connection (one per client in each of the two h2load
@@ -534,8 +557,10 @@ def _h2load_resumption(serve: dict[str, Any], options: dict[str, Any]) -> str | 
     full = int(serve.get("handshakes") or 0) - int(serve.get("resumed") or 0)
     limit = 2 * int(option(options, "connections"))
     if not serve.get("resumed") or full > limit:
-        return (f"h2load resumed {serve.get('resumed')} of {serve.get('handshakes')} handshakes "
-                f"at the server: {full} full ones, more than one per client ({limit})")
+        return (
+            f"h2load resumed {serve.get('resumed')} of {serve.get('handshakes')} handshakes "
+            f"at the server: {full} full ones, more than one per client ({limit})"
+        )
     return None
 
 
@@ -603,21 +628,33 @@ def _output(options: dict[str, Any], build: Build, load: dict[str, Any], serve: 
         "variant": build.variant.name,
         "library": build.variant.library,
         "scenario": "load",
-        "params": {k: option(options, k) for k in (*LOAD_KEYS, *TLS_ARG_KEYS)
-                   if option(options, k) is not None},  # fmt: skip
+        "params": {
+            k: option(options, k)
+            for k in (*LOAD_KEYS, *TLS_ARG_KEYS)
+            if option(options, k) is not None
+        },
         "negotiated": negotiated,
         "load": {k: v for k, v in load.items() if k != "histogram"},
         "histogram": load.get("histogram"),
         "serve": serve,
-        "placement": {"server_cpus": sorted(server_cpus) if server_cpus else None,
-                      "generator_cpus": sorted(generator_cpus) if generator_cpus else None},
-        "sides": {name: {"program": side.label,
-                         "kind": "program" if side.label in ("nginx", "h2load") else "driver"}
-                  for name, side in sides.items() if "calibration" not in side.label},
-        "measure": {"time": f"{sides['server'].label} and {sides['generator'].label}",
-                    "server": measure},
+        "placement": {
+            "server_cpus": sorted(server_cpus) if server_cpus else None,
+            "generator_cpus": sorted(generator_cpus) if generator_cpus else None,
+        },
+        "sides": {
+            name: {
+                "program": side.label,
+                "kind": "program" if side.label in ("nginx", "h2load") else "driver",
+            }
+            for name, side in sides.items()
+            if "calibration" not in side.label
+        },
+        "measure": {
+            "time": f"{sides['server'].label} and {sides['generator'].label}",
+            "server": measure,
+        },
         "samples": samples,
         "summary": {k: {"unit": SERIES[k]} for k in samples},
         "warnings": warnings,
         "exit": 0,
-    }  # fmt: skip
+    }

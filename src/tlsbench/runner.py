@@ -505,8 +505,11 @@ def build_description(point: RunPoint, builds: dict[str, Build]) -> dict[str, An
             described["peer"]["build"] = builds[interop.PINNED_OPENSSL_LINE].describe()
     if point.scenario == "load":
         client = str(point.options.get("client", ""))
-        described["client"] = (builds[client].describe() if client in builds else
-                               {"program": client, "version": interop.program_version(client)})
+        described["client"] = (
+            builds[client].describe()
+            if client in builds
+            else {"program": client, "version": interop.program_version(client)}
+        )
         if point.options.get("server") == "nginx":
             described["server"] = {"program": "nginx",
                                    "version": interop.program_version("nginx")}  # fmt: skip
@@ -528,8 +531,11 @@ def tls_variants(points: list[RunPoint]) -> list[str]:
     specs = [spec for p in points if p.scenario not in ("aead", "code-size")
              for spec in (p.variant, str(p.options.get("peer", "")),
                           str(p.options.get("client", "")))]  # fmt: skip
-    return [s for s in dict.fromkeys(specs)
-            if s and not interop.is_program(s) and s not in load.GENERATOR_PROGRAMS]
+    return [
+        s
+        for s in dict.fromkeys(specs)
+        if s and not interop.is_program(s) and s not in load.GENERATOR_PROGRAMS
+    ]
 
 
 class Runner:
