@@ -313,7 +313,7 @@ def capacity(model: RunModel) -> Plot | None:
     and pattern (and generator, where a server had several): where throughput stops growing
     and latency takes off is the saturation point."""
     rows = [r for r in model.load if r.result == "ok" and r.tps is not None]
-    lines: dict[str, list[Any]] = {}
+    lines: dict[str, list[Any]] = {}  # label -> rows by connections
     clients: dict[tuple[str, str, str], set[str]] = {
         (r.server, r.case, r.pattern): set() for r in rows
     }
@@ -327,12 +327,18 @@ def capacity(model: RunModel) -> Plot | None:
     lines = {k: sorted(v, key=lambda r: r.connections) for k, v in lines.items() if len(v) > 1}
     if not lines:
         return None
-    fig = _figure(11.0, 5.0)
+    fig = _figure(12.0, 5.5)
     ax_tps, ax_p99 = fig.subplots(1, 2)
-    colours = _colours(model)
+    # Colour per server (nginx apart from its library's own server), line style per pattern,
+    # marker per generator.
+    cmap = matplotlib.colormaps["tab10"]
+    servers = list(dict.fromkeys(points[0].server for points in lines.values()))
+    dashes = {"keepalive": "-", "new": "--", "resume": ":"}
     for label, points in lines.items():
-        style = {"color": colours.get(points[0].variant), "marker": "o",
-                 "linestyle": "-" if points[0].pattern == "keepalive" else "--"}  # fmt: skip
+        first = points[0]
+        style = {"color": cmap(servers.index(first.server) % 10),
+                 "marker": "x" if first.client == "h2load" else "o",
+                 "linestyle": dashes.get(first.pattern, "-.")}  # fmt: skip
         xs = [r.connections for r in points]
         ax_tps.plot(xs, [r.tps for r in points], label=_short(label), **style)
         p99 = [(r.connections, r.p99_us / 1e3) for r in points if r.p99_us is not None]
@@ -346,9 +352,10 @@ def capacity(model: RunModel) -> Plot | None:
     ax_tps.set_ylabel("transactions/s")
     ax_p99.set_yscale("log")
     ax_p99.set_ylabel("p99 latency (ms)")
-    ax_tps.legend(fontsize="x-small")
-    ax_tps.set_title("Throughput (solid: keepalive, dashed: new handshakes)")
-    ax_p99.set_title("p99 latency")
+    fig.legend(fontsize="x-small", loc="outside right upper")
+    ax_tps.set_title("Throughput (solid keepalive, dashed new, dotted resume; x h2load)",
+                     fontsize="small")  # fmt: skip
+    ax_p99.set_title("p99 latency", fontsize="small")
     return Plot("capacity", "Capacity", "load", fig)
 
 
