@@ -413,9 +413,15 @@ def _run_once(options: dict[str, Any], build: Build, client_build: Build | None,
     else:
         port_ok = interop.wait_for_port(server, scratch / "port", listen_by)
     if port_ok is None:
-        server.kill("did not listen")
+        if server.proc is not None and server.proc.poll() is None:
+            server.kill("did not listen")
         server.finish(deadline)
-        return _failed(sides, started, "the server did not start listening")
+        said = server.json() or {}
+        reason = (said.get("error") or {}).get("message")
+        if said.get("exit") == 3:  # the library cannot honour the point
+            return _failed(sides, started, f"server ({server.label}): {reason}", "unsupported", 3)
+        return _failed(sides, started, "the server did not start listening"
+                       + (f": {reason}" if reason else f" ({_ending(server)})"))  # fmt: skip
     # The generator.
     calibration: dict[str, Any] | None = None
     if client_name == "h2load":
@@ -501,7 +507,7 @@ def _ended(options: dict[str, Any], build: Build, sides: dict[str, Side], starte
         if generator.killed:
             problem = f"h2load did not finish ({generator.killed})"
         if problem:
-            return _failed(sides, started, problem)
+            return _failed(sides, started, problem + _server_says(served))
         load = _h2load_load(found, options, read_h2load_log(scratch / "h2load.log"),
                             generator_cpu_s)  # fmt: skip
         if calibration:
@@ -518,7 +524,8 @@ def _ended(options: dict[str, Any], build: Build, sides: dict[str, Side], starte
             error = loaded.get("error") or {}
             first = load.get("first_error") or error.get("message") or f"exit {generator.code}"
             return _failed(sides, started, f"the generator ({generator.label}) saw "
-                           f"{load.get('errors', 0)} errors; the first: {first}")  # fmt: skip
+                           f"{load.get('errors', 0)} errors; the first: {first}"
+                           + _server_says(served))  # fmt: skip
     # Then the server's.
     if server.label == "nginx":
         if server.code not in (0, None) or server.killed:
@@ -542,6 +549,14 @@ def _ended(options: dict[str, Any], build: Build, sides: dict[str, Side], starte
                      server_cpus, generator_cpus)  # fmt: skip
     tails = "\n".join(side.tail() for side in sides.values())
     return PairResult("ok", 0, time.monotonic() - started, output, tails)
+
+
+def _server_says(served: dict[str, Any] | None) -> str:
+    """The tlsbench server's first error, beside the generator's: which caused which is for
+    the reader (a server check that fired shows as a closed connection at the generator)."""
+    serve = (served or {}).get("serve") or {}
+    first = serve.get("first_error") or ((served or {}).get("error") or {}).get("message")
+    return f"; the server: {first}" if first else ""
 
 
 def _ending(side: Side) -> str:
