@@ -276,3 +276,57 @@ def test_h2load_s_report_is_read_and_its_failures_fail_the_point() -> None:
     )
     problem = load.h2load_problem(load.parse_h2load(dead), {}, 0)
     assert problem is not None and "40 of 22054 requests failed" in problem
+
+
+def test_nginx_serves_curl_with_no_tlsbench_side(tmp_path: Path, build_of) -> None:
+    """An interop download between two real programs (the `download` experiment's nginx to
+    curl): curl checks every byte; its MB/s are the point's series."""
+    build_of("openssl-system")
+    experiment = tmp_path / "download.toml"
+    experiment.write_text("""
+question = "nginx to curl?"
+repetitions = 1
+timeout = 60
+[defaults]
+scenario = "interop"
+bytes = 5000000
+iterations = 2
+warmup = 1
+[[matrix]]
+variant = ["openssl-system"]
+role = ["server"]
+server = ["nginx"]
+peer = ["curl"]
+tls = ["1.3", "1.2"]
+""")
+    db = tmp_path / "r.db"
+    proc = tlsbench("run", str(experiment), "--db", str(db))
+    assert proc.returncode == 0, proc.stderr
+    store = Store(db)
+    model = load_run(store)
+    assert [r.server for r in model.interop] == ["nginx (openssl-system)"] * 2
+    assert all(r.result == "ok" and r.download_mbps and r.download_mbps > 1
+               for r in model.interop), model.interop  # fmt: skip
+    for point in store.points(store.run("latest")["id"]):
+        assert len(store.samples(point.id, "download_MBps")) == 2  # after the warm-up
+        assert point.build["server"]["program"] == "nginx"
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        ('variant = "openssl-system"\nserver = "nginx"\npeer = "openssl-s_server"',
+         'with role = "server"'),
+        ('variant = "openssl-system"\nrole = "server"\nserver = "nginx"\npeer = "openssl-3.5.x"',
+         "a real client"),
+        ('variant = "openssl-3.5.x"\nrole = "server"\nserver = "nginx"\npeer = "curl"',
+         'with server = "nginx", openssl-system'),
+    ],
+)  # fmt: skip
+def test_an_interop_point_served_by_nginx_is_checked_up_front(tmp_path: Path, lines: str,
+                                                              message: str) -> None:  # fmt: skip
+    experiment = tmp_path / "bad.toml"
+    experiment.write_text('question = "?"\n[defaults]\nscenario = "interop"\n[[include]]\n' + lines)
+    with pytest.raises(UserError) as err:
+        load_experiment(str(experiment))
+    assert message in str(err.value), str(err.value)

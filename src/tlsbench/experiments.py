@@ -83,6 +83,7 @@ SCENARIO_KEYS = {
         "resume",
         "rtt_ms",
         "loss",
+        "server",
         *TUNING_KEYS,
     ),
     # A server under load (load.py): the variant is the server's library, `server` its
@@ -440,6 +441,8 @@ class _Loader:
                    if k in values and k in relevant}  # fmt: skip
         if scenario == "interop":
             options["peer"] = self.interop_peer(options, values, variant.name)
+            if options.get("server") == "nginx":
+                self.check_two_programs(options, variant)
         if scenario == "load":
             self.check_load(options, values, variant)
         if negotiates_no_key_exchange(options):
@@ -477,6 +480,30 @@ class _Loader:
             return self.catalog.resolve(peer).name
         except UserError as exc:
             raise self.value_error("peer", peer, f"{allowed} ({exc})") from None
+
+    def check_two_programs(self, options: dict[str, Any], variant: Any) -> None:
+        """An interop point served by nginx to a real client: no tlsbench side at all."""
+        from tlsbench import interop, load
+
+        if options.get("role") != "server":
+            raise self.value_error(
+                "server",
+                "nginx",
+                'with role = "server" and a real client '
+                "as peer (nginx serves; the variant names its library)",
+            )
+        if not interop.is_program(str(options["peer"])):
+            raise self.value_error(
+                "peer",
+                options["peer"],
+                'with server = "nginx", a real client: ' + ", ".join(interop.CLIENT_PROGRAMS),
+            )
+        if variant.line.name != load.NGINX_LINE:
+            raise self.value_error(
+                "variant",
+                variant.name,
+                f'with server = "nginx", {load.NGINX_LINE} (nginx links the machine\'s OpenSSL)',
+            )
 
     def check_load(self, options: dict[str, Any], values: dict[str, Any], variant: Any) -> None:
         """A load point's generator (canonical variant name, or h2load) and what no run of it

@@ -35,7 +35,6 @@ import os
 import re
 import resource
 import signal
-import socket
 import tempfile
 import time
 from pathlib import Path
@@ -373,18 +372,6 @@ def run_once(options: dict[str, Any], build: Build, client_build: Build | None, 
                     side.proc.wait()
 
 
-def _wait_for_listener(server: Side, port: int, deadline: float) -> bool:
-    """A program's port accepts connections (nginx has no port file)."""
-    assert server.proc is not None
-    while time.monotonic() < deadline:
-        if server.proc.poll() is not None:
-            return False
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
-            return True
-        time.sleep(0.02)
-    return False
-
-
 def _run_once(options: dict[str, Any], build: Build, client_build: Build | None, measure: str,
               duration: int, deadline: float, server_env: dict[str, str],
               client_env: dict[str, str], scratch: Path, sides: dict[str, Side],
@@ -409,7 +396,7 @@ def _run_once(options: dict[str, Any], build: Build, client_build: Build | None,
     server.start(_environment(server_env), cpus=server_cpus)
     listen_by = time.monotonic() + START_TIMEOUT_S
     if server_name == "nginx":
-        port_ok: int | None = port if _wait_for_listener(server, port, listen_by) else None
+        port_ok: int | None = port if interop.wait_for_listener(server, port, listen_by) else None
     else:
         port_ok = interop.wait_for_port(server, scratch / "port", listen_by)
     if port_ok is None:

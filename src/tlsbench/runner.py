@@ -503,6 +503,8 @@ def build_description(point: RunPoint, builds: dict[str, Build]) -> dict[str, An
         if interop.pinned_program(peer) and interop.PINNED_OPENSSL_LINE in builds:
             # The program is the pinned build's own: trace it to that build.
             described["peer"]["build"] = builds[interop.PINNED_OPENSSL_LINE].describe()
+    if point.scenario == "interop" and point.options.get("server") == "nginx":
+        described["server"] = {"program": "nginx", "version": interop.program_version("nginx")}
     if point.scenario == "load":
         client = str(point.options.get("client", ""))
         described["client"] = (

@@ -843,6 +843,8 @@ class _Loader:
             role = str(p.params.get("role", "client"))
             peer = str(p.params.get("peer", "?"))
             client, server = (p.variant, peer) if role == "client" else (peer, p.variant)
+            if p.params.get("server") == "nginx":
+                server = f"nginx ({p.variant})"
             ok = self.ok(p)
             results = self.results[p.id]
             if ok:
