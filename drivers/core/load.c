@@ -851,6 +851,9 @@ static step_result load_step(load_state *s, lconn *c) {
       if (!complete) continue;
       s->handshakes++;
       s->resumed += (uint64_t)c->expect_resumed;
+      /* A keep-alive transaction is the request and its response: the connection's setup
+       * is not part of its first transaction's latency. */
+      if (load_pattern(r->opt) == PATTERN_KEEPALIVE) c->started_ns = tb_mono_ns();
       c->phase = PHASE_REQUEST;
     } else if (c->phase == PHASE_REQUEST) {
       if (c->req_have == c->req_len) {
