@@ -34,6 +34,7 @@ import contextlib
 import os
 import re
 import resource
+import shutil
 import signal
 import tempfile
 import time
@@ -136,10 +137,18 @@ def refusal(options: dict[str, Any], variant_line: str) -> tuple[str, str] | Non
     return None
 
 
+# Where each program comes from (the message when it is missing).
+PROGRAM_PACKAGES = {"nginx": "nginx-light", "h2load": "nghttp2-client"}
+
+
 def unsupported(options: dict[str, Any]) -> str | None:
-    """What the real programs cannot offer (a capability, reported as unsupported)."""
+    """What the real programs cannot offer (a capability, reported as unsupported), or that
+    one is not installed."""
     programs = [p for p in (str(option(options, "server")), str(options.get("client")))
-                if p in ("nginx", "h2load")]  # fmt: skip
+                if p in PROGRAM_PACKAGES]  # fmt: skip
+    for program in programs:
+        if shutil.which(program) is None and not Path(f"/usr/sbin/{program}").exists():
+            return f"{program} is not installed (Debian package {PROGRAM_PACKAGES[program]})"
     if programs and str(options.get("group", "")) == "X25519MLKEM768":
         return (f"{programs[0]} links the machine's OpenSSL 3.0, which has no ML-KEM "
                 "(X25519MLKEM768)")  # fmt: skip
