@@ -404,7 +404,8 @@ def _load_views(model: RunModel) -> list[View]:
             ratio = own.tps / h2.tps if own.tps and h2.tps else None
             rows.append([server, case, pattern, str(conns), name, fmt_sig(own.tps),
                          fmt_sig(h2.tps), fmt_sig(ratio), fmt_sig(own.p50_us),
-                         fmt_sig(h2.p50_us), fmt_sig(own.p99_us), fmt_sig(h2.p99_us)])  # fmt: skip
+                         fmt_sig(h2.p50_us), fmt_sig(own.p99_us), fmt_sig(h2.p99_us),
+                         _saturation(own, h2)])  # fmt: skip
     if rows:
         out.append(
             View(
@@ -413,15 +414,23 @@ def _load_views(model: RunModel) -> list[View]:
                 "The same server, pattern and concurrency measured by tlsbench's generator "
                 "and by h2load: transactions/s of each and their ratio, and latency "
                 "percentiles in µs (h2load's from the request's first byte; tlsbench's from "
-                "connect for new and resume, from the request for keepalive).",
+                "connect for new and resume, from the request for keepalive). `saturated` "
+                "names the generators that used 90 % of their core or more: where one did, "
+                "the figures compare the generators, not the server.",
                 ["server", "case", "pattern", "conns", "tlsbench generator", "tx/s",
                  "h2load tx/s", "ratio", "p50 µs", "h2load p50 µs", "p99 µs",
-                 "h2load p99 µs"],
-                [False, False, False, True, False, True, True, True, True, True, True, True],
+                 "h2load p99 µs", "saturated"],
+                [False, False, False, True, False, True, True, True, True, True, True, True,
+                 False],
                 rows,
             )
         )  # fmt: skip
     return out
+
+
+def _saturation(own: Any, h2: Any) -> str:
+    names = [name for name, row in (("tlsbench", own), ("h2load", h2)) if row.saturated]
+    return " and ".join(names) or "neither"
 
 
 def _case(case: str, scenario: str) -> str:
