@@ -25,7 +25,10 @@ requests. h2load cannot send a client certificate and writes its own request hea
 those points are refused before anything runs. Its latency is from the request's first
 byte to the response's last (it excludes connect and handshake, unlike tlsbench's `new`
 and `resume`), taken from its per-request log (`--log-file`); it does not verify the
-server's certificate nor check the body's bytes (it counts them).
+server's certificate nor check the body's bytes (it counts them). It exits 0 whatever
+failed, and a keep-alive run by duration counts no failed request once the server is gone
+(measured: a killed server, then nothing but refused reconnections): the server's own end
+fails such a point.
 """
 
 from __future__ import annotations
