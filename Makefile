@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 DEBIAN_PACKAGES := gcc g++ gcc-multilib make cmake ninja-build autoconf automake libtool \
 	perl pkgconf python3-venv valgrind bzip2 xz-utils ca-certificates debian-archive-keyring \
 	nettle-dev libgmp-dev libtasn1-6-dev libunistring-dev libssl-dev libgnutls28-dev \
-	clang-format openssl gnutls-bin chromium nginx-light curl iproute2 \
+	clang-format openssl gnutls-bin chromium nginx-light nghttp2-client curl iproute2 \
 	clang-14 binutils-arm-linux-gnueabihf libc6-dev-armhf-cross libgcc-12-dev-armhf-cross qemu-user \
 	gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
 

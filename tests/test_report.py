@@ -35,7 +35,8 @@ GOLDEN = Path(__file__).parent / "golden" / "report.md"
 TSC_HZ = 2596120088.0
 REPETITIONS = 3
 STARTED = "2025-11-22T06:50:00+00:00"
-EXPECTED_PLOTS = 5  # heap vs record size, handshake time, latency CDF, AEAD, throughput
+# heap vs record size, handshake time, latency CDF, AEAD, throughput, capacity
+EXPECTED_PLOTS = 6
 
 ENVIRONMENT: dict[str, Any] = {
     "cpu": {
@@ -141,7 +142,9 @@ def driver_output(variant: str, scenario: str, params: dict[str, Any]) -> dict[s
 
 
 def with_samples(output: dict[str, Any], samples: dict[str, list[float]]) -> dict[str, Any]:
-    units = {"ns": "ns", "allocs": "allocations", "MBps": "MB/s", "per_s": "1/s"}
+    units = {"ns": "ns", "allocs": "allocations", "MBps": "MB/s", "per_s": "1/s",
+             "_us": "us", "tps": "transactions/s", "hps": "handshakes/s", "per_tx": "ms",
+             "utilization": "fraction of a core"}  # fmt: skip
     output["samples"] = samples
     output["summary"] = {
         name: {"unit": next(u for k, u in units.items() if name.endswith(k)), "n": len(v),
@@ -321,6 +324,25 @@ def build_store(path: Path) -> tuple[Store, int]:
     fx.point(WOLF, "handshake_1.2_ffdhe3072", "handshake", {"tls": "1.2", "group": "ffdhe3072"},
              [("failed", 5, None, dict(failed), tail), ("failed", 5, None, dict(failed), tail),
               ("failed", None, 11, None, "Segmentation fault\n")])  # fmt: skip
+
+    # mbedTLS's server under load: tlsbench's generator at 1 and 4 connections, h2load at 4.
+    for client, connections, tps, p50, p99 in ((MBED_4K, 1, 9100.0, 105.0, 180.0),
+                                               (MBED_4K, 4, 21000.0, 170.0, 420.0),
+                                               ("h2load", 4, 15500.0, 240.0, 610.0)):  # fmt: skip
+        params = {"client": client, "pattern": "keepalive", "connections": connections,
+                  "duration_s": 3}  # fmt: skip
+        results = []
+        for rep in range(REPETITIONS):
+            out = driver_output(MBED_4K, "load", {})
+            out["load"] = {"saturated": client == "h2load", "latency_from": "request"}
+            results.append(ok(with_samples(out, {
+                "load_tps": [tps * (1 + rep / 100)], "load_hps": [connections / 3],
+                "load_MBps": [tps * 1024 / 1e6], "latency_p50_us": [p50],
+                "latency_p99_us": [p99 + rep], "server_cpu_ms_per_tx": [1000 / tps / 1.1],
+                "generator_cpu_utilization": [0.95 if client == "h2load" else 0.6],
+            })))  # fmt: skip
+        name = f"load_on-self_by-{client}_keepalive_c{connections}"
+        fx.point(MBED_4K, name, "load", params, results)
     return store, fx.save()
 
 

@@ -895,7 +895,11 @@ static step_result load_step(load_state *s, lconn *c) {
         if (end != NULL) {
           size_t head_end = (size_t)(end - c->head) + 4;
           size_t extra = c->head_len - head_end;
+          /* parse_response ends the head with a NUL where the body's first byte may be
+           * (nginx writes head and body in one record): keep that byte. */
+          char first = c->head[head_end];
           if (parse_response(s, c, head_end) != TB_EXIT_OK) return STEP_ERROR;
+          c->head[head_end] = first;
           if (extra > 0 && check_body(s, c, (unsigned char *)end + 4, extra) != TB_EXIT_OK)
             return STEP_ERROR;
         }

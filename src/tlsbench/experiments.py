@@ -48,16 +48,16 @@ from tlsbench.variants import Catalog
 
 EXPERIMENTS_DIR = paths.REPO / "experiments"
 # What an experiment can measure: the driver's scenarios but `info`, which measures nothing.
-SCENARIOS = ("handshake", "resume", "records", "bulk", "aead", "interop", "code-size")
+SCENARIOS = ("handshake", "resume", "records", "bulk", "aead", "interop", "code-size", "load")
 
 # Option keys of a point, in the order they appear in names; value -> name fragment.
 OPTION_ORDER = (
     "tls", "suite", "group", "key_share", "sigalg", "cert", "chain", "auth", "record_size",
     "payload", "bytes", "aead", "accel", "transport", "io", "role", "peer", "resume", "rtt_ms",
-    "loss",
+    "loss", "server", "client", "pattern", "connections", "request_size", "workers",
 )  # fmt: skip
 # Keys that tune a measurement without changing what is measured: not in names.
-TUNING_KEYS = ("iterations", "warmup")
+TUNING_KEYS = ("iterations", "warmup", "duration_s", "heap")
 POINT_KEYS = ("variant", "scenario", *OPTION_ORDER, *TUNING_KEYS)
 TOP_KEYS = {"question", "description", "repetitions", "timeout", "defaults", "per_scenario",
             "matrix", "include", "exclude"}  # fmt: skip
@@ -83,13 +83,31 @@ SCENARIO_KEYS = {
         "resume",
         "rtt_ms",
         "loss",
+        "server",
         *TUNING_KEYS,
+    ),
+    # A server under load (load.py): the variant is the server's library, `server` its
+    # program (self = the variant's driver, or nginx), `client` the load generator (a
+    # variant, self, or h2load); payload = the response's bytes.
+    "load": (
+        *[k for k in TLS_KEYS if k not in ("key_share", "transport", "io")],
+        "payload",
+        "server",
+        "client",
+        "pattern",
+        "connections",
+        "request_size",
+        "workers",
+        "duration_s",
+        "heap",
     ),
     # What the minimal client and server programs link (codesize.py): the runner measures
     # it, no driver runs, and no option applies.
     "code-size": (),
 }
 INT_KEYS = {"chain", "record_size", "payload", "bytes", "iterations", "warmup"}
+# Whole-number keys of load points, with their bounds (the driver's, load.RANGES).
+LOAD_INT_KEYS = ("connections", "workers", "request_size", "duration_s")
 # The emulated network of an interop point (netem.py): round-trip time in milliseconds and
 # loss in percent of packets, each direction.
 NETWORK_RANGES = {"rtt_ms": (0, 10000), "loss": (0, 50)}
@@ -106,6 +124,9 @@ CHOICES = {
     # tlsbench's callbacks reached through the library's BIO layer (bio).
     "io": ("callbacks", "fd", "bio"),
     "resume": ("on", "off"),
+    # A load point's transaction pattern and server program (load.py).
+    "pattern": ("new", "resume", "keepalive"),
+    "server": ("self", "nginx"),
 }
 MAX_REPETITIONS = 1000
 MAX_TIMEOUT_S = 24 * 3600
@@ -168,6 +189,16 @@ def _fragment(key: str, value: Any) -> str:
         return f"rtt{value}ms"
     if key == "loss":
         return f"loss{value}pct"
+    if key == "server":
+        return f"on-{value}"
+    if key == "client":
+        return f"by-{value}"
+    if key == "connections":
+        return f"c{value}"
+    if key == "request_size":
+        return f"req{value}B"
+    if key == "workers":
+        return f"w{value}"
     return str(value).lower() if key == "aead" else str(value)
 
 
@@ -239,6 +270,21 @@ class _Loader:
         return UserError(f"{where}: {key} = {_describe(value)} is not allowed: {allowed}")
 
     def check_value(self, key: str, value: Any) -> Any:
+        if key in LOAD_INT_KEYS:
+            from tlsbench.load import RANGES
+
+            low, high = RANGES[key]
+            if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+                raise self.value_error(key, value, f"a whole number, {low}..{high}")
+            return value
+        if key == "heap":
+            if not isinstance(value, bool):
+                raise self.value_error(key, value, "true or false")
+            return value
+        if key == "client":  # a variant, self or a program: checked with the point
+            if not isinstance(value, str):
+                raise self.value_error(key, value, "a variant, self, or h2load")
+            return value
         if key in NETWORK_RANGES:
             low, high = NETWORK_RANGES[key]
             if not isinstance(value, (int, float)) or isinstance(value, bool) \
@@ -255,7 +301,7 @@ class _Loader:
         choices = CHOICES.get(key) or self.declared.choices(key)
         if key == "scenario" and choices is not None:
             # interop runs the driver's `peer` scenario in two processes.
-            driver_side = {"interop": "peer"}
+            driver_side = {"interop": "peer", "load": "serve"}
             choices = tuple(c for c in SCENARIOS
                             if c == "code-size" or driver_side.get(c, c) in choices)  # fmt: skip
         if not isinstance(value, str):
@@ -395,6 +441,10 @@ class _Loader:
                    if k in values and k in relevant}  # fmt: skip
         if scenario == "interop":
             options["peer"] = self.interop_peer(options, values, variant.name)
+            if options.get("server") == "nginx":
+                self.check_two_programs(options, variant)
+        if scenario == "load":
+            self.check_load(options, values, variant)
         if negotiates_no_key_exchange(options):
             # Static RSA: no group is negotiated and nothing is signed, so neither belongs
             # in the point's name or stored options.
@@ -431,6 +481,51 @@ class _Loader:
         except UserError as exc:
             raise self.value_error("peer", peer, f"{allowed} ({exc})") from None
 
+    def check_two_programs(self, options: dict[str, Any], variant: Any) -> None:
+        """An interop point served by nginx to a real client: no tlsbench side at all."""
+        from tlsbench import interop, load
+
+        if options.get("role") != "server":
+            raise self.value_error(
+                "server",
+                "nginx",
+                'with role = "server" and a real client '
+                "as peer (nginx serves; the variant names its library)",
+            )
+        if not interop.is_program(str(options["peer"])):
+            raise self.value_error(
+                "peer",
+                options["peer"],
+                'with server = "nginx", a real client: ' + ", ".join(interop.CLIENT_PROGRAMS),
+            )
+        if variant.line.name != load.NGINX_LINE:
+            raise self.value_error(
+                "variant",
+                variant.name,
+                f'with server = "nginx", {load.NGINX_LINE} (nginx links the machine\'s OpenSSL)',
+            )
+
+    def check_load(self, options: dict[str, Any], values: dict[str, Any], variant: Any) -> None:
+        """A load point's generator (canonical variant name, or h2load) and what no run of it
+        could honour (load.refusal), before anything runs."""
+        from tlsbench import load
+
+        client = values.get("client")
+        allowed = "a variant, self, or " + ", ".join(load.GENERATOR_PROGRAMS)
+        if client is None:
+            raise self.error("a load point has no client (the load generator: " + allowed + ")")
+        if client == "self":
+            options["client"] = variant.name
+        elif client not in load.GENERATOR_PROGRAMS:
+            try:
+                options["client"] = self.catalog.resolve(client).name
+            except UserError as exc:
+                raise self.value_error("client", client, f"{allowed} ({exc})") from None
+        refused = load.refusal(options, variant.line.name)
+        if refused is not None:
+            key, why = refused
+            raise self.value_error(key, options.get(key, values.get(key, variant.name)), why)
+
     def check_combination(self, scenario: str, values: dict[str, Any]) -> None:
         """What no library could honour, whatever it supports: a typo in spirit."""
         if values.get("io") == "fd" and values.get("transport") != "tcp" \
@@ -439,7 +534,7 @@ class _Loader:
                                    "needs a socket of its own)")  # fmt: skip
         self.check_key_share(scenario, values)
         suite = values.get("suite")
-        if suite is not None and scenario in TLS_SCENARIO_NAMES:
+        if suite is not None and scenario in (*TLS_SCENARIO_NAMES, "load"):
             tls = values.get("tls", "1.3")
             if self.declared.suites[suite] != tls:
                 raise self.value_error(
@@ -484,11 +579,13 @@ def check_capabilities(points: list[RunPoint], infos: dict[str, dict[str, Any]])
     run time."""
     refused: dict[str, list[str]] = {}
     for point in points:
-        if point.scenario not in (*TLS_SCENARIO_NAMES, "interop"):
+        if point.scenario not in (*TLS_SCENARIO_NAMES, "interop", "load"):
             continue
         sides = [point.variant]
         if point.scenario == "interop":
             sides.append(str(point.options.get("peer", "")))
+        if point.scenario == "load":
+            sides.append(str(point.options.get("client", "")))
         for variant in sides:
             info = infos.get(variant)
             if info is not None and not info.get("versions"):

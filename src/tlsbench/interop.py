@@ -111,7 +111,16 @@ class Side:
     code: int | None = None
     killed: str = ""
 
-    def start(self, env: dict[str, str], stdin: str | None = None) -> None:
+    def start(self, env: dict[str, str], stdin: str | None = None,
+              cpus: set[int] | None = None) -> None:  # fmt: skip
+        """Starts the process in its own session; `cpus`: the CPUs it may run on (pinned
+        before exec, as the runner pins a driver)."""
+
+        def pin() -> None:
+            if cpus:
+                with contextlib.suppress(OSError):
+                    os.sched_setaffinity(0, cpus)
+
         self.proc = subprocess.Popen(
             self.command,
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
@@ -120,6 +129,7 @@ class Side:
             text=True,
             env=env,
             start_new_session=True,  # a timeout or an interrupt kills its whole group
+            preexec_fn=pin if cpus else None,
         )
         self._stdin = stdin
 
@@ -269,7 +279,7 @@ def program_side(name: str, options: dict[str, Any], port: int | None, connectio
         offer = _openssl_offer(options)
         if isinstance(offer, str):
             return offer
-        command = _nginx(options, port, scratch, host)
+        command = nginx_command(options, port, scratch, host)
     elif name == "curl":
         tls = str(options.get("tls", "1.3"))
         # The body goes to a file (checked afterwards); stdout says how fast it came.
@@ -301,10 +311,15 @@ def program_side(name: str, options: dict[str, Any], port: int | None, connectio
     return Side(role, name, command)
 
 
-def _nginx(options: dict[str, Any], port: int | None, scratch: Path, host: str) -> list[str]:
+def nginx_command(options: dict[str, Any], port: int | None, scratch: Path, host: str,
+                  workers: int = 1, max_connections: int = 64,
+                  keep_env: tuple[str, ...] = ()) -> list[str]:  # fmt: skip
     """nginx (Debian's) in the foreground with a configuration in the scratch folder: the
     point's certificate, version, suite, group and signature scheme, no tickets and no
-    session cache, and the response body as a file named after its size."""
+    session cache, and the response body as a file named after its size. `workers` worker
+    processes of `max_connections` each, keep-alive connections never closed by count;
+    `keep_env`: variables the workers keep (nginx clears its workers' environment, so an
+    OPENSSL_ia32cap would reach the master only)."""
     tls = str(options.get("tls", "1.3"))
     payload = response_size(options)
     www = scratch / "www"
@@ -341,11 +356,14 @@ def _nginx(options: dict[str, Any], port: int | None, scratch: Path, host: str) 
     config = scratch / "nginx.conf"
     config.write_text(
         # `user root`: the workers read the body from the scratch folder (mode 0700).
-        f"user root;\nworker_processes 1;\npid {scratch / 'nginx.pid'};\n"
-        f"error_log {scratch / 'error.log'};\nevents {{ worker_connections 64; }}\n"
-        f"http {{\n  access_log off;\n  {temp}\n  server {{\n    "
-        + "\n    ".join(lines)
-        + "\n  }\n}\n"
+        f"user root;\nworker_processes {workers};\npid {scratch / 'nginx.pid'};\n"
+        + "".join(f"env {name};\n" for name in keep_env)
+        + f"error_log {scratch / 'error.log'};\n"
+        f"events {{ worker_connections {max_connections}; }}\n"
+        # keepalive_requests: nginx closes a connection after 1000 requests by default,
+        # which would turn a keep-alive load into reconnections.
+        f"http {{\n  access_log off;\n  keepalive_requests 1000000000;\n  {temp}\n"
+        "  server {\n    " + "\n    ".join(lines) + "\n  }\n}\n"
     )
     return ["nginx", "-e", str(scratch / "error.log"), "-p", str(scratch), "-c", str(config),
             "-g", "daemon off;"]  # fmt: skip
@@ -360,7 +378,20 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _wait_for_port(server: Side, port_file: Path, deadline: float) -> int | None:
+def wait_for_listener(server: Side, port: int, deadline: float, host: str = "127.0.0.1") -> bool:
+    """A program's port accepts connections (a program such as nginx writes no port file,
+    and a client such as curl does not retry)."""
+    assert server.proc is not None
+    while time.monotonic() < deadline:
+        if server.proc.poll() is not None:
+            return False
+        with contextlib.suppress(OSError), socket.create_connection((host, port), 0.2):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def wait_for_port(server: Side, port_file: Path, deadline: float) -> int | None:
     assert server.proc is not None
     while time.monotonic() < deadline:
         with contextlib.suppress(FileNotFoundError, ValueError):
@@ -481,8 +512,16 @@ def _run_pair(options: dict[str, Any], role: str, build: Build, peer: str,
         return side
 
     port: int | None = None
+    # nginx as the server with a real client too (`server = "nginx"`): no tlsbench side.
+    nginx_serves = role == "server" and options.get("server") == "nginx"
     # The server first.
-    if role == "server":
+    if nginx_serves:
+        port = free_port()
+        made = program_side("nginx", options, port, connections, scratch, host)
+        if isinstance(made, str):
+            return PairResult("unsupported", 3, 0.0, {"error": {"message": made}}, made)
+        sides["server"] = placed(made)
+    elif role == "server":
         sides["server"] = placed(driver_side(build, "server", options, measure, scratch, None,
                                              program, host))  # fmt: skip
     elif program:
@@ -499,8 +538,12 @@ def _run_pair(options: dict[str, Any], role: str, build: Build, peer: str,
     server.start(env)
     if program and role == "client":
         connect_port: int | None = port  # the client retries until the program listens
+    elif nginx_serves:
+        assert port is not None
+        listening = wait_for_listener(server, port, time.monotonic() + START_TIMEOUT_S, host)
+        connect_port = port if listening else None
     else:
-        connect_port = _wait_for_port(server, scratch / "port", time.monotonic() + START_TIMEOUT_S)
+        connect_port = wait_for_port(server, scratch / "port", time.monotonic() + START_TIMEOUT_S)
     if connect_port is None:
         server.kill("did not listen")
         server.finish(deadline)
@@ -539,8 +582,8 @@ def _run_pair(options: dict[str, Any], role: str, build: Build, peer: str,
                 # (a check that fired): give it a moment to say so.
                 server.finish(min(deadline, time.monotonic() + 2.0))
                 return _ended(sides, started, options, role, peer, problem)
-    if program and role == "client":
-        server.kill("the client is done")  # gnutls-serv serves until stopped
+    if (program and role == "client") or nginx_serves:
+        server.kill("the client is done")  # gnutls-serv and nginx serve until stopped
     server.finish(deadline)
     result = _ended(sides, started, options, role, peer, None)
     if role == "server" and program and options.get("bytes") and result.output is not None:
@@ -575,6 +618,12 @@ def _ended(sides: dict[str, Side], started: float, options: dict[str, Any], role
                           f"{error.get('message', 'no JSON output')}")  # fmt: skip
     # Both sides' errors where both failed: which one caused the other is for the reader.
     failed = "; ".join(errors) or problem
+    if failed is None and own is None and all(is_program(s.label) for s in sides.values()):
+        # Two real programs (nginx to curl): no tlsbench side reads anything back; the client
+        # checked every byte, and both ends are pinned to the version.
+        own = {"schema": 1, "scenario": "interop", "negotiated": {}, "samples": {},
+               "summary": {}, "exit": 0}  # fmt: skip
+        results[role] = own
     if failed is None and own is not None:
         other = results.get("server" if role == "client" else "client")
         failed = _disagreement(own, other)

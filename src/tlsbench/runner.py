@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tlsbench import arches, certs, interop, paths
+from tlsbench import arches, certs, interop, load, paths
 from tlsbench.build import Build, Builder
 from tlsbench.doctor import cpu_facts, cpu_flags, measurement_warnings
 from tlsbench.drive import TLS_SCENARIOS, driver_command
@@ -503,6 +503,18 @@ def build_description(point: RunPoint, builds: dict[str, Build]) -> dict[str, An
         if interop.pinned_program(peer) and interop.PINNED_OPENSSL_LINE in builds:
             # The program is the pinned build's own: trace it to that build.
             described["peer"]["build"] = builds[interop.PINNED_OPENSSL_LINE].describe()
+    if point.scenario == "interop" and point.options.get("server") == "nginx":
+        described["server"] = {"program": "nginx", "version": interop.program_version("nginx")}
+    if point.scenario == "load":
+        client = str(point.options.get("client", ""))
+        described["client"] = (
+            builds[client].describe()
+            if client in builds
+            else {"program": client, "version": interop.program_version(client)}
+        )
+        if point.options.get("server") == "nginx":
+            described["server"] = {"program": "nginx",
+                                   "version": interop.program_version("nginx")}  # fmt: skip
     return described
 
 
@@ -519,8 +531,13 @@ def refuse_impossible(points: list[RunPoint], builds: dict[str, Build]) -> None:
 def tls_variants(points: list[RunPoint]) -> list[str]:
     """The variants that run TLS in these points (interop peers included; not programs)."""
     specs = [spec for p in points if p.scenario not in ("aead", "code-size")
-             for spec in (p.variant, str(p.options.get("peer", "")))]  # fmt: skip
-    return [s for s in dict.fromkeys(specs) if s and not interop.is_program(s)]
+             for spec in (p.variant, str(p.options.get("peer", "")),
+                          str(p.options.get("client", "")))]  # fmt: skip
+    return [
+        s
+        for s in dict.fromkeys(specs)
+        if s and not interop.is_program(s) and s not in load.GENERATOR_PROGRAMS
+    ]
 
 
 class Runner:
@@ -538,13 +555,16 @@ class Runner:
         peers = [str(p.options["peer"]) for p in points if p.scenario == "interop"]
         # A pinned program (openssl-3.5.x-s_server) is its line's build.
         peers = [interop.PINNED_OPENSSL_LINE if interop.pinned_program(p) else p for p in peers]
+        # The load generators that are variants.
+        peers += [str(p.options["client"]) for p in points if p.scenario == "load"
+                  and p.options.get("client") not in load.GENERATOR_PROGRAMS]  # fmt: skip
         for spec in dict.fromkeys([*(p.variant for p in points), *peers]):
-            if interop.is_program(spec):
+            if interop.is_program(spec) or spec in load.GENERATOR_PROGRAMS:
                 continue
             builds[spec] = self.builder.build(self.catalog.resolve(spec))
         refuse_impossible(points, builds)
         kinds = {str(p.options.get("cert", "rsa2048")) for p in points
-                 if p.scenario in TLS_SCENARIOS or p.scenario == "interop"}  # fmt: skip
+                 if p.scenario in TLS_SCENARIOS or p.scenario in ("interop", "load")}  # fmt: skip
         certs.ensure_all(sorted(kinds), progress=not self.quiet)
         return builds
 
@@ -596,6 +616,30 @@ class Runner:
                                message)  # fmt: skip
         result = interop.run_point(point.options, builds[point.variant], peer_build, timeout,
                                    driver_environment({}))  # fmt: skip
+        return Outcome(result.status, result.exit_code, None, result.seconds, result.output,
+                       result.stderr_tail)  # fmt: skip
+
+    def run_load(self, point: RunPoint, builds: dict[str, Build], timeout: float) -> Outcome:
+        """A server and a load generator in two processes (load.py); accel = "off" applies
+        to the server (the generator stays a fixed, fast client)."""
+        client = str(point.options["client"])
+        client_build = None
+        if client not in load.GENERATOR_PROGRAMS:
+            if client not in builds:
+                builds[client] = self.builder.build(self.catalog.resolve(client))
+            client_build = builds[client]
+        for build in (builds[point.variant], client_build):
+            if build is not None and not arches.ARCHES[build.variant.arch].timing:
+                message = f"load measures time, and {arches.no_timing_reason(build.variant.arch)}"
+                return Outcome("unsupported", 3, None, 0.0, {"error": {"message": message}},
+                               message)  # fmt: skip
+        env, refused = accel_env(point, builds[point.variant])
+        if refused:
+            return Outcome("unsupported", 3, None, 0.0, {"error": {"message": refused}}, refused)
+        result = load.run_point(point.options, builds[point.variant], client_build, timeout,
+                                env, {})  # fmt: skip
+        if result.output is not None and env:
+            result.output["run_env"] = env
         return Outcome(result.status, result.exit_code, None, result.seconds, result.output,
                        result.stderr_tail)  # fmt: skip
 
@@ -674,6 +718,8 @@ class Runner:
                                                Path(scratch))  # fmt: skip
             elif point.scenario == "interop":
                 outcome = self.run_interop(point, builds, timeout)
+            elif point.scenario == "load":
+                outcome = self.run_load(point, builds, timeout)
             elif arches.arch(builds[point.variant].variant.arch).firmware:
                 outcome = run_firmware(point, builds[point.variant], timeout)
             else:

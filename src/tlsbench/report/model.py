@@ -253,6 +253,32 @@ class InteropRow:
 
 
 @dataclass(frozen=True)
+class LoadRow:
+    """One server under one load generator (a load point): medians over repetitions."""
+
+    variant: str  # the server's library
+    point: str
+    server: str  # the variant's tlsbench server, or nginx
+    client: str  # the load generator: a variant's driver, or h2load
+    case: str  # what differs between points: version, suite, group, certificate, accel
+    pattern: str  # new | resume | keepalive
+    connections: int
+    result: str  # ok | unsupported | failed
+    tps: float | None  # transactions per second
+    hps: float | None  # handshakes per second
+    mbps: float | None  # response bytes per second (10^6)
+    p50_us: float | None
+    p99_us: float | None
+    server_cpu_ms_per_tx: float | None
+    server_heap_per_connection: float | None
+    generator_cpu: float | None  # the generator's CPU utilization (fraction of a core)
+    saturated: bool  # the generator used 90 % of a core or more in some repetition
+    latency_from: str  # "connect" (tlsbench new/resume), "request" (keepalive, h2load)
+    detail: str  # why not ok
+    failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
+
+
+@dataclass(frozen=True)
 class ProblemRow:
     variant: str
     library: str
@@ -320,6 +346,7 @@ class RunModel:
     aead: list[AeadRow] = field(default_factory=list)
     instructions: list[InstructionRow] = field(default_factory=list)
     interop: list[InteropRow] = field(default_factory=list)
+    load: list[LoadRow] = field(default_factory=list)
     problems: list[ProblemRow] = field(default_factory=list)
     notes: list[NoteRow] = field(default_factory=list)
     builds: list[BuildRow] = field(default_factory=list)
@@ -339,6 +366,7 @@ class RunModel:
             Table("aead", "AEAD cost", AeadRow, self.aead),
             Table("instructions", "Instructions", InstructionRow, self.instructions),
             Table("interop", "Interop", InteropRow, self.interop),
+            Table("load", "Under load", LoadRow, self.load),
             Table("problems", "Unsupported and failed points", ProblemRow, self.problems),
             Table("notes", "Notes", NoteRow, self.notes),
             Table("builds", "Builds", BuildRow, self.builds),
@@ -815,6 +843,8 @@ class _Loader:
             role = str(p.params.get("role", "client"))
             peer = str(p.params.get("peer", "?"))
             client, server = (p.variant, peer) if role == "client" else (peer, p.variant)
+            if p.params.get("server") == "nginx":
+                server = f"nginx ({p.variant})"
             ok = self.ok(p)
             results = self.results[p.id]
             if ok:
@@ -879,6 +909,59 @@ class _Loader:
                 )
             )
         return rows
+
+    def load(self) -> list[LoadRow]:
+        points = [p for p in self.points if p.scenario == "load" and self.results[p.id]]
+        # Cases from the points' own TLS options (the load keys have columns of their own).
+        load_keys = ("client", "server", "pattern", "connections", "duration_s",
+                     "heap", "workers", "request_size")  # fmt: skip
+        cases = case_labels({p.id: {k: v for k, v in p.params.items() if k not in load_keys}
+                             for p in points})  # fmt: skip
+        rows = []
+        for p in points:
+            ok = self.ok(p)
+            if ok:
+                result, detail = "ok", ""
+            else:
+                bad = self.results[p.id][0]
+                result = bad.status
+                error = (bad.output or {}).get("error") or {}
+                detail = str(error.get("message") or f"exit {bad.exit_code}")
+
+            def median_of(series: str, point: Point = p) -> float | None:
+                values = self.store.samples(point.id, series)
+                return statistics.median(values) if values else None
+
+            outputs = [r.output for r in ok if r.output]
+            pattern = str(p.params.get("pattern", "keepalive"))
+            client = str(p.params.get("client", "?"))
+            from_request = pattern == "keepalive" or client == "h2load"
+            rows.append(
+                LoadRow(
+                    variant=p.variant,
+                    point=p.name,
+                    server="nginx" if p.params.get("server") == "nginx" else p.variant,
+                    client=client,
+                    case=cases[p.id],
+                    pattern=pattern,
+                    connections=int(p.params.get("connections", 1)),
+                    result=result,
+                    tps=median_of("load_tps"),
+                    hps=median_of("load_hps"),
+                    mbps=median_of("load_MBps"),
+                    p50_us=median_of("latency_p50_us"),
+                    p99_us=median_of("latency_p99_us"),
+                    server_cpu_ms_per_tx=median_of("server_cpu_ms_per_tx"),
+                    server_heap_per_connection=median_of("server_heap_per_connection"),
+                    generator_cpu=median_of("generator_cpu_utilization"),
+                    saturated=any((o.get("load") or {}).get("saturated") for o in outputs),
+                    latency_from="request" if from_request else "connect",
+                    detail=detail,
+                )
+            )
+        order = {v: i for i, v in enumerate(dict.fromkeys(p.variant for p in self.points))}
+        return sorted(rows, key=lambda r: (order[r.variant], r.server, r.case, r.pattern,
+                                           r.client, r.connections))  # fmt: skip
 
     def problems(self) -> list[ProblemRow]:
         rows = []
@@ -987,6 +1070,7 @@ class _Loader:
             aead=self.aead(),
             instructions=self.instructions(),
             interop=self.interop(),
+            load=self.load(),
             problems=self.problems(),
             builds=self.builds(),
             latency_samples=latency_samples,
@@ -1013,7 +1097,7 @@ class _Loader:
         if not marks:
             return
         for name in ("memory", "handshakes", "wire", "code_size", "latency", "throughput", "aead",
-                     "instructions", "interop"):  # fmt: skip
+                     "instructions", "interop", "load"):  # fmt: skip
             rows = getattr(model, name)
             setattr(
                 model,

@@ -308,6 +308,57 @@ def code_size(model: RunModel) -> Plot | None:
     return Plot("code_size", "Code size", "code_size", fig)
 
 
+def capacity(model: RunModel) -> Plot | None:
+    """Transactions/s and p99 latency against concurrent connections, one line per server
+    and pattern (and generator, where a server had several): where throughput stops growing
+    and latency takes off is the saturation point."""
+    rows = [r for r in model.load if r.result == "ok" and r.tps is not None]
+    lines: dict[str, list[Any]] = {}  # label -> rows by connections
+    clients: dict[tuple[str, str, str], set[str]] = {
+        (r.server, r.case, r.pattern): set() for r in rows
+    }
+    for r in rows:
+        clients[(r.server, r.case, r.pattern)].add(r.client)
+    for r in rows:
+        label = f"{r.server} {r.pattern}" + (f" {r.case}" if r.case != "default" else "")
+        if len(clients[(r.server, r.case, r.pattern)]) > 1:
+            label += f" by {r.client}"
+        lines.setdefault(label, []).append(r)
+    lines = {k: sorted(v, key=lambda r: r.connections) for k, v in lines.items() if len(v) > 1}
+    if not lines:
+        return None
+    fig = _figure(12.0, 5.5)
+    ax_tps, ax_p99 = fig.subplots(1, 2)
+    # Colour per server (nginx apart from its library's own server), line style per pattern,
+    # marker per generator.
+    cmap = matplotlib.colormaps["tab10"]
+    servers = list(dict.fromkeys(points[0].server for points in lines.values()))
+    dashes = {"keepalive": "-", "new": "--", "resume": ":"}
+    for label, points in lines.items():
+        first = points[0]
+        style = {"color": cmap(servers.index(first.server) % 10),
+                 "marker": "x" if first.client == "h2load" else "o",
+                 "linestyle": dashes.get(first.pattern, "-.")}  # fmt: skip
+        xs = [r.connections for r in points]
+        ax_tps.plot(xs, [r.tps for r in points], label=_short(label), **style)
+        p99 = [(r.connections, r.p99_us / 1e3) for r in points if r.p99_us is not None]
+        if p99:
+            ax_p99.plot([x for x, _ in p99], [y for _, y in p99], **style)
+    for ax in (ax_tps, ax_p99):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("concurrent connections")
+        ax.grid(alpha=0.3)
+    ax_tps.set_yscale("log")
+    ax_tps.set_ylabel("transactions/s")
+    ax_p99.set_yscale("log")
+    ax_p99.set_ylabel("p99 latency (ms)")
+    fig.legend(fontsize="x-small", loc="outside right upper")
+    ax_tps.set_title("Throughput (solid keepalive, dashed new, dotted resume; x h2load)",
+                     fontsize="small")  # fmt: skip
+    ax_p99.set_title("p99 latency", fontsize="small")
+    return Plot("capacity", "Capacity", "load", fig)
+
+
 PLOTS: tuple[Callable[[RunModel], Plot | None], ...] = (
     heap_vs_record_size,
     handshake_time,
@@ -316,6 +367,7 @@ PLOTS: tuple[Callable[[RunModel], Plot | None], ...] = (
     throughput,
     projected_handshake,
     code_size,
+    capacity,
 )
 
 

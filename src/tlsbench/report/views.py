@@ -298,6 +298,8 @@ def _views(model: RunModel) -> list[View]:
         )  # fmt: skip
     if model.interop:
         out += _interop_views(model)
+    if model.load:
+        out += _load_views(model)
     if model.problems:
         out.append(
             View(
@@ -355,6 +357,80 @@ def _views(model: RunModel) -> list[View]:
             )
         )
     return out
+
+
+def _load_views(model: RunModel) -> list[View]:
+    out = [
+        View(
+            "load",
+            "Under load",
+            "A server (the variant's tlsbench server, or nginx) under a load generator "
+            "(a variant's tlsbench generator, or h2load), each on its own CPU: transactions "
+            "and handshakes per second, response MB/s, latency percentiles in µs (from "
+            "connect to the last response byte for new and resume under tlsbench's "
+            "generator, from the request otherwise: `from`), the server's CPU ms per "
+            "transaction and heap per open connection (heap runs only), and the "
+            "generator's CPU (fraction of a core). `saturated`: the generator used 90 % of "
+            "its core or more, so it, not the server, may have been the limit. Medians over "
+            "repetitions.",
+            ["server", "case", "pattern", "conns", "generator", "result", "tx/s",
+             "handshakes/s", "MB/s", "p50 µs", "p99 µs", "from", "server CPU ms/tx",
+             "heap/conn", "generator CPU", "saturated", "detail"],
+            [False, False, False, True, False, False, True, True, True, True, True, False,
+             True, True, True, False, False],
+            [
+                [_variant(r) if r.server == r.variant else f"nginx ({r.variant})", r.case,
+                 r.pattern, str(r.connections), r.client, r.result, fmt_sig(r.tps),
+                 fmt_sig(r.hps), fmt_sig(r.mbps), fmt_sig(r.p50_us), fmt_sig(r.p99_us),
+                 r.latency_from, fmt_sig(r.server_cpu_ms_per_tx),
+                 fmt_bytes(r.server_heap_per_connection), fmt_sig(r.generator_cpu),
+                 "yes" if r.saturated else "no", r.detail]
+                for r in model.load
+            ],
+        )
+    ]  # fmt: skip
+    # The same server, pattern and concurrency under h2load and under a tlsbench generator.
+    by_cell: dict[tuple[str, str, str, str, int], dict[str, Any]] = {}
+    for r in model.load:
+        if r.result == "ok":
+            by_cell.setdefault((r.variant, r.server, r.case, r.pattern, r.connections),
+                               {})[r.client] = r  # fmt: skip
+    rows = []
+    for (_, server, case, pattern, conns), clients in by_cell.items():
+        h2 = clients.get("h2load")
+        for name, own in clients.items():
+            if h2 is None or name == "h2load":
+                continue
+            ratio = own.tps / h2.tps if own.tps and h2.tps else None
+            rows.append([server, case, pattern, str(conns), name, fmt_sig(own.tps),
+                         fmt_sig(h2.tps), fmt_sig(ratio), fmt_sig(own.p50_us),
+                         fmt_sig(h2.p50_us), fmt_sig(own.p99_us), fmt_sig(h2.p99_us),
+                         _saturation(own, h2)])  # fmt: skip
+    if rows:
+        out.append(
+            View(
+                "load_generators",
+                "Load generators compared",
+                "The same server, pattern and concurrency measured by tlsbench's generator "
+                "and by h2load: transactions/s of each and their ratio, and latency "
+                "percentiles in µs (h2load's from the request's first byte; tlsbench's from "
+                "connect for new and resume, from the request for keepalive). `saturated` "
+                "names the generators that used 90 % of their core or more: where one did, "
+                "the figures compare the generators, not the server.",
+                ["server", "case", "pattern", "conns", "tlsbench generator", "tx/s",
+                 "h2load tx/s", "ratio", "p50 µs", "h2load p50 µs", "p99 µs",
+                 "h2load p99 µs", "saturated"],
+                [False, False, False, True, False, True, True, True, True, True, True, True,
+                 False],
+                rows,
+            )
+        )  # fmt: skip
+    return out
+
+
+def _saturation(own: Any, h2: Any) -> str:
+    names = [name for name, row in (("tlsbench", own), ("h2load", h2)) if row.saturated]
+    return " and ".join(names) or "neither"
 
 
 def _case(case: str, scenario: str) -> str:

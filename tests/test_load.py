@@ -1,0 +1,340 @@
+"""A server under load (load.py): tlsbench's server and nginx under tlsbench's generator and
+h2load, real processes over loopback TCP, seconds each."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tlsbench import certs, interop, load, paths
+from tlsbench.errors import UserError
+from tlsbench.experiments import load as load_experiment
+from tlsbench.report import load_run
+from tlsbench.store import Store
+
+SERVER = "openssl-3.5.x"
+
+
+def tlsbench(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(paths.REPO / "tlsbench"), *args], capture_output=True,
+                          text=True, check=False, timeout=600)  # fmt: skip
+
+
+HEADER = """
+question = "Does it hold?"
+repetitions = 1
+timeout = 60
+
+[defaults]
+scenario = "load"
+duration_s = 1
+connections = 4
+"""
+
+
+def run_experiment(tmp_path: Path, text: str) -> tuple[subprocess.CompletedProcess, Store]:
+    experiment = tmp_path / "load.toml"
+    experiment.write_text(HEADER + text)
+    db = tmp_path / "r.db"
+    return tlsbench("run", str(experiment), "--db", str(db)), Store(db)
+
+
+def outputs(store: Store) -> dict[str, dict]:
+    """Per point name, its first result's output (samples folded in) and status."""
+    found = {}
+    for point in store.points(store.run("latest")["id"]):
+        row = store.results(point.id)[0]
+        output = json.loads(row["output"]) if row["output"] else {}
+        output["status"] = row["status"]
+        output["samples"] = {s: store.samples(point.id, s) for s in store.series_names(point.id)}
+        found[point.name] = output
+    return found
+
+
+def test_a_tlsbench_server_and_nginx_under_tlsbench_s_generator(tmp_path: Path, build_of) -> None:
+    build_of(SERVER)
+    build_of("openssl-system")
+    proc, store = run_experiment(tmp_path, f"""
+[[matrix]]
+variant = ["{SERVER}"]
+client = ["self"]
+pattern = ["keepalive", "new", "resume"]
+heap = [true]
+
+[[matrix]]
+variant = ["openssl-system"]
+server = ["nginx"]
+client = ["{SERVER}"]
+pattern = ["keepalive", "new"]
+""")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    found = outputs(store)
+    assert len(found) == 5 and {o["status"] for o in found.values()} == {"ok"}, found
+    for name, out in found.items():
+        samples = out["samples"]
+        assert samples["load_tps"][0] > 10 and samples["load_errors"] == [0.0], name
+        p = [samples[f"latency_{k}_us"][0] for k in ("p50", "p90", "p99", "p99.9")]
+        assert 0 < p[0] <= p[1] <= p[2] <= p[3] <= samples["latency_max_us"][0], name
+        assert samples["server_cpu_ms_per_tx"][0] > 0, name
+        assert out["negotiated"]["version"] == "1.3", name
+        if os.cpu_count() and len(os.sched_getaffinity(0)) > 1:
+            placement = out["placement"]
+            assert set(placement["server_cpus"]).isdisjoint(placement["generator_cpus"])
+    resumed = next(o for n, o in found.items() if n.endswith("_resume_c4"))
+    assert resumed["serve"]["resumed"] > 0
+    assert resumed["serve"]["resumed"] == resumed["load"]["resumed"]
+    new = next(o for n, o in found.items() if "on-nginx" not in n and n.endswith("_new_c4"))
+    assert new["serve"]["resumed"] == 0 and new["samples"]["load_hps"] == new["samples"]["load_tps"]
+    # heap = true: the server's heap per open connection, from the heap driver's run.
+    for name, out in found.items():
+        if "on-nginx" not in name:
+            assert out["samples"]["server_heap_per_connection"][0] > 1000, name
+    # nginx's CPU comes from its process' resource usage (workers included).
+    nginx = next(o for n, o in found.items() if "on-nginx" in n and n.endswith("_new_c4"))
+    assert nginx["serve"]["program"] == "nginx" and nginx["serve"]["cpu_s"] > 0
+    model = load_run(store)
+    assert len(model.load) == 5 and all(r.result == "ok" for r in model.load)
+    report = tlsbench("report", "--db", str(store.path), "--format", "md")
+    assert "## Under load" in report.stdout
+
+
+def test_h2load_against_a_tlsbench_server_and_nginx(tmp_path: Path, build_of) -> None:
+    build_of(SERVER)
+    build_of("openssl-system")
+    proc, store = run_experiment(tmp_path, f"""
+[[matrix]]
+variant = ["{SERVER}"]
+client = ["h2load", "self"]
+pattern = ["keepalive"]
+
+[[matrix]]
+variant = ["{SERVER}"]
+client = ["h2load"]
+pattern = ["resume"]
+
+[[matrix]]
+variant = ["openssl-system"]
+server = ["nginx"]
+client = ["h2load"]
+pattern = ["new"]
+""")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    found = outputs(store)
+    assert {o["status"] for o in found.values()} == {"ok"}, found
+    for name, out in found.items():
+        if "h2load" not in name:
+            continue
+        assert out["sides"]["generator"]["program"] == "h2load"
+        assert out["load"]["latency_from"] == "request"
+        # Percentiles from h2load's per-request log, beside its own min / mean / max / sd.
+        assert out["samples"]["latency_p50_us"][0] <= out["samples"]["latency_p99_us"][0]
+        assert out["samples"]["latency_sd_us"], name
+    resumed = next(o for n, o in found.items() if n.endswith("_by-h2load_resume_c4"))
+    serve = resumed["serve"]
+    assert serve["resumed"] > 0 and serve["handshakes"] - serve["resumed"] <= 8
+    assert resumed["load"]["calibration"]["requests"] > 0
+    # The two generators against the same server are compared in the report.
+    report = tlsbench("report", "--db", str(store.path), "--format", "md")
+    assert "## Load generators compared" in report.stdout, report.stdout
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        ('variant = "openssl-3.5.x"\nclient = "h2load"\npattern = "new"',
+         "h2load resumes the session"),
+        ('variant = "openssl-system"\nserver = "nginx"\nclient = "h2load"\npattern = "resume"',
+         "h2load against nginx cannot resume"),
+        ('variant = "openssl-3.5.x"\nserver = "nginx"\nclient = "self"',
+         'with server = "nginx", openssl-system'),
+        ('variant = "openssl-system"\nserver = "nginx"\nclient = "openssl-3.5.x"\nheap = true',
+         "nginx has no heap accounting"),
+        ('variant = "openssl-3.5.x"\nclient = "h2load"\nauth = "mutual"',
+         "no client certificate option"),
+        ('variant = "openssl-3.5.x"\nclient = "h2load"\nrequest_size = 512',
+         "writes its own request headers"),
+        ('variant = "openssl-3.5.x"\nclient = "self"\nconnections = 0', "1..10000"),
+        ('variant = "openssl-3.5.x"\nclient = "self"\nduration_s = 1.5', "a whole number"),
+        ('variant = "openssl-3.5.x"\nclient = "self"\npattern = "keep-alive"',
+         "did you mean keepalive"),
+        ('variant = "openssl-3.5.x"\nclient = "wget"', "a variant, self, or h2load"),
+        ('variant = "openssl-3.5.x"', "a load point has no client"),
+        ('variant = "openssl-3.5.x"\nclient = "self"\nheap = "yes"', "true or false"),
+    ],
+)  # fmt: skip
+def test_a_load_point_that_cannot_run_is_refused_up_front(tmp_path: Path, lines: str,
+                                                           message: str) -> None:  # fmt: skip
+    experiment = tmp_path / "bad.toml"
+    experiment.write_text('question = "?"\n[defaults]\nscenario = "load"\n[[include]]\n' + lines)
+    with pytest.raises(UserError) as err:
+        load_experiment(str(experiment))
+    assert message in str(err.value), str(err.value)
+
+
+def test_a_server_killed_mid_load_fails_the_point_in_bounded_time(
+    build_of, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The generator reports the errors it saw and exits non-zero; nothing hangs."""
+    build = build_of(SERVER)
+    certs.ensure_all(["rsa2048"], progress=False)
+    servers: list[interop.Side] = []
+    start = interop.Side.start
+
+    def remember(side: interop.Side, *args, **kwargs) -> None:
+        start(side, *args, **kwargs)
+        if side.role == "server":
+            servers.append(side)
+
+    monkeypatch.setattr(interop.Side, "start", remember)
+
+    def kill_server() -> None:
+        time.sleep(1.5)
+        assert servers and servers[0].proc is not None
+        os.killpg(servers[0].proc.pid, signal.SIGKILL)
+
+    for client, pattern in ((SERVER, "keepalive"), (SERVER, "new"), ("h2load", "keepalive"),
+                            ("h2load", "resume")):  # fmt: skip
+        servers.clear()
+        killer = threading.Thread(target=kill_server)
+        killer.start()
+        started = time.monotonic()
+        options = {"client": client, "pattern": pattern, "connections": 4, "duration_s": 6}
+        result = load.run_point(options, build, build if client == SERVER else None, 60, {}, {})
+        killer.join()
+        assert time.monotonic() - started < 20
+        assert result.status == "failed", result
+        message = result.output["error"]["message"]
+        if client == SERVER:
+            assert f"the generator ({SERVER}) saw" in message and "errors; the first:" in message
+        elif pattern == "resume":
+            assert "requests failed" in message, message
+        else:
+            # h2load's keep-alive run by duration counts no failed request once its
+            # connections are refused: the server's death fails the point.
+            assert f"the server ({SERVER}) printed no result" in message, message
+
+
+def test_histogram_percentiles_agree_with_the_raw_latencies(build_of, tmp_path: Path) -> None:
+    """Oracle: the generator's p50 / p90 / p99 / p99.9 (log-linear histogram, 3 significant
+    digits) against numpy's percentiles of every latency it wrote with --latencies."""
+    build = build_of(SERVER)
+    certs.ensure_all(["rsa2048"], progress=False)
+    for pattern in ("keepalive", "new"):
+        with tempfile.TemporaryDirectory(dir=tmp_path) as tmp:
+            scratch = Path(tmp)
+            server = interop.Side(
+                "server", SERVER, load.serve_command(build, {}, "time", scratch / "port", 30)
+            )
+            server.start({})
+            try:
+                port = interop.wait_for_port(server, scratch / "port", time.monotonic() + 10)
+                assert port is not None
+                raw = scratch / "latencies"
+                proc = subprocess.run(
+                    load.load_command(build, {"pattern": pattern, "connections": 8},
+                                      f"127.0.0.1:{port}", 1, raw),
+                    capture_output=True, text=True, check=False, timeout=60,
+                )  # fmt: skip
+            finally:
+                server.kill("test over")
+                server.proc.wait()  # type: ignore[union-attr]
+            assert proc.returncode == 0, proc.stderr
+            report = json.loads(proc.stdout)["load"]
+            values_us = np.loadtxt(raw) / 1e3
+            assert len(values_us) == report["transactions"] > 100
+            assert sum(n for _, n in report["histogram"]) == len(values_us)
+            exact = load.percentiles_us(values_us)
+            for key, value in exact.items():
+                hist = report["latency_us"][key]
+                # The histogram gives its bucket's upper bound (at most the maximum): never
+                # below the exact value and within the resolution of 3 significant digits.
+                assert value <= hist + 1e-3, (pattern, key, value, hist)
+                assert hist - value <= value * 2e-3 + 1e-3, (pattern, key, value, hist)
+
+
+H2LOAD_OUT = """finished in 2.00s, 11027.00 req/s, 13.28MB/s
+requests: 22054 total, 22058 started, 22054 done, 22054 succeeded, 0 failed, 0 errored, 0 timeout
+status codes: 22054 2xx, 0 3xx, 0 4xx, 0 5xx
+traffic: 26.56MB (27850976) total, 3.98MB (4168673) headers (space savings 0.00%), 21.54MB (22586368) data
+                     min         max         mean         sd        +/- sd
+time for request:       89us      6.36ms       358us       211us    96.52%
+TLS Protocol: TLSv1.3
+Cipher: TLS_AES_128_GCM_SHA256
+"""  # noqa: E501
+
+
+def test_h2load_s_report_is_read_and_its_failures_fail_the_point() -> None:
+    found = load.parse_h2load(H2LOAD_OUT)
+    assert found["succeeded"] == 22054 and found["wall_s"] == 2.0
+    assert found["request_us"] == pytest.approx({"min": 89, "max": 6360, "mean": 358, "sd": 211})
+    assert load.h2load_problem(found, {"tls": "1.3"}, 0) is None
+    assert "TLS 1.3, not 1.2" in (load.h2load_problem(found, {"tls": "1.2"}, 0) or "")
+    # h2load exits 0 when every request failed (a server that is gone): still a failure.
+    dead = H2LOAD_OUT.replace(
+        "22054 succeeded, 0 failed, 0 errored", "0 succeeded, 40 failed, 40 errored"
+    )
+    problem = load.h2load_problem(load.parse_h2load(dead), {}, 0)
+    assert problem is not None and "40 of 22054 requests failed" in problem
+
+
+def test_nginx_serves_curl_with_no_tlsbench_side(tmp_path: Path, build_of) -> None:
+    """An interop download between two real programs (the `download` experiment's nginx to
+    curl): curl checks every byte; its MB/s are the point's series."""
+    build_of("openssl-system")
+    experiment = tmp_path / "download.toml"
+    experiment.write_text("""
+question = "nginx to curl?"
+repetitions = 1
+timeout = 60
+[defaults]
+scenario = "interop"
+bytes = 5000000
+iterations = 2
+warmup = 1
+[[matrix]]
+variant = ["openssl-system"]
+role = ["server"]
+server = ["nginx"]
+peer = ["curl"]
+tls = ["1.3", "1.2"]
+""")
+    db = tmp_path / "r.db"
+    proc = tlsbench("run", str(experiment), "--db", str(db))
+    assert proc.returncode == 0, proc.stderr
+    store = Store(db)
+    model = load_run(store)
+    assert [r.server for r in model.interop] == ["nginx (openssl-system)"] * 2
+    assert all(r.result == "ok" and r.download_mbps and r.download_mbps > 1
+               for r in model.interop), model.interop  # fmt: skip
+    for point in store.points(store.run("latest")["id"]):
+        assert len(store.samples(point.id, "download_MBps")) == 2  # after the warm-up
+        assert point.build["server"]["program"] == "nginx"
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        ('variant = "openssl-system"\nserver = "nginx"\npeer = "openssl-s_server"',
+         'with role = "server"'),
+        ('variant = "openssl-system"\nrole = "server"\nserver = "nginx"\npeer = "openssl-3.5.x"',
+         "a real client"),
+        ('variant = "openssl-3.5.x"\nrole = "server"\nserver = "nginx"\npeer = "curl"',
+         'with server = "nginx", openssl-system'),
+    ],
+)  # fmt: skip
+def test_an_interop_point_served_by_nginx_is_checked_up_front(tmp_path: Path, lines: str,
+                                                              message: str) -> None:  # fmt: skip
+    experiment = tmp_path / "bad.toml"
+    experiment.write_text('question = "?"\n[defaults]\nscenario = "interop"\n[[include]]\n' + lines)
+    with pytest.raises(UserError) as err:
+        load_experiment(str(experiment))
+    assert message in str(err.value), str(err.value)
