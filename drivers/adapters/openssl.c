@@ -65,6 +65,7 @@ static const group_name kGroups[] = {
     {"secp384r1", {"P-384", NULL, NULL}, 0},
     {"ffdhe2048", {NULL, NULL, NULL}, 1},
     {"ffdhe3072", {NULL, NULL, NULL}, 1},
+    {"ffdhe4096", {NULL, NULL, NULL}, 1},
     {"X25519MLKEM768", {NULL, NULL, NULL}, 0},
 };
 /* clang-format on */
