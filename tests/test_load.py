@@ -162,6 +162,8 @@ pattern = ["new"]
          "no client certificate option"),
         ('variant = "openssl-3.5.x"\nclient = "h2load"\nrequest_size = 512',
          "writes its own request headers"),
+        ('variant = "openssl-3.5.x"\nclient = "h2load"\nrate = 100', "no open-loop request rate"),
+        ('variant = "openssl-3.5.x"\nclient = "self"\nrate = 0', "1..10000000"),
         ('variant = "openssl-3.5.x"\nclient = "self"\nconnections = 0', "1..10000"),
         ('variant = "openssl-3.5.x"\nclient = "self"\nduration_s = 1.5', "a whole number"),
         ('variant = "openssl-3.5.x"\nclient = "self"\npattern = "keep-alive"',
@@ -259,6 +261,49 @@ def test_histogram_percentiles_agree_with_the_raw_latencies(build_of, tmp_path: 
                 # below the exact value and within the resolution of 3 significant digits.
                 assert value <= hist + 1e-3, (pattern, key, value, hist)
                 assert hist - value <= value * 2e-3 + 1e-3, (pattern, key, value, hist)
+
+
+def run_generator(build, server_options: dict, load_options: dict, scratch: Path) -> dict:
+    """One tlsbench server and one run of its generator for a second; the generator's JSON."""
+    scratch = Path(tempfile.mkdtemp(dir=scratch))  # a port file of its own
+    server = interop.Side(
+        "server", SERVER, load.serve_command(build, server_options, "time", scratch / "port", 30)
+    )
+    server.start({})
+    try:
+        port = interop.wait_for_port(server, scratch / "port", time.monotonic() + 10)
+        assert port is not None
+        proc = subprocess.run(load.load_command(build, load_options, f"127.0.0.1:{port}", 1),
+                              capture_output=True, text=True, check=False, timeout=60)  # fmt: skip
+    finally:
+        server.kill("test over")
+        server.proc.wait()  # type: ignore[union-attr]
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_an_open_loop_rate_is_kept_and_charges_the_queue_to_latency(
+    build_of, tmp_path: Path
+) -> None:
+    """--rate starts transactions on a schedule: never more than asked, and when the server
+    cannot keep up, each transaction's latency counts from when it was due (the queue), not
+    from when a connection got free (coordinated omission)."""
+    build = build_of(SERVER)
+    certs.ensure_all(["rsa2048"], progress=False)
+    paced = run_generator(build, {}, {"pattern": "keepalive", "connections": 4, "rate": 40},
+                          tmp_path)  # fmt: skip
+    assert paced["params"]["rate"] == 40 and paced["load"]["rate"] == 40
+    assert 20 <= paced["load"]["transactions"] <= 41, paced["load"]  # one second at 40/s
+    # Far more new handshakes asked for than one connection can do: those due wait.
+    closed = run_generator(build, {}, {"pattern": "new", "connections": 1}, tmp_path)
+    flooded = run_generator(build, {}, {"pattern": "new", "connections": 1, "rate": 1000000},
+                            tmp_path)  # fmt: skip
+    assert flooded["load"]["transactions"] <= closed["load"]["transactions"] * 2
+    # The closed loop's p99 is a few handshakes; the flooded one's is most of the second.
+    assert flooded["load"]["latency_us"]["p99"] > 10 * closed["load"]["latency_us"]["p99"], (
+        closed["load"]["latency_us"],
+        flooded["load"]["latency_us"],
+    )
 
 
 H2LOAD_OUT = """finished in 2.00s, 11027.00 req/s, 13.28MB/s

@@ -89,6 +89,7 @@ typedef struct tb_options {
   long connections;      /* load: concurrent connections */
   const char *pattern;   /* load: new, resume or keepalive */
   long requests;         /* load: transactions in total (0: until --duration) */
+  long rate;             /* load: transactions started per second (0: as fast as it can) */
   size_t request_size;   /* load: bytes per request (padded; 0: the shortest) */
   const char *latencies; /* load: file for every transaction's latency in ns */
   int json;

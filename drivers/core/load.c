@@ -75,6 +75,7 @@ typedef struct lconn {
   int want_read, want_write; /* what the last transport call would have blocked on */
   int events;                /* what epoll is watching for */
   int peer_gone;             /* the peer closed or reset the TCP connection */
+  int idle;                  /* load --rate: waiting for its next scheduled transaction */
   uint64_t last_progress_ns;
   uint64_t transactions; /* completed on this connection */
   int expect_resumed;
@@ -662,6 +663,10 @@ typedef struct load_state {
   uint64_t started, transactions, handshakes, resumed, errors;
   uint64_t body_bytes; /* response bodies received and checked */
   uint64_t deadline_ns;
+  /* --rate: transactions are due every interval_ns, the next at next_due_ns; latency counts
+   * from the due time, so a server that falls behind is charged for the wait (no
+   * coordinated omission). 0: each slot starts its next transaction at once. */
+  uint64_t interval_ns, next_due_ns;
   int stopping; /* no new transactions (time, count or an error) */
   char first_error[TB_ERR_LEN + 128];
   unsigned char scratch[IO_CHUNK];
@@ -681,14 +686,32 @@ static pattern load_pattern(const tb_options *o) {
                                              : PATTERN_KEEPALIVE;
 }
 
-static int may_start(load_state *s) {
+typedef enum start_result { START_NOW, START_LATER, START_NEVER } start_result;
+
+/* Whether a slot may start a transaction now; *due: when it was due (now without --rate). */
+static start_result may_start(load_state *s, uint64_t *due) {
   const tb_options *o = s->r->opt;
-  if (s->stopping) return 0;
-  if (tb_mono_ns() >= s->deadline_ns || (o->requests > 0 && s->started >= (uint64_t)o->requests)) {
+  if (s->stopping) return START_NEVER;
+  uint64_t now = tb_mono_ns();
+  if (now >= s->deadline_ns || (o->requests > 0 && s->started >= (uint64_t)o->requests)) {
     s->stopping = 1;
-    return 0;
+    return START_NEVER;
   }
-  return 1;
+  if (s->interval_ns == 0) {
+    *due = now;
+    return START_NOW;
+  }
+  if (now < s->next_due_ns) return START_LATER;
+  *due = s->next_due_ns;
+  s->next_due_ns += s->interval_ns;
+  return START_NOW;
+}
+
+/* A slot waiting for its next due time: a kept-alive connection stays open but unwatched. */
+static void make_idle(load_state *s, lconn *c) {
+  if (c->fd >= 0 && c->events != 0) epoll_ctl(s->ep, EPOLL_CTL_DEL, c->fd, NULL);
+  c->events = 0;
+  c->idle = 1;
 }
 
 static void load_close(load_state *s, lconn *c, int orderly) {
@@ -745,30 +768,36 @@ static void build_request(load_state *s, lconn *c) {
   c->body_off = 0;
 }
 
-/* Starts the slot's next transaction: a new connection, or the next request on its own. */
-static int load_start(load_state *s, lconn *c) {
+/* Starts the slot's next transaction: a new connection, or the next request on its own.
+ * START_LATER: not due yet (the slot is idle); START_NEVER: the load is over, or starting
+ * failed (counted as an error). */
+static start_result load_start(load_state *s, lconn *c) {
   tb_run *r = s->r;
   pattern p = load_pattern(r->opt);
-  if (!may_start(s)) return 0;
+  uint64_t due = 0;
+  start_result may = may_start(s, &due);
+  if (may == START_LATER) make_idle(s, c);
+  if (may != START_NOW) return may;
+  c->idle = 0;
   s->started++;
-  c->started_ns = tb_mono_ns();
-  c->last_progress_ns = c->started_ns;
+  c->started_ns = due;
+  c->last_progress_ns = tb_mono_ns();
   build_request(s, c);
   if (c->fd >= 0 && c->conn != NULL) {
     c->phase = PHASE_REQUEST;
-    return 1;
+    return START_NOW;
   }
   c->fd = socket(s->target->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (c->fd < 0 || socket_options(c->fd) != 0) {
     lconn_fail(r, "connect", "socket: %s", strerror(errno));
     load_error(s, c);
-    return 0;
+    return START_NEVER;
   }
   int rc = connect(c->fd, s->target->ai_addr, s->target->ai_addrlen);
   if (rc != 0 && errno != EINPROGRESS) {
     lconn_fail(r, "connect", "%s", strerror(errno));
     load_error(s, c);
-    return 0;
+    return START_NEVER;
   }
   void *session = p == PATTERN_RESUME ? s->sessions[c->slot] : NULL;
   c->expect_resumed = session != NULL;
@@ -778,11 +807,11 @@ static int load_start(load_state *s, lconn *c) {
   if (st != TB_OK) {
     tb_fail_stage(r, st == TB_UNSUPPORTED ? TB_EXIT_UNSUPPORTED : TB_EXIT_HANDSHAKE, "connection");
     load_error(s, c);
-    return 0;
+    return START_NEVER;
   }
   c->phase = rc == 0 ? PHASE_HANDSHAKE : PHASE_CONNECTING;
   if (rc != 0) watch(s->ep, c, EPOLLOUT);
-  return 1;
+  return START_NOW;
 }
 
 /* Checks the response head in c->head[0..head_len) and the body bytes that came with it. */
@@ -831,7 +860,9 @@ static step_result load_finish(load_state *s, lconn *c) {
     s->sessions[c->slot] = next;
   }
   if (p != PATTERN_KEEPALIVE) load_close(s, c, 0);
-  if (!load_start(s, c)) {
+  start_result next = load_start(s, c);
+  if (next == START_LATER) return STEP_WAIT;
+  if (next == START_NEVER) {
     if (c->fd >= 0) load_close(s, c, 1); /* keepalive: the orderly end */
     return STEP_CLOSED;
   }
@@ -944,6 +975,11 @@ static void write_load(tb_json *j, const load_state *s, const tb_options *o, dou
   tb_json_object(j, "load");
   tb_json_str(j, "pattern", o->pattern);
   tb_json_u64(j, "connections", (uint64_t)o->connections);
+  if (o->rate > 0) {
+    tb_json_u64(j, "rate", (uint64_t)o->rate); /* asked for; tps is what was achieved */
+  } else {
+    tb_json_null(j, "rate");
+  }
   tb_json_u64(j, "transactions", s->transactions);
   tb_json_u64(j, "handshakes", s->handshakes);
   tb_json_u64(j, "resumed", s->resumed);
@@ -1014,6 +1050,8 @@ int tb_scenario_load(tb_run *r, tb_json *j) {
   double cpu0 = rusage_cpu_s(RUSAGE_SELF);
   uint64_t t0 = tb_mono_ns();
   s->deadline_ns = t0 + (uint64_t)o->duration * 1000000000ull;
+  s->interval_ns = o->rate > 0 ? (uint64_t)(1e9 / (double)o->rate) : 0;
+  s->next_due_ns = t0;
   uint64_t stall_ns = (uint64_t)o->peer_timeout * 1000000000ull;
   long active = 0;
   for (long i = 0; code == TB_EXIT_OK && i < o->connections; i++) {
@@ -1022,14 +1060,22 @@ int tb_scenario_load(tb_run *r, tb_json *j) {
     c->fd = -1;
     c->slot = (int)i;
     slots[i] = c;
-    if (!load_start(s, c)) continue;
+    start_result first = load_start(s, c);
+    if (first == START_NEVER) continue;
+    active++;
+    if (first == START_LATER) continue;
     step_result res = load_step(s, c);
     if (res == STEP_ERROR) load_error(s, c);
-    if (res != STEP_ERROR && res != STEP_CLOSED) active++;
+    if (res == STEP_ERROR || res == STEP_CLOSED) active--;
   }
   struct epoll_event events[MAX_EVENTS];
   while (code == TB_EXIT_OK && active > 0) {
-    int n = epoll_wait(s->ep, events, MAX_EVENTS, TICK_MS);
+    /* With --rate, wake up when the next transaction is due (epoll_pwait2: ns, not ms). */
+    uint64_t wait_ns = (uint64_t)TICK_MS * 1000000u, now0 = tb_mono_ns();
+    if (s->interval_ns && s->next_due_ns < now0 + wait_ns)
+      wait_ns = s->next_due_ns > now0 ? s->next_due_ns - now0 : 0;
+    struct timespec timeout = {(time_t)(wait_ns / 1000000000u), (long)(wait_ns % 1000000000u)};
+    int n = epoll_pwait2(s->ep, events, MAX_EVENTS, &timeout, NULL);
     for (int i = 0; i < n; i++) {
       lconn *c = events[i].data.ptr;
       if (c->fd < 0) continue;
@@ -1037,11 +1083,27 @@ int tb_scenario_load(tb_run *r, tb_json *j) {
       if (res == STEP_ERROR) load_error(s, c);
       if (res == STEP_ERROR || res == STEP_CLOSED) active--;
     }
+    /* Idle slots whose transactions have come due start them (or end, when the load is). */
+    for (long i = 0; s->interval_ns && i < o->connections; i++) {
+      lconn *c = slots[i];
+      if (c == NULL || !c->idle) continue;
+      start_result next = load_start(s, c);
+      if (next == START_LATER) break; /* nothing more is due */
+      step_result res = STEP_CLOSED;
+      if (next == START_NEVER) {
+        c->idle = 0;
+        if (c->fd >= 0) load_close(s, c, 1);
+      } else {
+        res = load_step(s, c);
+        if (res == STEP_ERROR) load_error(s, c);
+      }
+      if (res == STEP_ERROR || res == STEP_CLOSED) active--;
+    }
     /* A connection without progress for the peer timeout fails (the server hung). */
     uint64_t now = tb_mono_ns();
     for (long i = 0; i < o->connections; i++) {
       lconn *c = slots[i];
-      if (c == NULL || c->fd < 0 || now - c->last_progress_ns < stall_ns) continue;
+      if (c == NULL || c->fd < 0 || c->idle || now - c->last_progress_ns < stall_ns) continue;
       snprintf(r->err, sizeof(r->err), "the server sent nothing for %ld s (--peer-timeout)",
                o->peer_timeout);
       tb_fail_stage(r, TB_EXIT_HANDSHAKE, "load");

@@ -101,6 +101,9 @@ static void usage(FILE *out) {
           "  --pattern P              load: new (a full handshake per transaction), resume\n"
           "                           (a resumed one) or keepalive (default)\n"
           "  --requests N             load: stop after N transactions (default: --duration)\n"
+          "  --rate R                 load: start R transactions per second (open loop;\n"
+          "                           latency counts from each one's due time); default:\n"
+          "                           each connection's next at once (closed loop)\n"
           "  --request-size N         load: bytes per request, padded (default: shortest)\n"
           "  --latencies FILE         load: every transaction's latency (ns), one per line\n"
           "  --io callbacks|fd|bio    callbacks: the library reads and writes through\n"
@@ -193,10 +196,11 @@ static int check_many_options(tb_options *o, long request_size) {
     fprintf(stderr, "tlsbench-driver: --workers is for the serve scenario\n");
     return -1;
   }
-  if (!load && (o->connections != 1 || o->pattern || o->requests || request_size || o->latencies)) {
+  if (!load && (o->connections != 1 || o->pattern || o->requests || o->rate || request_size ||
+                o->latencies)) {
     fprintf(stderr,
-            "tlsbench-driver: --connections, --pattern, --requests, --request-size and "
-            "--latencies are for the load scenario\n");
+            "tlsbench-driver: --connections, --pattern, --requests, --rate, --request-size "
+            "and --latencies are for the load scenario\n");
     return -1;
   }
   if (!serve && !load && o->duration >= 0) {
@@ -255,6 +259,7 @@ static int parse_options(int argc, char **argv, tb_options *o) {
                                         {"connections", required_argument, 0, 'N'},
                                         {"pattern", required_argument, 0, 'Q'},
                                         {"requests", required_argument, 0, 'q'},
+                                        {"rate", required_argument, 0, 'Z'},
                                         {"request-size", required_argument, 0, 'z'},
                                         {"latencies", required_argument, 0, 'y'},
                                         {"json", no_argument, 0, 'j'},
@@ -434,6 +439,9 @@ static int parse_options(int argc, char **argv, tb_options *o) {
         break;
       case 'q':
         if (parse_count("requests", optarg, 1, TB_ITERATIONS_MAX, &o->requests)) return -1;
+        break;
+      case 'Z':
+        if (parse_count("rate", optarg, 1, 10000000, &o->rate)) return -1;
         break;
       case 'z':
         if (parse_count("request-size", optarg, 1, 4096, &request_size)) return -1;
@@ -648,6 +656,15 @@ static void write_params(tb_json *j, const tb_options *o) {
     tb_json_str(j, "role", o->role == TB_SERVER ? "server" : "client");
     tb_json_bool(j, "resume", o->peer_resume);
     if (o->role == TB_CLIENT) tb_json_str(j, "body", o->body_pattern ? "pattern" : "any");
+  }
+  if (strcmp(o->scenario, "serve") == 0) tb_json_u64(j, "workers", (uint64_t)o->workers);
+  if (strcmp(o->scenario, "load") == 0) {
+    tb_json_str(j, "pattern", o->pattern);
+    tb_json_u64(j, "connections", (uint64_t)o->connections);
+    tb_json_u64(j, "duration", (uint64_t)o->duration);
+    if (o->requests) tb_json_u64(j, "requests", (uint64_t)o->requests);
+    if (o->rate) tb_json_u64(j, "rate", (uint64_t)o->rate);
+    if (o->request_size) tb_json_u64(j, "request_size", o->request_size);
   }
   tb_json_object_end(j);
 }

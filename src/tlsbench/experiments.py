@@ -54,7 +54,7 @@ SCENARIOS = ("handshake", "resume", "records", "bulk", "aead", "interop", "code-
 OPTION_ORDER = (
     "tls", "suite", "group", "key_share", "sigalg", "cert", "chain", "auth", "record_size",
     "payload", "bytes", "aead", "accel", "transport", "io", "role", "peer", "resume", "rtt_ms",
-    "loss", "server", "client", "pattern", "connections", "request_size", "workers",
+    "loss", "server", "client", "pattern", "connections", "rate", "request_size", "workers",
 )  # fmt: skip
 # Keys that tune a measurement without changing what is measured: not in names.
 TUNING_KEYS = ("iterations", "warmup", "duration_s", "heap")
@@ -96,6 +96,7 @@ SCENARIO_KEYS = {
         "client",
         "pattern",
         "connections",
+        "rate",
         "request_size",
         "workers",
         "duration_s",
@@ -107,7 +108,7 @@ SCENARIO_KEYS = {
 }
 INT_KEYS = {"chain", "record_size", "payload", "bytes", "iterations", "warmup"}
 # Whole-number keys of load points, with their bounds (the driver's, load.RANGES).
-LOAD_INT_KEYS = ("connections", "workers", "request_size", "duration_s")
+LOAD_INT_KEYS = ("connections", "rate", "workers", "request_size", "duration_s")
 # The emulated network of an interop point (netem.py): round-trip time in milliseconds and
 # loss in percent of packets, each direction.
 NETWORK_RANGES = {"rtt_ms": (0, 10000), "loss": (0, 50)}
@@ -197,6 +198,8 @@ def _fragment(key: str, value: Any) -> str:
         return f"c{value}"
     if key == "request_size":
         return f"req{value}B"
+    if key == "rate":
+        return f"{value}tps"
     if key == "workers":
         return f"w{value}"
     return str(value).lower() if key == "aead" else str(value)

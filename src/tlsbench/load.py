@@ -57,12 +57,13 @@ GENERATOR_PROGRAMS = ("h2load",)
 # nginx is Debian's: its TLS library is the machine's OpenSSL, tlsbench's openssl-system.
 NGINX_LINE = "openssl-system"
 # The option keys of a load point that the runner acts on (never passed to a driver as such).
-LOAD_KEYS = ("client", "server", "pattern", "connections", "duration_s", "request_size",
+LOAD_KEYS = ("client", "server", "pattern", "connections", "rate", "duration_s", "request_size",
              "workers", "heap", "accel", "payload")  # fmt: skip
 # TLS options passed to both tlsbench sides.
 TLS_ARG_KEYS = ("tls", "suite", "group", "sigalg", "cert", "chain", "auth", "record_size")
 # Bounds of the load keys (the driver's own: drivers/core/main.c).
-RANGES = {"connections": (1, 10000), "workers": (1, 64), "request_size": (1, 4096),
+RANGES = {"connections": (1, 10000), "rate": (1, 10_000_000), "workers": (1, 64),
+          "request_size": (1, 4096),
           "duration_s": (1, 3600)}  # fmt: skip
 DEFAULTS = {"pattern": "keepalive", "connections": 1, "duration_s": 3, "payload": 1024,
             "workers": 1, "server": "self"}  # fmt: skip
@@ -125,6 +126,9 @@ def refusal(options: dict[str, Any], variant_line: str) -> tuple[str, str] | Non
                     "to tlsbench's generator only")  # fmt: skip
         if "record_size" in options:
             return ("client", "h2load has no record size option")
+        if "rate" in options:
+            return ("client", "h2load has no open-loop request rate (its --rate paces new "
+                    "connections): rate applies to tlsbench's generator only")  # fmt: skip
     if server == "nginx":
         if variant_line != NGINX_LINE:
             return (
@@ -218,6 +222,8 @@ def load_command(build: Build, options: dict[str, Any], connect: str, duration: 
             "--peer-timeout", str(PEER_TIMEOUT_S), "--json"]  # fmt: skip
     if "request_size" in options:
         args += ["--request-size", str(options["request_size"])]
+    if "rate" in options:
+        args += ["--rate", str(options["rate"])]
     if latencies is not None:
         args += ["--latencies", str(latencies)]
     return driver_command(build, "load", args, "time")

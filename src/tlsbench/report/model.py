@@ -955,7 +955,12 @@ class _Loader:
                     server_heap_per_connection=median_of("server_heap_per_connection"),
                     generator_cpu=median_of("generator_cpu_utilization"),
                     saturated=any((o.get("load") or {}).get("saturated") for o in outputs),
-                    latency_from="request" if from_request else "connect",
+                    # --rate: each transaction's latency counts from when it was due.
+                    latency_from="due time"
+                    if p.params.get("rate")
+                    else "request"
+                    if from_request
+                    else "connect",
                     detail=detail,
                 )
             )
