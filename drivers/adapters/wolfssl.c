@@ -817,7 +817,9 @@ static tb_status configure(wolf_ctx *w, const tb_config *cfg, char *err) {
 static tb_status new_library_ctx(wolf_ctx *w, wolfSSL_method_func method, char *err) {
   w->pool = malloc(TB_WOLF_GENERAL_POOL + TB_WOLF_IO_POOL);
   if (w->pool == NULL) return tb_fail(err, TB_FAILED, "out of memory");
-  int ret = wc_LoadStaticMemory(&w->hint, w->pool, TB_WOLF_GENERAL_POOL, WOLFMEM_GENERAL, 0);
+  /* WOLFMEM_TRACK_STATS: wolfSSL counts each connection's use of the pool (pool_use). */
+  int ret = wc_LoadStaticMemory(&w->hint, w->pool, TB_WOLF_GENERAL_POOL,
+                                WOLFMEM_GENERAL | WOLFMEM_TRACK_STATS, 0);
   if (ret == 0) {
     ret = wc_LoadStaticMemory(&w->hint, w->pool + TB_WOLF_GENERAL_POOL, TB_WOLF_IO_POOL,
                               WOLFMEM_IO_POOL, 0);
@@ -883,6 +885,24 @@ static tb_status wolf_close(void *p, char *err) {
   if (ret != WOLFSSL_SUCCESS && ret != WOLFSSL_SHUTDOWN_NOT_DONE)
     return tb_fail(err, TB_FAILED, "wolfSSL_shutdown: %d", wolfSSL_get_error(c->ssl, ret));
   return TB_OK;
+}
+
+/* The static-memory build: the connection's use of its context's pool, as wolfSSL counts
+ * it (WOLFMEM_TRACK_STATS: the bucket sizes it handed out, so rounding up included). */
+static tb_status wolf_pool_use(void *p, uint64_t *peak, uint64_t *current, char *err) {
+#ifdef WOLFSSL_STATIC_MEMORY
+  wolf_conn *c = p;
+  WOLFSSL_MEM_CONN_STATS stats;
+  memset(&stats, 0, sizeof(stats));
+  if (wolfSSL_is_static_memory(c->ssl, &stats) != 1)
+    return tb_fail(err, TB_FAILED, "the connection does not use the static memory pool");
+  *peak = stats.peakMem;
+  *current = stats.curMem;
+  return TB_OK;
+#else
+  (void)p, (void)peak, (void)current;
+  return tb_fail(err, TB_UNSUPPORTED, "this build allocates with malloc (no static memory)");
+#endif
 }
 
 static void wolf_conn_free(void *p) {
@@ -1163,4 +1183,5 @@ const tb_adapter tb_adapter_impl = {
     .aead_seal = wolf_aead_seal,
     .aead_open = wolf_aead_open,
     .aead_free = wolf_aead_free,
+    .pool_use = wolf_pool_use,
 };

@@ -119,6 +119,9 @@ typedef struct tb_heap_report {
   uint64_t start_usable, ctx_usable, peak_usable, retained_usable;
   uint64_t handshake_allocs;
   uint64_t stack; /* stack high-water of the side's calls during the connection, bytes */
+  /* A library's own memory pool (adapter pool_use): what the connection held of it. */
+  int pool_valid;
+  uint64_t pool_peak, pool_retained;
 } tb_heap_report;
 
 /* What one handshake put on the wire (session.c), and the client's round trips until it

@@ -757,6 +757,11 @@ static void write_side_heap(tb_json *j, const char *key, const tb_heap_report *h
   tb_json_u64(j, "handshake_allocs", h->handshake_allocs);
   /* Contexts and the connection's handshake calls: how deep the side's stack went. */
   if (h->stack) tb_json_u64(j, "stack", h->stack);
+  if (h->pool_valid) {
+    /* The library's own pool (wolfSSL static memory), as it counts it. */
+    tb_json_u64(j, "pool_peak", h->pool_peak);
+    tb_json_u64(j, "pool_retained", h->pool_retained);
+  }
   tb_json_object(j, "usable");
   tb_json_u64(j, "start", h->start_usable);
   tb_json_u64(j, "ctx", h->ctx_usable);

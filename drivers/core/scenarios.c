@@ -42,6 +42,17 @@ void tb_heap_after_handshake(tb_side side, tb_heap_report *h, const tb_heap_coun
   h->handshake_allocs = c.allocs - before->allocs;
 }
 
+/* A library's own pool (wolfSSL static memory): what the connection held of it, as the
+ * library counts it; nothing when the adapter has no pool_use or the build has no pool. */
+static int pool_after_handshake(tb_run *r, tb_side side, void *conn, tb_heap_report *h) {
+  if (r->ad->pool_use == NULL) return TB_EXIT_OK;
+  tb_status st = TB_ON(side, r->ad->pool_use(conn, &h->pool_peak, &h->pool_retained, r->err));
+  if (st == TB_UNSUPPORTED) return TB_EXIT_OK;
+  if (st != TB_OK) return tb_fail_stage(r, TB_EXIT_HANDSHAKE, "pool use");
+  h->pool_valid = 1;
+  return TB_EXIT_OK;
+}
+
 /* One full handshake with heap figures per side into `client` and `server` (start and ctx
  * as the contexts left them); leaves the connection open. */
 static int measured_connection(tb_run *r, tb_conn_pair *conns, int expect_resumed,
@@ -59,6 +70,9 @@ static int measured_connection(tb_run *r, tb_conn_pair *conns, int expect_resume
   tb_heap_after_handshake(TB_SIDE_SERVER, server, &server_before);
   client->stack = tb_stack_high_water(TB_SIDE_CLIENT);
   server->stack = tb_stack_high_water(TB_SIDE_SERVER);
+  code = pool_after_handshake(r, TB_SIDE_CLIENT, conns->client, client);
+  if (code == TB_EXIT_OK) code = pool_after_handshake(r, TB_SIDE_SERVER, conns->server, server);
+  if (code != TB_EXIT_OK) return code;
   return tb_check_negotiated(r, conns, expect_resumed);
 }
 

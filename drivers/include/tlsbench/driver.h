@@ -216,6 +216,14 @@ typedef struct tb_adapter {
    * vector as read back. Written into `out` (NUL-terminated); shown with every result, so
    * that "accel off" is seen to be in effect. */
   void (*cpu_paths)(char *out, size_t len);
+
+  /* Optional (NULL when the library allocates with malloc): a library that serves a
+   * connection from a memory pool of its own (wolfSSL's static-memory build) says how many
+   * bytes of its pool the connection holds now and held at most since conn_new, as the
+   * library itself counts them. The malloc accounting sees only the pool's one allocation
+   * at context set-up, so without this such a connection's heap would read as ~0.
+   * TB_UNSUPPORTED: this build has no pool. */
+  tb_status (*pool_use)(void *conn, uint64_t *peak, uint64_t *current, char *err);
 } tb_adapter;
 
 /* Provided by exactly one adapter per driver executable. */

@@ -83,6 +83,10 @@ class MemoryRow:
     handshake_allocs: float
     repetitions: int
     stack: float | None = None  # stack high-water of the side's calls, bytes (heap driver)
+    # A library's own memory pool (wolfSSL static memory), as the library counts it: what
+    # the connection held of it at most and after the handshake.
+    pool_peak: float | None = None
+    pool_retained: float | None = None
     failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
 
 
@@ -588,7 +592,9 @@ class _Loader:
                         side=side.replace("_", "-"),
                         record_size=_record_size(p, self.params(p)),
                         repetitions=len(heaps),
-                        stack=_median_stack(heaps, side),
+                        stack=_median_side_figure(heaps, side, "stack"),
+                        pool_peak=_median_side_figure(heaps, side, "pool_peak"),
+                        pool_retained=_median_side_figure(heaps, side, "pool_retained"),
                         **figures,
                     )
                 )
@@ -1116,9 +1122,9 @@ class _Loader:
             )
 
 
-def _median_stack(heaps: list[dict[str, Any]], side: str) -> float | None:
-    """Median stack high-water of one side, where the driver measured it."""
-    values = [float(h[side]["stack"]) for h in heaps if (h.get(side) or {}).get("stack")]
+def _median_side_figure(heaps: list[dict[str, Any]], side: str, name: str) -> float | None:
+    """Median of one side's optional figure (stack, pool use), where the driver gave it."""
+    values = [float(h[side][name]) for h in heaps if (h.get(side) or {}).get(name) is not None]
     return statistics.median(values) if values else None
 
 

@@ -125,6 +125,7 @@ def _views(model: RunModel) -> list[View]:
         )
     )
     if model.memory:
+        pools = any(r.pool_peak is not None for r in model.memory)
         out.append(
             View(
                 "memory",
@@ -135,17 +136,22 @@ def _views(model: RunModel) -> list[View]:
                 "connection on the same contexts, after the first was closed (what each "
                 "further connection costs; start = live bytes before it). `stack`: how deep "
                 "the side's calls went during the connection (painted stack, 0.5 KiB "
-                "resolution). Median over repetitions.",
+                "resolution). Median over repetitions."
+                + (" `pool peak` / `pool retained`: a library that serves connections from a "
+                   "memory pool of its own (wolfSSL's static-memory build) allocates it once "
+                   "with the context, so its `conn` figures are near 0; these are the "
+                   "connection's use of that pool, as the library counts it." if pools else ""),
                 ["variant", "case", "side", "record size", "start", "peak", "retained",
                  "peak - start", "retained - start", "conn peak", "conn retained", "allocs",
-                 "stack"],
-                [False, False, False, True] + [True] * 9,
+                 "stack"] + (["pool peak", "pool retained"] if pools else []),
+                [False, False, False, True] + [True] * (9 + (2 if pools else 0)),
                 [
                     [_variant(r), _case(r.case, r.scenario), r.side, fmt_size(r.record_size),
                      fmt_bytes(r.start), fmt_bytes(r.peak), fmt_bytes(r.retained),
                      fmt_bytes(r.peak_minus_start), fmt_bytes(r.retained_minus_start),
                      fmt_bytes(r.conn_peak), fmt_bytes(r.conn_retained),
                      fmt_count(r.handshake_allocs), fmt_bytes(r.stack)]
+                    + ([fmt_bytes(r.pool_peak), fmt_bytes(r.pool_retained)] if pools else [])
                     for r in model.memory
                 ],
             )
