@@ -33,7 +33,7 @@ from tlsbench.store import Point, Store
 # Driver options that tell two points of one table apart, in the order labels show them.
 CASE_KEYS = (
     "tls", "suite", "group", "key_share", "sigalg", "cert", "chain", "auth", "record_size",
-    "payload", "bytes", "aead", "accel", "transport", "io", "rtt_ms", "loss",
+    "payload", "bytes", "aead", "accel", "transport", "io", "rtt_ms", "loss", "rate",
 )  # fmt: skip
 HEAP_FIGURES = (
     "start", "peak", "retained", "peak_minus_start", "retained_minus_start", "conn_peak",
@@ -433,6 +433,8 @@ def _format_option(key: str, value: Any) -> str:
         return f"HRR (key share {value} first)"
     if key == "loss":
         return f"loss {value} %"
+    if key == "rate":  # load: transactions offered per second (open loop)
+        return f"{value} tx/s offered"
     return str(value)
 
 
