@@ -591,3 +591,30 @@ def test_html_renders_in_headless_chromium(model: RunModel, tmp_path: Path) -> N
     distinct = {tuple(p) for p in rgb[:: max(len(rgb) // 200_000, 1)]}
     assert len(distinct) > 50, f"screenshot looks blank ({len(distinct)} colours)"
     assert (rgb.min(axis=1) < 128).mean() > 0.005  # some dark pixels: ink on the page
+
+
+def test_network_latency_plot_has_a_panel_per_loss_and_a_line_per_case() -> None:
+    """Handshake time against RTT: interop rows over the emulated network, per loss."""
+    from tlsbench.report.model import InteropRow, RunInfo, RunModel
+    from tlsbench.report.plots import network_latency
+
+    def row(group: str, rtt: float, loss: float) -> InteropRow:
+        return InteropRow(
+            variant="openssl-3.5.x", point=f"{group}-{rtt}-{loss}", client="openssl-3.5.x",
+            server="openssl-3.5.x", case=f"{group} RTT {rtt} ms", result="ok", negotiated="",
+            detail="", client_wall_ms=3 * rtt + loss, client_cpu_ms=1.0, server_cpu_ms=1.0,
+            client_heap_peak=None, server_heap_peak=None, client_bytes=None, server_bytes=None,
+            round_trips=2.0, rtt_ms=rtt, loss=loss, client_wall_p90_ms=4 * rtt + loss,
+            line=group,
+        )  # fmt: skip
+
+    run = RunInfo(1, "network", "?", "time", 1, "complete", STARTED, None, "abc")
+    rows = [row(g, rtt, loss) for g in ("x25519", "X25519MLKEM768") for rtt in (5.0, 80.0)
+            for loss in (0.0, 3.0)]  # fmt: skip
+    plot = network_latency(RunModel(run=run, interop=rows))
+    assert plot is not None
+    axes = plot.figure.axes
+    assert [ax.get_title() for ax in axes] == ["loss 0 %", "loss 3 %"]
+    for ax in axes:  # per case: the median and the p90 line
+        assert len(ax.get_lines()) == 4
+    assert network_latency(RunModel(run=run, interop=[])) is None

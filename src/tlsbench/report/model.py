@@ -27,6 +27,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+import numpy as np
+
 from tlsbench.stats import StatWarning, Summary, environment_warnings, sample_warnings, summarize
 from tlsbench.store import Point, Store
 
@@ -254,6 +256,13 @@ class InteropRow:
     client_cpu_s_per_gb: float | None = None
     server_cpu_s_per_gb: float | None = None
     failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
+    # Over an emulated network: its round-trip time and loss, the 90th percentile of the
+    # client's wall time (over connections and repetitions), and the case without the
+    # network (one line of the latency-vs-RTT plot per such case and loss).
+    rtt_ms: float | None = None
+    loss: float | None = None
+    client_wall_p90_ms: float | None = None
+    line: str = ""
 
 
 @dataclass(frozen=True)
@@ -846,6 +855,7 @@ class _Loader:
         # From the points' own options: a pair that never ran (unsupported) has no resolved
         # parameters, and must land in the same grid as those that did.
         cases = case_labels({p.id: dict(p.params) for p in points})
+        lines = case_labels({p.id: dict(p.params) for p in points}, skip=("rtt_ms", "loss"))
         rows = []
         for p in points:
             role = str(p.params.get("role", "client"))
@@ -880,6 +890,10 @@ class _Loader:
                 return value / 1e6 if value is not None else None
 
             client_wall = median_ms("client_wall_ns")
+            walls = self.store.samples(p.id, "client_wall_ns")
+            wall_p90 = (
+                float(np.percentile(walls, 90, method="inverted_cdf")) / 1e6 if walls else None
+            )
             round_trips = _first_wire(outputs, None, "round_trips")
             rtt = float(p.params.get("rtt_ms") or 0)
             model_ms = residual_ms = None
@@ -887,9 +901,10 @@ class _Loader:
                 cpu = (median_ms("client_cpu_ns") or 0.0) + (median_ms("server_cpu_ns") or 0.0)
                 model_ms = cpu + (round_trips + 1) * rtt  # + 1: TCP's own handshake
                 residual_ms = client_wall - model_ms
-            case = cases[p.id]
+            case, line = cases[p.id], lines[p.id]
             if p.params.get("resume") == "on":
                 case = f"{case} resumed" if case != "default" else "resumed"
+                line = f"{line} resumed" if line != "default" else "resumed"
             rows.append(
                 InteropRow(
                     variant=p.variant,
@@ -910,6 +925,10 @@ class _Loader:
                     round_trips=round_trips,
                     model_ms=model_ms,
                     residual_ms=residual_ms,
+                    rtt_ms=float(p.params["rtt_ms"]) if "rtt_ms" in p.params else None,
+                    loss=float(p.params.get("loss") or 0) if "rtt_ms" in p.params else None,
+                    client_wall_p90_ms=wall_p90,
+                    line=line,
                     download_bytes=_int_or_none(p.params.get("bytes")),
                     download_mbps=median_of("download_MBps"),
                     client_cpu_s_per_gb=median_of("client_cpu_s_per_GB"),
