@@ -162,7 +162,10 @@ static double rusage_cpu_s(int who) {
 /* Whether a step that returned "want I/O" is waiting on the socket, and for what. */
 static step_result wait_for_io(int ep, lconn *c, int *spins) {
   if (!c->want_read && !c->want_write && ++*spins < SPIN_MAX) return STEP_DONE; /* again */
-  watch(ep, c, EPOLLIN | (c->want_write ? EPOLLOUT : 0));
+  /* Only what the library waits for: readable bytes (a half-closed peer, say) must not
+   * wake a connection that waits to write, or the loop would spin until the socket drains. */
+  int events = (c->want_read ? EPOLLIN : 0) | (c->want_write ? EPOLLOUT : 0);
+  watch(ep, c, events ? events : EPOLLIN);
   return STEP_WAIT;
 }
 
@@ -301,16 +304,7 @@ static step_result serve_step(server_state *s, lconn *c) {
         s->stats.negotiated = r->server_neg;
         s->stats.have_negotiated = 1;
       }
-      if (s->open >= s->stats.max_open) {
-        /* The heap of all open connections, at the most connections seen open. */
-        s->stats.max_open = s->open;
-        if (tb_heap_accounting) {
-          tb_heap_counters hc;
-          tb_heap_get(TB_SIDE_SERVER, &hc);
-          uint64_t above = hc.live > s->heap_base ? hc.live - s->heap_base : 0;
-          s->stats.heap_per_connection = (double)above / (double)s->open;
-        }
-      }
+      if (s->open > s->stats.max_open) s->stats.max_open = s->open;
       c->phase = PHASE_REQUEST;
     } else if (c->phase == PHASE_REQUEST) {
       char *end = c->req_have >= 4 ? memmem(c->req, c->req_have, "\r\n\r\n", 4) : NULL;
@@ -338,7 +332,7 @@ static step_result serve_step(server_state *s, lconn *c) {
       }
       /* The client ended the connection between requests (HTTP allows it), with or without
        * a close_notify; anything else is an error. */
-      if (st == TB_CLOSED || (c->transactions > 0 && c->req_have == 0)) return STEP_CLOSED;
+      if (st == TB_CLOSED || (c->peer_gone && c->req_have == 0)) return STEP_CLOSED;
       tb_fail_stage(r, TB_EXIT_HANDSHAKE, "request");
       return STEP_ERROR;
     } else { /* PHASE_RESPONSE */
@@ -353,6 +347,16 @@ static step_result serve_step(server_state *s, lconn *c) {
       } else {
         c->transactions++;
         s->stats.transactions++;
+        if (tb_heap_accounting && s->open == s->stats.max_open) {
+          /* The heap of all open connections with the most open, after a transaction:
+           * with keep-alive connections, the steady state (no handshake under way). With
+           * new connections, whatever the session cache accumulated would be charged to
+           * the open ones: the runner measures heap with keep-alive only. */
+          tb_heap_counters hc;
+          tb_heap_get(TB_SIDE_SERVER, &hc);
+          uint64_t above = hc.live > s->heap_base ? hc.live - s->heap_base : 0;
+          s->stats.heap_per_connection = (double)above / (double)s->open;
+        }
         if (!c->keep_alive) return STEP_CLOSED;
         c->phase = PHASE_REQUEST;
         continue;
@@ -377,9 +381,11 @@ static step_result serve_step(server_state *s, lconn *c) {
   }
 }
 
-static void accept_all(server_state *s) {
+/* One connection per wake-up (nginx's multi_accept off): the listener stays readable while
+ * more wait, and other workers (EPOLLEXCLUSIVE) and open connections get their turn. */
+static void accept_one(server_state *s) {
   tb_run *r = s->r;
-  for (;;) {
+  for (int once = 0; once < 1; once++) {
     int fd = accept4(s->listener, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) return; /* EAGAIN: another worker took it, or none is left */
     int one = 1;
@@ -432,7 +438,7 @@ static void serve_worker(tb_run *r, int listener, long duration_s, int out) {
     for (int i = 0; i < n; i++) {
       lconn *c = events[i].data.ptr;
       if (c == NULL) {
-        accept_all(&s);
+        accept_one(&s);
         continue;
       }
       step_result res = serve_step(&s, c);
@@ -667,7 +673,8 @@ typedef struct load_state {
    * from the due time, so a server that falls behind is charged for the wait (no
    * coordinated omission). 0: each slot starts its next transaction at once. */
   uint64_t interval_ns, next_due_ns;
-  int stopping; /* no new transactions (time, count or an error) */
+  uint64_t due_total; /* transactions due by the end of the load (--rate) */
+  int stopping;       /* no new transactions (time, count or an error) */
   char first_error[TB_ERR_LEN + 128];
   unsigned char scratch[IO_CHUNK];
 } load_state;
@@ -897,7 +904,8 @@ static step_result load_step(load_state *s, lconn *c) {
       s->resumed += (uint64_t)c->expect_resumed;
       /* A keep-alive transaction is the request and its response: the connection's setup
        * is not part of its first transaction's latency. */
-      if (load_pattern(r->opt) == PATTERN_KEEPALIVE) c->started_ns = tb_mono_ns();
+      if (load_pattern(r->opt) == PATTERN_KEEPALIVE && s->interval_ns == 0)
+        c->started_ns = tb_mono_ns();
       c->phase = PHASE_REQUEST;
     } else if (c->phase == PHASE_REQUEST) {
       if (c->req_have == c->req_len) {
@@ -977,6 +985,9 @@ static void write_load(tb_json *j, const load_state *s, const tb_options *o, dou
   tb_json_u64(j, "connections", (uint64_t)o->connections);
   if (o->rate > 0) {
     tb_json_u64(j, "rate", (uint64_t)o->rate); /* asked for; tps is what was achieved */
+    /* Transactions that came due but never started before the end: the server (or the
+     * connection limit) could not keep up with the offered rate. */
+    tb_json_u64(j, "unstarted", s->due_total > s->started ? s->due_total - s->started : 0);
   } else {
     tb_json_null(j, "rate");
   }
@@ -1071,8 +1082,13 @@ int tb_scenario_load(tb_run *r, tb_json *j) {
   struct epoll_event events[MAX_EVENTS];
   while (code == TB_EXIT_OK && active > 0) {
     /* With --rate, wake up when the next transaction is due (epoll_pwait2: ns, not ms). */
+    /* Only while a slot is idle: when every slot is busy (the server fell behind) or the
+     * load is draining, a due time in the past must not turn the wait into a busy loop. */
     uint64_t wait_ns = (uint64_t)TICK_MS * 1000000u, now0 = tb_mono_ns();
-    if (s->interval_ns && s->next_due_ns < now0 + wait_ns)
+    int any_idle = 0;
+    for (long i = 0; s->interval_ns && !s->stopping && !any_idle && i < o->connections; i++)
+      any_idle = slots[i] != NULL && slots[i]->idle;
+    if (any_idle && s->next_due_ns < now0 + wait_ns)
       wait_ns = s->next_due_ns > now0 ? s->next_due_ns - now0 : 0;
     struct timespec timeout = {(time_t)(wait_ns / 1000000000u), (long)(wait_ns % 1000000000u)};
     int n = epoll_pwait2(s->ep, events, MAX_EVENTS, &timeout, NULL);
@@ -1113,6 +1129,12 @@ int tb_scenario_load(tb_run *r, tb_json *j) {
   }
   double wall_s = (double)(tb_mono_ns() - t0) / 1e9;
   double cpu_s = rusage_cpu_s(RUSAGE_SELF) - cpu0;
+  if (s->interval_ns) {
+    uint64_t end = tb_mono_ns() < s->deadline_ns ? tb_mono_ns() : s->deadline_ns;
+    s->due_total = (end - t0 + s->interval_ns - 1) / s->interval_ns;
+    if (o->requests > 0 && s->due_total > (uint64_t)o->requests)
+      s->due_total = (uint64_t)o->requests;
+  }
   for (long i = 0; i < o->connections; i++) {
     if (slots[i] != NULL) load_close(s, slots[i], 0);
     free(slots[i]);

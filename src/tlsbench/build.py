@@ -117,7 +117,10 @@ class Build:
 def _recording_compiler(cc: str, work: Path) -> tuple[str, Path]:
     """A stand-in for the C compiler that appends each command line to a log and then runs
     the real one: the flags a library's build system really passed, whatever it is (CMake,
-    autotools, OpenSSL's Configure). It observes only, so it is not part of the build key."""
+    autotools, OpenSSL's Configure). It observes only, so it is not part of the build key.
+    It has the compiler's own name and its folder comes first on PATH, so that a compiler
+    named without a path keeps that name in what the build records of itself (OpenSSL's
+    `compiler:` line); one named by its path is replaced by the stand-in's path."""
     real = shutil.which(cc) or cc
     folder = work / "cc-record"
     folder.mkdir(parents=True, exist_ok=True)
@@ -129,7 +132,7 @@ def _recording_compiler(cc: str, work: Path) -> tuple[str, Path]:
         f'exec {shlex.quote(real)} "$@"\n'
     )
     wrapper.chmod(0o755)
-    return str(wrapper), log
+    return (str(wrapper) if os.path.isabs(cc) else cc), log
 
 
 def _compile_flags(log: Path) -> dict[str, Any] | None:
@@ -144,7 +147,11 @@ def _compile_flags(log: Path) -> dict[str, Any] | None:
         if "-c" not in args or PROBE_COMPILE.search(line):
             continue
         compiles += 1
+        # Of several -O flags the last one is in effect.
+        optimisation = [flag for flag in args if flag.startswith("-O")][-1:]
         for flag in dict.fromkeys(args):
+            if flag.startswith("-O") and [flag] != optimisation:
+                continue
             if CODEGEN_FLAG.fullmatch(flag) and not flag.startswith(NOT_CODEGEN):
                 counts[flag] = counts.get(flag, 0) + 1
     if compiles == 0:
@@ -258,7 +265,8 @@ class Builder:
                 source = self.sources.source_dir(variant.line.name)
             cc = arches.arch(variant.arch).cc(COMPILER)
             cc_wrapper, compile_log = _recording_compiler(cc, work)
-            ctx = BuildContext(variant, source, work, self.jobs, log, cc=cc_wrapper)
+            ctx = BuildContext(variant, source, work, self.jobs, log, cc=cc_wrapper,
+                               tool_path=str(compile_log.parent / "cc-record"))  # fmt: skip
             link = recipe_for(variant).build(ctx)
             compile_flags = _compile_flags(compile_log)
         except BaseException as exc:

@@ -103,8 +103,8 @@ def option(options: dict[str, Any], key: str) -> Any:
 
 
 def refusal(options: dict[str, Any], variant_line: str) -> tuple[str, str] | None:
-    """(key, reason) when no run of this point could be what it asks, whatever the library:
-    checked when the experiment is loaded, before anything runs."""
+    """(key, reason) when no run of this point could be what it asks (of the programs, or of
+    the library where its limit is known): checked when the experiment is loaded."""
     client, server = str(options.get("client", "")), str(option(options, "server"))
     if client == "h2load":
         pattern = option(options, "pattern")
@@ -129,6 +129,15 @@ def refusal(options: dict[str, Any], variant_line: str) -> tuple[str, str] | Non
         if "rate" in options:
             return ("client", "h2load has no open-loop request rate (its --rate paces new "
                     "connections): rate applies to tlsbench's generator only")  # fmt: skip
+    if options.get("heap") and option(options, "pattern") != "keepalive":
+        return ("heap", "true with keepalive only: heap per connection is measured at steady "
+                "state; with new or resume, what the server's session cache accumulates "
+                "would be charged to the connections open at that moment")  # fmt: skip
+    if (variant_line.startswith("wolfssl") and option(options, "pattern") == "resume"
+            and int(option(options, "workers")) > 1):  # fmt: skip
+        return ("workers", "1 for a wolfSSL server with resume: each worker process makes "
+                "its own ticket key after the fork, so a ticket from one worker does not "
+                "resume on another")  # fmt: skip
     if server == "nginx":
         if variant_line != NGINX_LINE:
             return (
@@ -639,6 +648,12 @@ def _output(options: dict[str, Any], build: Build, load: dict[str, Any], serve: 
             f"{sides['generator'].label}: the generator used "
             f"{float(load.get('cpu_utilization') or 0):.0%} of a core; it, not the server, "
             "may be the limit")  # fmt: skip
+    unstarted, rate = load.get("unstarted") or 0, load.get("rate")
+    if rate and unstarted > 0.05 * float(rate) * float(load.get("wall_s") or 0):
+        warnings.append(
+            f"load rate {rate}/s: {unstarted} transactions came due but never started: the "
+            "server fell behind the offered rate (past saturation the latency grows with the "
+            "run's length)")  # fmt: skip
     if server_cpus is None:
         warnings.append("one CPU: the server and the generator share it")
     negotiated = ((served or {}).get("negotiated") or (loaded or {}).get("negotiated")

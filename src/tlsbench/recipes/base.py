@@ -78,6 +78,9 @@ class BuildContext:
     jobs: int
     log: BuildLog
     cc: str = "gcc"
+    # A folder put first on PATH for every command (the compiler stand-in that records the
+    # flags, build.py), so that a compiler named without a path is found there.
+    tool_path: str = ""
 
     @property
     def prefix(self) -> Path:
@@ -99,11 +102,14 @@ class BuildContext:
 
     def run(self, argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
         self.log.note(f"\n$ (cd {cwd} && {shlex.join(argv)})")
+        full_env = {**os.environ, "LC_ALL": "C", **(env or {})}
+        if self.tool_path:
+            full_env["PATH"] = f"{self.tool_path}:{full_env.get('PATH', '')}"
         with self.log.path.open("a") as out:
             proc = subprocess.run(
                 argv,
                 cwd=cwd,
-                env={**os.environ, "LC_ALL": "C", **(env or {})},
+                env=full_env,
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
