@@ -90,6 +90,7 @@ typedef struct lconn {
   /* client */
   int slot;
   uint64_t started_ns;
+  uint64_t number; /* server: which accepted connection this is (1, 2, ...) */
 } lconn;
 
 static int lconn_fail(tb_run *r, const char *stage, const char *fmt, const char *what) {
@@ -243,7 +244,8 @@ static void server_error(server_state *s, lconn *c) {
   s->stats.errors++;
   if (s->stats.first_error[0] == '\0') {
     snprintf(s->stats.first_error, sizeof(s->stats.first_error), "%s: %s (connection %llu)",
-             s->r->stage, s->r->err, (unsigned long long)s->stats.connections);
+             s->r->stage, s->r->err,
+             (unsigned long long)(c != NULL ? c->number : s->stats.connections));
   }
 }
 
@@ -399,7 +401,7 @@ static void accept_one(server_state *s) {
     }
     c->fd = fd;
     c->phase = PHASE_HANDSHAKE;
-    s->stats.connections++;
+    c->number = ++s->stats.connections;
     s->open++;
     tb_transport transport = {c, ev_send, ev_recv, -1, 0};
     tb_status st =
@@ -525,8 +527,9 @@ int tb_scenario_serve(tb_run *r, tb_json *j) {
     pids[workers] = pid;
   }
   close(pipe_fds[1]);
-  /* Wait for a stop signal, the duration, or a worker that ended by itself (a crash). */
-  uint64_t deadline = t0 + (uint64_t)o->duration * 1000000000ull;
+  /* Wait for a stop signal, the duration, or a worker that ended by itself (a crash); not at
+   * all when a fork failed (the workers that exist are stopped and it is reported). */
+  uint64_t deadline = workers < o->workers ? t0 : t0 + (uint64_t)o->duration * 1000000000ull;
   int died = 0;
   char died_how[64] = "";
   while (workers > 0 && !died && tb_mono_ns() < deadline) {
@@ -610,7 +613,7 @@ int tb_scenario_serve(tb_run *r, tb_json *j) {
 /* ========================================================================= load */
 
 /* Latencies in ns, HdrHistogram's layout: exact below 2048, then 1024 sub-buckets per
- * power of two (3 significant digits); up to 2^41 ns (about 37 minutes). */
+ * power of two (3 significant digits); up to 2^42 ns (about 73 minutes). */
 #define HIST_SUB 1024
 #define HIST_EXPONENTS 31
 #define HIST_BUCKETS (2 * HIST_SUB + HIST_EXPONENTS * HIST_SUB)
