@@ -205,6 +205,9 @@ int tb_write_port_file(const tb_run *r);
  * start at `offset` of a body. */
 void tb_pattern_init(void);
 const unsigned char *tb_pattern_at(uint64_t offset);
+/* The response size a client asks for: --bytes for a download (beyond --payload's range),
+ * else --payload (peer and load). */
+uint64_t tb_response_size(const tb_options *o);
 /* load.c: a server of many connections, and a load generator (both over TCP). */
 int tb_scenario_serve(tb_run *r, tb_json *j);
 int tb_scenario_load(tb_run *r, tb_json *j);

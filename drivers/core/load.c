@@ -383,6 +383,14 @@ static step_result serve_step(server_state *s, lconn *c) {
   }
 }
 
+/* Takes a connection as far as it can go now; an error is counted, an ended connection
+ * closed (in order when it ended well). */
+static void serve_connection(server_state *s, lconn *c) {
+  step_result res = serve_step(s, c);
+  if (res == STEP_ERROR) server_error(s, c);
+  if (res == STEP_ERROR || res == STEP_CLOSED) server_close(s, c, res == STEP_CLOSED);
+}
+
 /* One connection per wake-up (nginx's multi_accept off): the listener stays readable while
  * more wait, and other workers (EPOLLEXCLUSIVE) and open connections get their turn. */
 static void accept_one(server_state *s) {
@@ -414,9 +422,7 @@ static void accept_one(server_state *s) {
       s->open--;
       continue;
     }
-    step_result res = serve_step(s, c);
-    if (res == STEP_ERROR) server_error(s, c);
-    if (res == STEP_ERROR || res == STEP_CLOSED) server_close(s, c, res == STEP_CLOSED);
+    serve_connection(s, c);
   }
 }
 
@@ -443,9 +449,7 @@ static void serve_worker(tb_run *r, int listener, long duration_s, int out) {
         accept_one(&s);
         continue;
       }
-      step_result res = serve_step(&s, c);
-      if (res == STEP_ERROR) server_error(&s, c);
-      if (res == STEP_ERROR || res == STEP_CLOSED) server_close(&s, c, res == STEP_CLOSED);
+      serve_connection(&s, c);
     }
   }
   /* Open connections are left to the kernel: the worker exits right after reporting. */
@@ -684,12 +688,6 @@ typedef struct load_state {
 
 typedef enum pattern { PATTERN_NEW, PATTERN_RESUME, PATTERN_KEEPALIVE } pattern;
 
-/* The response size asked for: --bytes for a large download (beyond --payload's range),
- * else --payload. */
-static uint64_t response_size(const tb_options *o) {
-  return o->bytes_given ? o->bytes : (uint64_t)o->payload;
-}
-
 static pattern load_pattern(const tb_options *o) {
   return strcmp(o->pattern, "new") == 0      ? PATTERN_NEW
          : strcmp(o->pattern, "resume") == 0 ? PATTERN_RESUME
@@ -760,7 +758,7 @@ static void build_request(load_state *s, lconn *c) {
   int close_after = load_pattern(o) != PATTERN_KEEPALIVE;
   int len =
       snprintf(c->req, sizeof(c->req), "GET /%llu HTTP/1.1\r\nHost: localhost\r\n%s",
-               (unsigned long long)response_size(o), close_after ? "Connection: close\r\n" : "");
+               (unsigned long long)tb_response_size(o), close_after ? "Connection: close\r\n" : "");
   size_t want = o->request_size;
   size_t pad_overhead = strlen("X-Pad: \r\n\r\n");
   if (want > (size_t)len + pad_overhead && want <= REQUEST_MAX) {
@@ -833,10 +831,10 @@ static int parse_response(load_state *s, lconn *c, size_t head_end) {
   }
   const char *length = strcasestr(c->head, "\nContent-Length: ");
   if (length == NULL ||
-      strtoull(length + 17, NULL, 10) != (unsigned long long)response_size(r->opt)) {
+      strtoull(length + 17, NULL, 10) != (unsigned long long)tb_response_size(r->opt)) {
     return lconn_fail(r, "response", "response without Content-Length: %s", "the asked size");
   }
-  c->body_len = response_size(r->opt);
+  c->body_len = tb_response_size(r->opt);
   return TB_EXIT_OK;
 }
 
@@ -980,6 +978,14 @@ static step_result load_step(load_state *s, lconn *c) {
   }
 }
 
+/* Takes a slot's transactions as far as they can go now; 1 when the slot is done (its
+ * load is over, or it failed: the error is counted). */
+static int slot_ended(load_state *s, lconn *c) {
+  step_result res = load_step(s, c);
+  if (res == STEP_ERROR) load_error(s, c);
+  return res == STEP_ERROR || res == STEP_CLOSED;
+}
+
 static void write_load(tb_json *j, const load_state *s, const tb_options *o, double wall_s,
                        double cpu_s) {
   const histogram *h = s->hist;
@@ -1078,9 +1084,7 @@ int tb_scenario_load(tb_run *r, tb_json *j) {
     if (first == START_NEVER) continue;
     active++;
     if (first == START_LATER) continue;
-    step_result res = load_step(s, c);
-    if (res == STEP_ERROR) load_error(s, c);
-    if (res == STEP_ERROR || res == STEP_CLOSED) active--;
+    active -= slot_ended(s, c);
   }
   struct epoll_event events[MAX_EVENTS];
   while (code == TB_EXIT_OK && active > 0) {
@@ -1098,9 +1102,7 @@ int tb_scenario_load(tb_run *r, tb_json *j) {
     for (int i = 0; i < n; i++) {
       lconn *c = events[i].data.ptr;
       if (c->fd < 0) continue;
-      step_result res = load_step(s, c);
-      if (res == STEP_ERROR) load_error(s, c);
-      if (res == STEP_ERROR || res == STEP_CLOSED) active--;
+      active -= slot_ended(s, c);
     }
     /* Idle slots whose transactions have come due start them (or end, when the load is). */
     for (long i = 0; s->interval_ns && i < o->connections; i++) {
@@ -1108,15 +1110,13 @@ int tb_scenario_load(tb_run *r, tb_json *j) {
       if (c == NULL || !c->idle) continue;
       start_result next = load_start(s, c);
       if (next == START_LATER) break; /* nothing more is due */
-      step_result res = STEP_CLOSED;
       if (next == START_NEVER) {
         c->idle = 0;
         if (c->fd >= 0) load_close(s, c, 1);
+        active--;
       } else {
-        res = load_step(s, c);
-        if (res == STEP_ERROR) load_error(s, c);
+        active -= slot_ended(s, c);
       }
-      if (res == STEP_ERROR || res == STEP_CLOSED) active--;
     }
     /* A connection without progress for the peer timeout fails (the server hung). */
     uint64_t now = tb_mono_ns();

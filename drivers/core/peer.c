@@ -234,8 +234,7 @@ void tb_pattern_init(void) {
 
 const unsigned char *tb_pattern_at(uint64_t offset) { return pattern + offset % PATTERN_PERIOD; }
 
-/* The response size the client asks for: --bytes for a download, else --payload. */
-static uint64_t response_size(const tb_options *o) {
+uint64_t tb_response_size(const tb_options *o) {
   return o->bytes_given ? o->bytes : (uint64_t)o->payload;
 }
 
@@ -286,7 +285,7 @@ static int serve_request(tb_run *r, peer_socket *s, void *conn, uint64_t *cpu_ns
     if (code != TB_EXIT_OK) return code;
   }
   req[have] = '\0';
-  uint64_t n = response_size(r->opt);
+  uint64_t n = tb_response_size(r->opt);
   if (strncmp((char *)req, "GET /", 5) != 0) {
     snprintf(r->err, sizeof(r->err), "not a GET request: '%.40s'", req);
     return tb_fail_stage(r, TB_EXIT_DATA, "request");
@@ -313,7 +312,7 @@ static int serve_request(tb_run *r, peer_socket *s, void *conn, uint64_t *cpu_ns
 static int fetch_response(tb_run *r, peer_socket *s, void *conn, uint64_t *cpu_ns,
                           uint64_t *first_byte_ns, uint64_t *last_byte_ns, uint64_t *body_cpu_ns) {
   char req[128];
-  uint64_t size = response_size(r->opt);
+  uint64_t size = tb_response_size(r->opt);
   int req_len = snprintf(req, sizeof(req), "GET /%llu HTTP/1.0\r\nHost: localhost\r\n\r\n",
                          (unsigned long long)size);
   int code = write_all(r, s, conn, (const unsigned char *)req, (size_t)req_len, cpu_ns);
@@ -503,7 +502,7 @@ int tb_scenario_peer(tb_run *r) {
     if (conn != NULL) TB_ON(side, (r->ad->conn_free(conn), TB_OK));
     if (s.fd >= 0) close(s.fd);
     if (code != TB_EXIT_OK || i < o->warmup) continue;
-    double gb = (double)response_size(o) / 1e9;
+    double gb = (double)tb_response_size(o) / 1e9;
     double body_s = (double)(last_byte_ns - first_byte_ns) / 1e9;
     if (tb_series_add(cpu, (double)cpu_ns) || tb_series_add(wall, (double)(handshake_done - t0)) ||
         (first_byte && tb_series_add(first_byte, (double)(first_byte_ns - t0))) ||
