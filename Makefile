@@ -29,8 +29,12 @@ run: deps venv
 	./tlsbench report latest --format html --out results/report.html && \
 	echo "report: results/report.html, results/report.md" && exit $$status
 
+# CPU_PROFILE=avx2|sse4|valgrind runs the suite as on a CPU without some extensions (the
+# libraries' own capability switches; src/tlsbench/cpuprofile.py): a test that holds on this
+# CPU only fails here, not on the next CI machine.
+CPU_PROFILE ?=
 test: deps venv
-	$(VENV)/bin/pytest -v tests
+	TLSBENCH_CPU_PROFILE=$(CPU_PROFILE) $(VENV)/bin/pytest -v tests
 
 # Many more mutations of the user-edited files than `make test` tries (FUZZ_COUNT per file kind,
 # seeds FUZZ_SEEDS): exit 0 or 2, never a traceback, never a store change.

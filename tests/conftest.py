@@ -4,8 +4,24 @@ from __future__ import annotations
 
 import pytest
 
+from tlsbench import cpuprofile
 from tlsbench.build import Build, Builder
 from tlsbench.variants import Catalog
+
+
+def pytest_report_header() -> str:
+    profile = cpuprofile.active()
+    return f"tlsbench CPU profile: {profile.name} ({profile.summary})"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def cpu_profile_switches():
+    """Under $TLSBENCH_CPU_PROFILE (`make test CPU_PROFILE=avx2`), every library process a
+    test starts itself sees the profile's switches, as the runner's drivers do."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in cpuprofile.active_environment().items():
+            patch.setenv(name, value)
+        yield
 
 
 @pytest.fixture(scope="session")

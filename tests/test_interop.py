@@ -158,7 +158,9 @@ def test_a_hello_retry_costs_one_round_trip_with_real_servers(tmp_path: Path, bu
         assert " secp256r1 " in row.negotiated and row.round_trips == 2, row
 
 
-def test_heap_of_a_side_alone_in_its_process_agrees_with_the_side_tags(build_of) -> None:
+def test_heap_of_a_side_alone_in_its_process_agrees_with_the_side_tags(
+    build_of, tmp_path: Path
+) -> None:
     """The independent check of side attribution: a process that holds one side needs no
     tags, and must find the connection heap that the one-process run charged to that side
     (within 2 %: the bytes arrive in TCP segments rather than from one queue, which changes
@@ -169,17 +171,17 @@ def test_heap_of_a_side_alone_in_its_process_agrees_with_the_side_tags(build_of)
         in_process = run_driver(build, "handshake", "--iterations", "1", "--warmup", "0",
                                 measure="heap").output  # fmt: skip
         assert in_process is not None
-        port_file = Path(certs.cert_dir("rsa2048").parent.parent / f"port-{spec}")
-        port_file.unlink(missing_ok=True)
+        port_file = tmp_path / f"port-{spec}"  # this test's own: another suite may run too
         common = ["--iterations", "1", "--warmup", "0", "--cert-dir", cert_dir, "--json"]
         server = subprocess.Popen(
             driver_command(build, "peer", ["--role", "server", "--port-file", str(port_file),
                                            *common], "heap"),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
-        deadline = time.monotonic() + 20
-        while not port_file.exists() and time.monotonic() < deadline:
+        deadline = time.monotonic() + 300  # a bound against hanging, not a speed target
+        while not port_file.exists() and server.poll() is None and time.monotonic() < deadline:
             time.sleep(0.02)
+        assert port_file.exists(), server.communicate()[1]
         port = port_file.read_text().strip()
         port_file.unlink()
         client = subprocess.run(
@@ -204,7 +206,6 @@ def test_a_side_that_cannot_honour_the_request_makes_the_pair_unsupported(
 ) -> None:
     for spec in ("openssl-3.5.x", "wolfssl-5.7.2"):
         build_of(spec)
-    started = time.monotonic()
     proc, store = run_experiment(
         tmp_path,
         HEADER + '[[matrix]]\nvariant = ["openssl-3.5.x"]\npeer = ["wolfssl-5.7.2"]\n'
@@ -212,8 +213,7 @@ def test_a_side_that_cannot_honour_the_request_makes_the_pair_unsupported(
     )
     assert proc.returncode == 0, proc.stderr
     # wolfSSL 5.7.2 (the server, started first) has no ML-KEM: it says so and the client is
-    # never started; no wait for a timeout.
-    assert time.monotonic() - started < 30
+    # never started; no wait for a timeout (the message is the server's, not a timeout's).
     point = store.points(store.run("latest")["id"])[0]
     result = store.results(point.id)[0]
     assert result["status"] == "unsupported"
@@ -224,10 +224,8 @@ def test_a_side_that_cannot_honour_the_request_makes_the_pair_unsupported(
 def test_a_silent_peer_fails_after_the_peer_timeout(build_of) -> None:
     """Every socket wait is bounded: a server nobody connects to gives up by itself."""
     build = build_of("openssl-3.5.x")
-    started = time.monotonic()
-    run = run_driver(build, "peer", "--role", "server", "--peer-timeout", "1", timeout=30)
+    run = run_driver(build, "peer", "--role", "server", "--peer-timeout", "1", timeout=300)
     assert run.code == 5 and "no client connected within 1 s" in run.stderr
-    assert time.monotonic() - started < 10
     run = run_driver(build, "peer", "--role", "client")
     assert run.code == 2 and "needs --connect HOST:PORT" in run.stderr
     run = run_driver(build, "handshake", "--role", "client")
@@ -280,13 +278,13 @@ def test_a_peer_that_closes_mid_handshake_fails_cleanly(build_of) -> None:
     threading.Thread(target=hang_up, daemon=True).start()
     try:
         for spec in PINNED:
-            started = time.monotonic()
+            # A peer timeout far beyond the test's bound: a client that waited for it instead
+            # of failing on the hang-up would be killed by the bound and fail the test.
             run = run_driver(build_of(spec), "peer", "--role", "client", "--connect",
-                             f"127.0.0.1:{port}", "--peer-timeout", "5", timeout=60)  # fmt: skip
+                             f"127.0.0.1:{port}", "--peer-timeout", "900", timeout=300)  # fmt: skip
             assert run.code == 5, (spec, run.stderr)
             assert run.output is not None and run.output["error"]["stage"] == "handshake"
             assert "samples" not in run.output
-            assert time.monotonic() - started < 5, spec
     finally:
         listener.close()
 
@@ -365,6 +363,12 @@ def _owner(name: str) -> str:
     return name.split("-")[2]
 
 
+def _sigint_as_in_a_terminal() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces and TUN need root")
 def test_namespaces_are_removed_after_an_interrupt_and_after_a_kill(
     tmp_path: Path, build_of
@@ -382,8 +386,13 @@ def test_namespaces_are_removed_after_an_interrupt_and_after_a_kill(
     for sig in (signal.SIGINT, signal.SIGKILL):
         command = [str(paths.REPO / "tlsbench"), "run", str(experiment), "--db",
                    str(tmp_path / "r.db")]  # fmt: skip
-        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True)  # fmt: skip
+        # A terminal's Ctrl-C reaches a foreground runner; one started from a background job
+        # inherits SIGINT ignored (and Python then installs no handler): give the runner the
+        # disposition a terminal would, whatever this test was started from.
+        proc = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True, preexec_fn=_sigint_as_in_a_terminal,
+        )  # fmt: skip
         deadline = time.monotonic() + 120
         # The launcher execs the runner: its process id is the one in the names.
         while time.monotonic() < deadline and len(_namespaces(proc.pid)) < 2:

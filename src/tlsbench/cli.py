@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tlsbench import cpuprofile
 from tlsbench.errors import UserError
 
 
@@ -636,6 +637,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
+        cpuprofile.active()  # a misspelt $TLSBENCH_CPU_PROFILE is refused before any work
         return COMMANDS[args.command](args)
     except UserError as exc:
         print(f"tlsbench: error: {exc}", file=sys.stderr)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
 
-from tlsbench import arches, certs
+from tlsbench import arches, certs, cpuprofile
 from tlsbench.build import Build, Builder
 from tlsbench.errors import UserError
 from tlsbench.variants import Catalog
@@ -75,7 +76,9 @@ def drive(
         )
     build = Builder().build(variant)
     command = driver_command(build, scenario, args, measure or "time")
-    code = subprocess.run(command, check=False).returncode
+    # The user's own switches pass through; a CPU profile adds its own on top of them.
+    env = {**os.environ, **cpuprofile.active_environment()}
+    code = subprocess.run(command, check=False, env=env).returncode
     if code < 0:  # killed by a signal: say which, and exit as a shell would (128 + n)
         try:
             name = signal.Signals(-code).name

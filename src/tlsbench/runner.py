@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tlsbench import arches, certs, interop, load, paths
+from tlsbench import arches, certs, cpuprofile, interop, load, paths
 from tlsbench.build import Build, Builder
 from tlsbench.doctor import cpu_facts, cpu_flags, measurement_warnings
 from tlsbench.drive import TLS_SCENARIOS, driver_command
@@ -102,6 +102,10 @@ def environment(builder: Builder) -> dict[str, Any]:
         "filtered_env": sorted(
             n for n in os.environ if n.startswith(FILTERED_ENV_PREFIXES) or n in FILTERED_ENV_NAMES
         ),
+        "cpu_profile": {
+            "name": cpuprofile.active().name,
+            "environment": cpuprofile.active_environment(),
+        },
     }
 
 
@@ -356,13 +360,14 @@ FILTERED_ENV_NAMES = {"GLIBC_TUNABLES", "LD_PRELOAD", "LD_BIND_NOW", "SSLKEYLOGF
 
 
 def driver_environment(point_env: dict[str, str]) -> dict[str, str]:
-    """The runner's environment without library and allocator switches, plus the point's."""
+    """The runner's environment without library and allocator switches, plus the CPU
+    profile's switches (cpuprofile.py), plus the point's (which win: accel=off hides more)."""
     kept = {
         name: value
         for name, value in os.environ.items()
         if not name.startswith(FILTERED_ENV_PREFIXES) and name not in FILTERED_ENV_NAMES
     }
-    return {**kept, **point_env}
+    return {**kept, **cpuprofile.active_environment(), **point_env}
 
 
 def pinning_cpu() -> int | None:
@@ -644,7 +649,16 @@ class Runner:
                        result.stderr_tail)  # fmt: skip
 
     def check_same_builds(self, run_id: int) -> None:
-        """Resuming with a different build of a variant would mix two builds in one run."""
+        """Resuming with a different build of a variant (or under another CPU profile) would
+        mix two builds in one run."""
+        stored_profile = json.loads(self.store.run(run_id)["environment"]).get("cpu_profile")
+        profile = cpuprofile.active().name
+        if (stored_profile or {"name": "native"})["name"] != profile:
+            raise UserError(
+                f"run {run_id} cannot be resumed: it ran under CPU profile "
+                f"{(stored_profile or {'name': 'native'})['name']!r}, and "
+                f"${cpuprofile.ENV_VARIABLE} now selects {profile!r}: set it as the run had it"
+            )
         for point in self.store.points(run_id):
             stored_key = point.build.get("cache_key")
             current = self.builder.key(self.catalog.resolve(point.variant))
