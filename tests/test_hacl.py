@@ -71,12 +71,12 @@ def seal_all(program: Path, cases: list[tuple[str, str, str, str]]) -> list[str]
     return proc.stdout.split()
 
 
-@pytest.mark.parametrize("spec", HACL)
 def cpu_lacks(build: Build) -> str | None:
     """What this CPU lacks that the build's AEAD needs (vec256: AVX2), as its probe says."""
     return build.describe()["probe"].get("cpu_lacks")
 
 
+@pytest.mark.parametrize("spec", HACL)
 def test_the_adapter_seals_the_rfc_8439_vector(spec, build_of, tmp_path) -> None:
     if lacks := cpu_lacks(build_of(spec)):
         pytest.skip(f"this CPU lacks {lacks}: the build refuses (test_aead_scenario_...)")

@@ -305,7 +305,10 @@ def test_an_open_loop_rate_is_kept_and_charges_the_queue_to_latency(
     paced = run_generator(build, {}, {"pattern": "keepalive", "connections": 4, "rate": 40},
                           tmp_path)  # fmt: skip
     assert paced["params"]["rate"] == 40 and paced["load"]["rate"] == 40
-    assert 20 <= paced["load"]["transactions"] <= 41, paced["load"]  # one second at 40/s
+    # One second at 40/s: never more than asked; on a machine too busy to keep up, what came
+    # due and never started is counted (at most `connections` were still in flight).
+    done, unstarted = paced["load"]["transactions"], paced["load"]["unstarted"]
+    assert done <= 41 and 40 - 4 <= done + unstarted <= 41, paced["load"]
     # Far more new handshakes asked for than one connection can do: those due wait.
     closed = run_generator(build, {}, {"pattern": "new", "connections": 1}, tmp_path)
     flooded = run_generator(build, {}, {"pattern": "new", "connections": 1, "rate": 1000000},
