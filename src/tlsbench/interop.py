@@ -11,9 +11,10 @@ to a file once it accepts connections; a program gets a port chosen here), then 
 both run in their own process groups, are killed together on a timeout or an interrupt, and
 each one's failure is kept with its stderr tail. Each tlsbench side checks what it
 negotiated against the request; here the two sides' readbacks are also compared with each
-other. A real program's offer is pinned only to the protocol version (and, for OpenSSL's
-programs, to the suite, group and signature scheme): the tlsbench side pins the rest and
-reads back what was agreed.
+other. A real program's offer is pinned to the protocol version and to the group the
+tlsbench side checks (the point's, or the driver's default), OpenSSL's programs also to the
+suite and signature scheme, GnuTLS's to a TLS 1.3 suite and the signature scheme: the
+tlsbench side pins the rest and reads back what was agreed.
 
 Timing and heap come from separate runs, as for every scenario: the pair of timing drivers,
 then the pair of heap drivers; a side's heap figures are then those of a process that holds
