@@ -111,6 +111,18 @@ def program_role(name: str) -> str:
     return "server" if name in SERVER_PROGRAMS else "client"
 
 
+def program_executable(name: str) -> str:
+    """The machine's executable a peer name runs: `openssl` for `openssl-s_server`."""
+    return name.split("-")[0] if name.startswith("openssl") else name
+
+
+def version_command(executable: str) -> list[str]:
+    """How an executable tells its version (nginx prints it on stderr)."""
+    if Path(executable).name == "openssl":
+        return [executable, "version"]
+    return [executable, "-v"] if Path(executable).name == "nginx" else [executable, "--version"]
+
+
 def pinned_program(name: str) -> bool:
     """A program built by tlsbench from pinned sources (not the machine's)."""
     return name.startswith(f"{PINNED_OPENSSL_LINE}-")
@@ -301,7 +313,7 @@ def _gnutls_priority(options: dict[str, Any]) -> str | None:
 def program_side(name: str, options: dict[str, Any], port: int | None, connections: int,
                  scratch: Path, host: str = "127.0.0.1") -> Side | str:  # fmt: skip
     """A real program as the peer, or the reason it cannot play this point."""
-    executable = name.split("-")[0] if name.startswith("openssl") else name
+    executable = program_executable(name)
     if pinned_program(name):
         executable = openssl_executable(name)
     elif shutil.which(executable) is None and not Path(f"/usr/sbin/{executable}").exists():
@@ -771,8 +783,7 @@ def run_point(options: dict[str, Any], build: Build, peer_build: Build | None, t
 
 def program_version(name: str) -> str | None:
     """The version a real program reports (recorded with every interop point)."""
-    command = ([openssl_executable(name), "version"] if name.startswith("openssl")
-               else ["nginx", "-v"] if name == "nginx" else [name, "--version"])  # fmt: skip
+    command = version_command(openssl_executable(name) if name.startswith("openssl") else name)
     try:
         proc = subprocess.run(command, capture_output=True, text=True, check=False, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
