@@ -124,6 +124,14 @@ def test_the_report_labels_each_failed_cell_finding_or_unexplained(tmp_path: Pat
     failures = {row[5]: row for row in table.rows}  # by failure message
     assert failures[NONCE_FAILURE][3:5] == [explained.verdict, WOLFSSL_NONCE.reproduce]
     assert failures[unexplained.detail][3:5] == [unexplained.verdict, "-"]
+    # In HTML the two kinds of failed cell are coloured apart.
+    out = tmp_path / "html" / "report.html"
+    proc = subprocess.run([str(paths.REPO / "tlsbench"), "report", "--db", str(store.path),
+                           "--format", "html", "--out", str(out)], capture_output=True,
+                          text=True, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    html = out.read_text()
+    assert 'class="result-finding"' in html and 'class="result-failed"' in html
 
 
 # ------------------------------------------------------------------------- the registry

@@ -63,7 +63,7 @@ window.addEventListener("load", function () {
 
 
 # Interop grid cells by result (the detail is the cell's hover text).
-RESULT_CLASSES = {"✓": "result-ok", "✗": "result-failed", "✗ unexplained": "result-failed",
+RESULT_CLASSES = {"✓": "result-ok", "✗ unexplained": "result-failed",
                   "✗ finding": "result-finding", "unsupported": "result-unsupported"}  # fmt: skip
 
 

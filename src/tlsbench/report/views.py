@@ -12,7 +12,7 @@ from typing import Any
 
 from tlsbench import findings
 from tlsbench.interop import PROGRAMS
-from tlsbench.report.model import RunModel
+from tlsbench.report.model import InteropRow, RunModel
 
 SIGNIFICANT = 3  # digits kept for times and rates: more than a benchmark can resolve anyway
 
@@ -449,12 +449,12 @@ def _opt(value: int | None) -> str:
     return "-" if value is None else str(value)
 
 
-INTEROP_MARK = {"ok": "✓", "unsupported": "unsupported", "failed": "✗"}
+INTEROP_MARK = {"ok": "✓", "unsupported": "unsupported"}
 # A failed cell says whether a known finding explains it (findings/findings.toml).
 FAILED_MARK = {True: "✗ finding", False: "✗ unexplained"}
 
 
-def interop_mark(row: Any) -> str:
+def interop_mark(row: InteropRow) -> str:
     if row.result == "failed":
         return FAILED_MARK[bool(row.finding)]
     return INTEROP_MARK.get(row.result, "?")
