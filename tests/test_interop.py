@@ -137,6 +137,82 @@ def test_the_pinned_openssl_program_at_either_end_with_ml_kem(tmp_path: Path, bu
         assert output["negotiated"]["group"] == "X25519MLKEM768"
 
 
+def test_real_programs_are_offered_the_group_the_tlsbench_side_checks(
+    tmp_path: Path, build_of
+) -> None:
+    """Left to GnuTLS's NORMAL groups (secp256r1 first), gnutls-cli made a rustls server,
+    which cannot be held to one group, and a TLS 1.2 wolfSSL server, which takes the client's
+    first curve, agree on secp256r1 while the point asked for x25519 (the driver's default).
+    Every real client is now offered the point's group alone, named or by default."""
+    for spec in ("rustls-ffi-0.15.7", "wolfssl-5.7.2"):
+        build_of(spec)
+    proc, store = run_experiment(
+        tmp_path,
+        HEADER + '[[matrix]]\nvariant = ["rustls-ffi-0.15.7"]\nrole = ["server"]\n'
+        'peer = ["gnutls-cli", "openssl-s_client"]\nsigalg = ["rsa_pss_rsae_sha512"]\n'
+        '[[matrix]]\nvariant = ["wolfssl-5.7.2"]\nrole = ["server"]\n'
+        'peer = ["gnutls-cli", "openssl-s_client"]\ntls = ["1.2"]\n'
+        '[[matrix]]\nvariant = ["wolfssl-5.7.2"]\nrole = ["server"]\npeer = ["gnutls-cli"]\n'
+        'tls = ["1.2"]\ngroup = ["secp384r1"]\n',
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = load_run(store).interop
+    assert len(rows) == 5 and all(r.result == "ok" for r in rows), [r.detail for r in rows]
+    for row in rows:
+        group = "secp384r1" if "secp384r1" in row.case else "x25519"
+        assert f" {group} " in f"{row.negotiated} ", row
+
+
+@pytest.mark.parametrize(
+    ("options", "groups", "signs"),
+    [
+        ({}, ["X25519"], None),
+        ({"tls": "1.2", "cert": "ecdsa-p256"}, ["SECP256R1"], None),
+        ({"group": "ffdhe2048", "tls": "1.2"}, ["FFDHE2048"], None),
+        ({"sigalg": "rsa_pss_rsae_sha512"}, ["X25519"], ["SIGN-RSA-PSS-RSAE-SHA512"]),
+        ({"sigalg": "ecdsa_secp256r1_sha256", "cert": "ecdsa-p256"}, ["X25519"],
+         ["SIGN-ECDSA-SECP256R1-SHA256"]),
+        ({"sigalg": "ecdsa_secp256r1_sha256", "tls": "1.2", "cert": "ecdsa-p256"},
+         ["SECP256R1"], ["SIGN-ECDSA-SHA256"]),
+    ],
+)  # fmt: skip
+def test_gnutls_programs_accept_the_priority_that_pins_the_point(
+    options: dict[str, str], groups: list[str], signs: list[str] | None
+) -> None:
+    """The priority string given to gnutls-cli / gnutls-serv is one the machine's GnuTLS
+    takes, and it enables the point's group (and signature scheme) alone."""
+    from tlsbench import interop
+
+    priority = interop._gnutls_priority(options)
+    assert priority is not None
+    listed = subprocess.run(["gnutls-cli", "--priority", priority, "--list"],
+                            capture_output=True, text=True, check=False, timeout=30)  # fmt: skip
+    assert listed.returncode == 0, (priority, listed.stderr)
+    lines = {line.split(":", 1)[0]: line.split(":", 1)[1].replace(",", " ").split()
+             for line in listed.stdout.splitlines() if ":" in line}  # fmt: skip
+    assert lines["Groups"] == [f"GROUP-{g}" for g in groups], priority
+    if signs is not None:
+        assert lines["PK-signatures"] == signs, priority
+    assert interop._gnutls_priority({"group": "X25519MLKEM768"}) is None  # GnuTLS 3.7 has none
+
+
+def test_a_rustls_client_reads_a_response_that_ends_with_close_notify(
+    tmp_path: Path, build_of
+) -> None:
+    """openssl s_server -www and gnutls-serv --http send no Content-Length: a client reads
+    until the server's close_notify. rustls reports that alert as a read of no bytes, which
+    the adapter once took for "nothing yet", reading on into the TCP close ("EOF without
+    close_notify")."""
+    build_of("rustls-ffi-0.15.7")
+    proc, store = run_experiment(
+        tmp_path,
+        HEADER + '[[matrix]]\nvariant = ["rustls-ffi-0.15.7"]\n'
+        'peer = ["openssl-s_server", "gnutls-serv"]\nsigalg = ["rsa_pss_rsae_sha512"]\n',
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert set(statuses(store).values()) == {"ok"}, statuses(store)
+
+
 def test_a_hello_retry_costs_one_round_trip_with_real_servers(tmp_path: Path, build_of) -> None:
     """A tlsbench client offers x25519 first, with its only key share; openssl s_server,
     nginx and a tlsbench server offer secp256r1 alone and must ask again (HelloRetryRequest).

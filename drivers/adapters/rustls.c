@@ -872,7 +872,11 @@ static tb_status rl_read(void *conn, unsigned char *buf, size_t len, size_t *don
       *done = n;
       return TB_OK;
     }
-    if (r == RUSTLS_RESULT_ALERT_CLOSE_NOTIFY) return TB_CLOSED;
+    /* Success with no bytes is rustls' clean close: the peer's close_notify has arrived and
+     * every byte before it was read (Reader::read returns Ok(0)); "nothing yet" is
+     * PLAINTEXT_EMPTY. Pulling again would find the TCP close behind the alert. */
+    if ((r == RUSTLS_RESULT_OK && len > 0) || r == RUSTLS_RESULT_ALERT_CLOSE_NOTIFY)
+      return TB_CLOSED;
     if (r != RUSTLS_RESULT_OK && r != RUSTLS_RESULT_PLAINTEXT_EMPTY)
       return rl_fail(err, TB_FAILED, "read", r);
     tb_status st = pull(c, "read", err);

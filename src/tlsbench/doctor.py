@@ -1,8 +1,10 @@
-"""`tlsbench doctor`: tools the builds need, and machine facts that could skew figures."""
+"""`tlsbench doctor`: tools the builds need, the real programs the interop and load scenarios
+run, and machine facts that could skew figures."""
 
 from __future__ import annotations
 
 import json
+import os
 import platform
 import shutil
 import subprocess
@@ -34,12 +36,47 @@ DEV_PACKAGES = [
     "libssl-dev", "libgnutls28-dev",  # the `system` variants
 ]  # fmt: skip
 CRYPTO_FLAGS = ["aes", "pclmulqdq", "avx2", "avx512f", "vaes", "sha_ni"]
+# Where a program is looked for beyond PATH: nginx lives in /usr/sbin, which an unprivileged
+# user's PATH may lack (the runners look there too).
+SBIN = "/usr/sbin"
+
+
+@dataclass
+class PeerProgram:
+    """A real program that the interop or load scenario runs at the other end."""
+
+    executable: str
+    package: str  # the Debian package that provides it
+    uses: list[str]  # scenario and the name an experiment gives it: "interop openssl-s_server"
+    version: str | None = None  # None: not installed
+
+
+def peer_programs(path: str | None = None) -> list[PeerProgram]:
+    """The real programs of the interop and load runners, from their own tables (so that a
+    program added there is listed here), each with its version when installed. `path`: the
+    directories to search (default PATH, then /usr/sbin)."""
+    from tlsbench import interop, load
+
+    search = path if path is not None else os.pathsep.join([os.environ.get("PATH", ""), SBIN])
+    found: dict[str, PeerProgram] = {}
+    for scenario, table in (("interop", interop.PROGRAM_PACKAGES),
+                            ("load", load.PROGRAM_PACKAGES)):  # fmt: skip
+        for name, package in table.items():
+            executable = interop.program_executable(name)
+            program = found.setdefault(executable, PeerProgram(executable, package, []))
+            program.uses.append(f"{scenario} {name}")
+    for program in found.values():
+        where = shutil.which(program.executable, path=search)
+        if where is not None:
+            program.version = tool_version(interop.version_command(where))
+    return sorted(found.values(), key=lambda p: p.executable)
 
 
 @dataclass
 class Report:
     missing: dict[str, str] = field(default_factory=dict)  # what -> Debian package
     tools: dict[str, str] = field(default_factory=dict)
+    programs: list[PeerProgram] = field(default_factory=list)  # interop and load peers
     cpu: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -126,7 +163,9 @@ def measurement_warnings(cpu: dict[str, Any]) -> list[str]:
     return warnings
 
 
-def collect() -> Report:
+def collect(program_path: str | None = None) -> Report:
+    """What is installed and what the machine is; `program_path`: where to look for the
+    real peer programs (default PATH, then /usr/sbin)."""
     report = Report()
     for tool, package in TOOLS.items():
         if shutil.which(tool) is None:
@@ -162,20 +201,35 @@ def collect() -> Report:
         )
     else:
         report.tools["cargo"] = tool_version(["cargo", "--version"])
+    report.programs = peer_programs(program_path)
+    for program in report.programs:
+        if program.version is None:
+            report.missing[program.executable] = program.package
     report.cpu = cpu_facts()
     report.warnings = measurement_warnings(report.cpu)
     return report
 
 
-def run_doctor(as_json: bool = False) -> int:
-    report = collect()
+def run_doctor(as_json: bool = False, program_path: str | None = None) -> int:
+    report = collect(program_path)
     if as_json:
-        print(json.dumps({**report.__dict__, "install": report.install_command()}, indent=2))
+        data = {**report.__dict__, "programs": [p.__dict__ for p in report.programs]}
+        print(json.dumps({**data, "install": report.install_command()}, indent=2))
         return 1 if report.missing else 0
+    programs = {p.executable for p in report.programs}
     for name, version in report.tools.items():
         print(f"ok       {name:<18} {version}")
     for name, package in report.missing.items():
-        print(f"MISSING  {name:<18} (Debian package {package})")
+        if name not in programs:
+            print(f"MISSING  {name:<18} (Debian package {package})")
+    print("\nReal programs the interop and load scenarios run at the other end:")
+    for program in report.programs:
+        uses = ", ".join(program.uses)
+        if program.version is None:
+            print(f"MISSING  {program.executable:<18} (Debian package {program.package}; "
+                  f"for {uses})")  # fmt: skip
+        else:
+            print(f"ok       {program.executable:<18} {program.version} (for {uses})")
     cpu = report.cpu
     print(f"\nCPU      {cpu['model']} ({cpu['cores']} logical cores)")
     flags = " ".join(f"{f}{'+' if on else '-'}" for f, on in cpu["crypto_flags"].items())

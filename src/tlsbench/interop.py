@@ -11,9 +11,10 @@ to a file once it accepts connections; a program gets a port chosen here), then 
 both run in their own process groups, are killed together on a timeout or an interrupt, and
 each one's failure is kept with its stderr tail. Each tlsbench side checks what it
 negotiated against the request; here the two sides' readbacks are also compared with each
-other. A real program's offer is pinned only to the protocol version (and, for OpenSSL's
-programs, to the suite, group and signature scheme): the tlsbench side pins the rest and
-reads back what was agreed.
+other. A real program's offer is pinned to the protocol version and to the group the
+tlsbench side checks (the point's, or the driver's default), OpenSSL's programs also to the
+suite and signature scheme, GnuTLS's to a TLS 1.3 suite and the signature scheme: the
+tlsbench side pins the rest and reads back what was agreed.
 
 Timing and heap come from separate runs, as for every scenario: the pair of timing drivers,
 then the pair of heap drivers; a side's heap figures are then those of a process that holds
@@ -64,7 +65,42 @@ STDERR_TAIL_LINES = 12
 AGREED = ("version", "suite", "group", "sigalg", "resumed")
 
 OPENSSL_GROUPS = {"secp256r1": "P-256", "secp384r1": "P-384"}
+# GnuTLS's priority-string names (`gnutls-cli --list`) of tlsbench's groups, TLS 1.3 suites
+# (a TLS 1.3 suite is its cipher) and signature schemes; a scheme of ECDSA has one name per
+# protocol version (TLS 1.2's says nothing of the curve).
+GNUTLS_GROUPS = {
+    "x25519": "X25519", "x448": "X448", "secp256r1": "SECP256R1", "secp384r1": "SECP384R1",
+    "secp521r1": "SECP521R1", **{f"ffdhe{n}": f"FFDHE{n}" for n in (2048, 3072, 4096, 6144, 8192)},
+}  # fmt: skip
+GNUTLS_TLS13_CIPHERS = {"TLS_AES_128_GCM_SHA256": "AES-128-GCM",
+                        "TLS_AES_256_GCM_SHA384": "AES-256-GCM",
+                        "TLS_CHACHA20_POLY1305_SHA256": "CHACHA20-POLY1305",
+                        "TLS_AES_128_CCM_SHA256": "AES-128-CCM",
+                        "TLS_AES_128_CCM_8_SHA256": "AES-128-CCM-8"}  # fmt: skip
+GNUTLS_SIGNS = {
+    **{f"rsa_pss_rsae_sha{h}": f"RSA-PSS-RSAE-SHA{h}" for h in (256, 384, 512)},
+    **{f"rsa_pss_pss_sha{h}": f"RSA-PSS-SHA{h}" for h in (256, 384, 512)},
+    **{f"rsa_pkcs1_sha{h}": f"RSA-SHA{h}" for h in (256, 384, 512)},
+    "ed25519": "EdDSA-Ed25519", "ed448": "EdDSA-Ed448",
+}  # fmt: skip
+GNUTLS_ECDSA_SIGNS = {"ecdsa_secp256r1_sha256": (256, 256), "ecdsa_secp384r1_sha384": (384, 384),
+                      "ecdsa_secp521r1_sha512": (521, 512)}  # fmt: skip
 GNUTLS_VERSIONS = {"1.2": "+VERS-TLS1.2", "1.3": "+VERS-TLS1.3"}
+# The group a driver checks when the point names none (default_group in
+# drivers/core/main.c): in TLS 1.2 an ECDSA certificate's curve, else x25519.
+TLS12_CERT_GROUPS = {"ecdsa-p256": "secp256r1", "ecdsa-p384": "secp384r1"}
+
+
+def point_group(options: dict[str, Any]) -> str:
+    """The group the point's tlsbench side will check: a real program is offered that one
+    alone, as a tlsbench peer would be (a program left to its own defaults offers others,
+    and a side that cannot be held to a group, rustls, or a TLS 1.2 wolfSSL server, which
+    takes the client's first curve, would agree on one the run did not ask for)."""
+    if options.get("group"):
+        return str(options["group"])
+    if str(options.get("tls", "1.3")) == "1.2":
+        return TLS12_CERT_GROUPS.get(str(options.get("cert", "rsa2048")), "x25519")
+    return "x25519"
 
 
 def is_program(name: str) -> bool:
@@ -73,6 +109,18 @@ def is_program(name: str) -> bool:
 
 def program_role(name: str) -> str:
     return "server" if name in SERVER_PROGRAMS else "client"
+
+
+def program_executable(name: str) -> str:
+    """The machine's executable a peer name runs: `openssl` for `openssl-s_server`."""
+    return name.split("-")[0] if name.startswith("openssl") else name
+
+
+def version_command(executable: str) -> list[str]:
+    """How an executable tells its version (nginx prints it on stderr)."""
+    if Path(executable).name == "openssl":
+        return [executable, "version"]
+    return [executable, "-v"] if Path(executable).name == "nginx" else [executable, "--version"]
 
 
 def pinned_program(name: str) -> bool:
@@ -227,22 +275,45 @@ def _openssl_offer(options: dict[str, Any], executable: str = "openssl") -> list
         if name is None:
             return f"{executable} does not know {suite}"
         args += ["-cipher", f"{name}:@SECLEVEL=0"]
-    group = options.get("group")
-    if group:
-        args += ["-groups", OPENSSL_GROUPS.get(str(group), str(group))]
+    group = point_group(options)
+    args += ["-groups", OPENSSL_GROUPS.get(group, group)]
     if options.get("sigalg"):
         args += ["-sigalgs", str(options["sigalg"])]
     return args
 
 
-def _gnutls_priority(options: dict[str, Any]) -> str:
-    return f"NORMAL:-VERS-ALL:{GNUTLS_VERSIONS[str(options.get('tls', '1.3'))]}"
+def _gnutls_priority(options: dict[str, Any]) -> str | None:
+    """gnutls-serv / gnutls-cli's priority string: GnuTLS's NORMAL less every version, group,
+    TLS 1.3 suite and signature scheme but the point's; None when GnuTLS has no name for one
+    of them. (A TLS 1.2 suite is left to the tlsbench side, which offers that one alone.)"""
+    tls = str(options.get("tls", "1.3"))
+    group = GNUTLS_GROUPS.get(point_group(options))
+    if group is None:
+        return None
+    parts = ["NORMAL", "-VERS-ALL", GNUTLS_VERSIONS[tls], "-GROUP-ALL", f"+GROUP-{group}"]
+    suite = str(options.get("suite") or "")
+    if suite and tls == "1.3":
+        if suite not in GNUTLS_TLS13_CIPHERS:
+            return None
+        parts += ["-CIPHER-ALL", f"+{GNUTLS_TLS13_CIPHERS[suite]}"]
+    sigalg = str(options.get("sigalg") or "")
+    if sigalg:
+        if sigalg in GNUTLS_ECDSA_SIGNS:
+            curve, hash_bits = GNUTLS_ECDSA_SIGNS[sigalg]
+            sign = (f"ECDSA-SECP{curve}R1-SHA{hash_bits}" if tls == "1.3"
+                    else f"ECDSA-SHA{hash_bits}")  # fmt: skip
+        elif sigalg in GNUTLS_SIGNS:
+            sign = GNUTLS_SIGNS[sigalg]
+        else:
+            return None
+        parts += ["-SIGN-ALL", f"+SIGN-{sign}"]
+    return ":".join(parts)
 
 
 def program_side(name: str, options: dict[str, Any], port: int | None, connections: int,
                  scratch: Path, host: str = "127.0.0.1") -> Side | str:  # fmt: skip
     """A real program as the peer, or the reason it cannot play this point."""
-    executable = name.split("-")[0] if name.startswith("openssl") else name
+    executable = program_executable(name)
     if pinned_program(name):
         executable = openssl_executable(name)
     elif shutil.which(executable) is None and not Path(f"/usr/sbin/{executable}").exists():
@@ -270,16 +341,18 @@ def program_side(name: str, options: dict[str, Any], port: int | None, connectio
         if options.get("key_share"):
             return ("gnutls-serv is run with GnuTLS's NORMAL groups: it accepts the client's "
                     "first key share, so no HelloRetryRequest")  # fmt: skip
+        priority = _gnutls_priority(options)
+        if priority is None:
+            return f"{name} cannot be pinned to this point's group, suite or signature scheme"
         command = ["gnutls-serv", "--port", str(port), "--http", "--x509certfile", chain,
-                   "--x509keyfile", key, "--priority", _gnutls_priority(options),
-                   "--noticket"]  # fmt: skip
+                   "--x509keyfile", key, "--priority", priority, "--noticket"]  # fmt: skip
         if auth == "mutual":
             command += ["--require-client-cert", "--verify-client-cert", "--x509cafile", ca]
     elif name == "nginx":
         offer = _openssl_offer(options)
         if isinstance(offer, str):
             return offer
-        command = nginx_command(options, port, scratch, host)
+        command = nginx_command({**options, "group": point_group(options)}, port, scratch, host)
     elif name == "curl":
         tls = str(options.get("tls", "1.3"))
         # The body goes to a file (checked afterwards); stdout says how fast it came.
@@ -302,8 +375,11 @@ def program_side(name: str, options: dict[str, Any], port: int | None, connectio
         if auth == "mutual":
             command += ["-cert", client_chain, "-key", client_key]
     else:  # gnutls-cli
+        priority = _gnutls_priority(options)
+        if priority is None:
+            return f"{name} cannot be pinned to this point's group, suite or signature scheme"
         command = ["gnutls-cli", "--port", str(port), host, "--sni-hostname",
-                   "localhost", "--priority", _gnutls_priority(options)]  # fmt: skip
+                   "localhost", "--priority", priority]  # fmt: skip
         command += (["--x509cafile", ca, "--verify-hostname", "localhost"] if auth != "none"
                     else ["--insecure"])  # fmt: skip
         if auth == "mutual":
@@ -707,8 +783,7 @@ def run_point(options: dict[str, Any], build: Build, peer_build: Build | None, t
 
 def program_version(name: str) -> str | None:
     """The version a real program reports (recorded with every interop point)."""
-    command = ([openssl_executable(name), "version"] if name.startswith("openssl")
-               else ["nginx", "-v"] if name == "nginx" else [name, "--version"])  # fmt: skip
+    command = version_command(openssl_executable(name) if name.startswith("openssl") else name)
     try:
         proc = subprocess.run(command, capture_output=True, text=True, check=False, timeout=10)
     except (OSError, subprocess.TimeoutExpired):

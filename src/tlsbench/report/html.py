@@ -35,6 +35,7 @@ figure.plot.broken { outline: 3px solid #c00; }
 figcaption { color: #555; font-size: 0.9em; }
 td.result-ok { background: #d9f2d9; text-align: center; }
 td.result-failed { background: #f8d0d0; text-align: center; }
+td.result-finding { background: #f8e6c8; text-align: center; }
 td.result-unsupported { background: #ececec; color: #666; text-align: center; }
 pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; font-size: 0.85em; }
 """
@@ -62,7 +63,8 @@ window.addEventListener("load", function () {
 
 
 # Interop grid cells by result (the detail is the cell's hover text).
-RESULT_CLASSES = {"✓": "result-ok", "✗": "result-failed", "unsupported": "result-unsupported"}
+RESULT_CLASSES = {"✓": "result-ok", "✗ unexplained": "result-failed",
+                  "✗ finding": "result-finding", "unsupported": "result-unsupported"}  # fmt: skip
 
 
 def _table(view: View) -> str:

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from tlsbench import findings
 from tlsbench.stats import StatWarning, Summary, environment_warnings, sample_warnings, summarize
 from tlsbench.store import Point, Store
 
@@ -263,6 +264,11 @@ class InteropRow:
     loss: float | None = None
     client_wall_p90_ms: float | None = None
     line: str = ""
+    # A failed pair: the known finding that explains it (findings/findings.toml), else
+    # findings.UNEXPLAINED; and the command that shows the finding without tlsbench.
+    finding: str = ""  # the finding's id, "" when none explains the failure
+    verdict: str = ""
+    reproduce: str = ""
 
 
 @dataclass(frozen=True)
@@ -856,6 +862,7 @@ class _Loader:
         # parameters, and must land in the same grid as those that did.
         cases = case_labels({p.id: dict(p.params) for p in points})
         lines = case_labels({p.id: dict(p.params) for p in points}, skip=("rtt_ms", "loss"))
+        known = findings.load() if points else []
         rows = []
         for p in points:
             role = str(p.params.get("role", "client"))
@@ -901,6 +908,14 @@ class _Loader:
                 cpu = (median_ms("client_cpu_ns") or 0.0) + (median_ms("server_cpu_ns") or 0.0)
                 model_ms = cpu + (round_trips + 1) * rtt  # + 1: TCP's own handshake
                 residual_ms = client_wall - model_ms
+            finding = verdict = reproduce = ""
+            if result == "failed":
+                match = findings.explain(known, client, server, dict(p.params), detail)
+                if match is None:
+                    verdict = findings.UNEXPLAINED
+                else:
+                    finding, reproduce = match.id, match.reproduce
+                    verdict = f"finding {match.id}: {match.title}"
             case, line = cases[p.id], lines[p.id]
             if p.params.get("resume") == "on":
                 case = f"{case} resumed" if case != "default" else "resumed"
@@ -929,6 +944,9 @@ class _Loader:
                     loss=float(p.params.get("loss") or 0) if "rtt_ms" in p.params else None,
                     client_wall_p90_ms=wall_p90,
                     line=line,
+                    finding=finding,
+                    verdict=verdict,
+                    reproduce=reproduce,
                     download_bytes=_int_or_none(p.params.get("bytes")),
                     download_mbps=median_of("download_MBps"),
                     client_cpu_s_per_gb=median_of("client_cpu_s_per_GB"),

@@ -10,8 +10,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from tlsbench import findings
 from tlsbench.interop import PROGRAMS
-from tlsbench.report.model import RunModel
+from tlsbench.report.model import InteropRow, RunModel
 
 SIGNIFICANT = 3  # digits kept for times and rates: more than a benchmark can resolve anyway
 
@@ -448,7 +449,15 @@ def _opt(value: int | None) -> str:
     return "-" if value is None else str(value)
 
 
-INTEROP_MARK = {"ok": "✓", "unsupported": "unsupported", "failed": "✗"}
+INTEROP_MARK = {"ok": "✓", "unsupported": "unsupported"}
+# A failed cell says whether a known finding explains it (findings/findings.toml).
+FAILED_MARK = {True: "✗ finding", False: "✗ unexplained"}
+
+
+def interop_mark(row: InteropRow) -> str:
+    if row.result == "failed":
+        return FAILED_MARK[bool(row.finding)]
+    return INTEROP_MARK.get(row.result, "?")
 
 
 def _interop_views(model: RunModel) -> list[View]:
@@ -465,6 +474,8 @@ def _interop_views(model: RunModel) -> list[View]:
             row = cell.get((client, server))
             if row is None:
                 return ""
+            if row.result == "failed":
+                return f"{row.detail} ({row.verdict})"
             return row.negotiated if row.result == "ok" else row.detail
 
         out.append(
@@ -474,16 +485,16 @@ def _interop_views(model: RunModel) -> list[View]:
                 "Client (row) against server (column), each in its own process over loopback "
                 "TCP: ✓ = the handshake completed with exactly the requested parameters on "
                 "the tlsbench side(s), both sides read back the same, and the HTTP response "
-                "arrived intact on every connection; ✗ = it failed (see the table below); "
+                "arrived intact on every connection; ✗ finding = it failed as a known library "
+                "incompatibility explains, ✗ unexplained = it failed and nothing explains it "
+                "yet: a harness fault until shown otherwise (both in Interop failures); "
                 "unsupported = one side cannot offer the request.",
                 ["client \\ server", *servers],
                 [False] * (len(servers) + 1),
                 [
                     [client]
                     + [
-                        INTEROP_MARK.get(cell[(client, server)].result, "?")
-                        if (client, server) in cell
-                        else ""
+                        interop_mark(cell[(client, server)]) if (client, server) in cell else ""
                         for server in servers
                     ]
                     for client in clients
@@ -491,6 +502,22 @@ def _interop_views(model: RunModel) -> list[View]:
                 titles=[["", *(title(c, server) for server in servers)] for c in clients],
             )
         )
+    failed = [r for r in model.interop if r.result == "failed"]
+    if failed:
+        out.append(
+            View(
+                "interop_failures",
+                "Interop failures",
+                "Each failed pair: the known finding that explains it (findings/findings.toml, "
+                "docs/interop.md) with the command, run from the repository root, that shows "
+                "the same failure with the libraries' own programs, without tlsbench; or "
+                f"\"{findings.UNEXPLAINED}\".",
+                ["client", "server", "case", "verdict", "reproduce", "failure"],
+                [False] * 6,
+                [[r.client, r.server, r.case, r.verdict,
+                  r.reproduce or "-", r.detail] for r in failed],
+            )
+        )  # fmt: skip
     downloads = [r for r in model.interop if r.download_bytes]
     if downloads:
         out.append(
