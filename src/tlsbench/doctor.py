@@ -213,7 +213,11 @@ def collect(program_path: str | None = None) -> Report:
 def run_doctor(as_json: bool = False, program_path: str | None = None) -> int:
     report = collect(program_path)
     if as_json:
-        data = {**report.__dict__, "programs": [p.__dict__ for p in report.programs]}
+        from tlsbench import cpuprofile
+
+        data = {**report.__dict__, "programs": [p.__dict__ for p in report.programs],
+                "cpu_profile": {"name": cpuprofile.active().name,
+                                "environment": cpuprofile.active_environment()}}  # fmt: skip
         print(json.dumps({**data, "install": report.install_command()}, indent=2))
         return 1 if report.missing else 0
     programs = {p.executable for p in report.programs}
@@ -235,6 +239,11 @@ def run_doctor(as_json: bool = False, program_path: str | None = None) -> int:
     flags = " ".join(f"{f}{'+' if on else '-'}" for f, on in cpu["crypto_flags"].items())
     print(f"crypto   {flags}")
     print(f"TSC      {'invariant' if cpu['invariant_tsc'] else 'NOT invariant'}")
+    from tlsbench import cpuprofile
+
+    profile = cpuprofile.active()
+    switches = " ".join(f"{k}={v}" for k, v in cpuprofile.active_environment().items())
+    print(f"profile  {profile.name}: {profile.summary}" + (f" ({switches})" if switches else ""))
     unknown = "unknown (not exposed)"
     turbo = unknown if cpu["turbo"] is None else ("on" if cpu["turbo"] else "off")
     print(f"governor {cpu['governor'] or unknown}; turbo {turbo}")
