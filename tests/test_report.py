@@ -618,3 +618,46 @@ def test_network_latency_plot_has_a_panel_per_loss_and_a_line_per_case() -> None
     for ax in axes:  # per case: the median and the p90 line
         assert len(ax.get_lines()) == 4
     assert network_latency(RunModel(run=run, interop=[])) is None
+
+
+def test_a_run_over_several_machines_shows_them_side_by_side(tmp_path: Path) -> None:
+    store = Store(tmp_path / "machines.db")
+    run_id = store.new_run("sharded", "?", "time", 2, {}, "", "c0", shard_count=2)
+    store.add_points(run_id, [
+        {"name": f"records_{size}", "variant": "null", "library": "null", "scenario": "records",
+         "params": {"scenario": "records", "payload": size}, "build": BUILDS["null"],
+         "shard": shard}
+        for shard, size in ((1, 64), (2, 1024))
+    ])  # fmt: skip
+    machines = [
+        store.machine({"host": host, "cpu_model": cpu, "cpu_flags": flags, "kernel": "6.1",
+                       "commit_id": "c0", "cores": cores})
+        for host, cpu, flags, cores in (("alpha", "CPU A", "aes sse2", 2),
+                                        ("beta", "CPU B", "aes sse2 avx512f", 64))
+    ]  # fmt: skip
+    for shard, point, machine in zip((1, 2), store.points(run_id), machines, strict=True):
+        store.claim(run_id, shard, machine)
+        for rep in range(2):
+            output = driver_output("null", "records", {"payload": point.params["payload"]})
+            output = with_samples(output, {"write_ns": [100.0 + rep] * 30,
+                                           "read_ns": [90.0] * 30})  # fmt: skip
+            store.add_result(point.id, rep, "ok", 0, None, 0.1, STARTED, output, "", machine)
+        if shard == 1:
+            store.finish_run(run_id, "complete", shard)
+    # Before every shard is done, a report refuses and says which shard is missing.
+    with pytest.raises(UserError, match=r"shard 2/2 \(running on"):
+        store.check_whole(run_id, "report")
+    partial = load_run(store, run_id)
+    assert any(n.kind == "missing shards" for n in partial.notes)
+    store.finish_run(run_id, "complete", 2)
+    model = load_run(store, run_id)
+    assert [(m.machine, m.cpu_model, m.cores, m.points, m.results) for m in model.machines] == [
+        ("alpha", "CPU A", 2, 1, 2), ("beta", "CPU B", 64, 1, 2)
+    ]  # fmt: skip
+    assert model.machines[1].cpu_flags == "3; only here: avx512f"
+    assert {(r.point, r.machine) for r in model.latency} == {
+        ("records_64", "alpha"), ("records_1024", "beta")
+    }  # fmt: skip
+    text = export(model, "markdown")
+    assert "## Machines" in text and "| null @ alpha |" in text and "| null @ beta |" in text
+    assert not any(n.kind == "missing shards" for n in model.notes)

@@ -18,6 +18,7 @@ import platform
 import random
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -29,11 +30,13 @@ from typing import Any
 
 from tlsbench import arches, certs, interop, load, paths
 from tlsbench.build import Build, Builder
+from tlsbench.dialect import is_postgres, open_database
 from tlsbench.doctor import cpu_facts, cpu_flags, measurement_warnings
 from tlsbench.drive import TLS_SCENARIOS, driver_command
 from tlsbench.errors import UserError
 from tlsbench.experiments import Experiment, RunPoint, check_capabilities
 from tlsbench.recipes.base import tool_version
+from tlsbench.shards import Shard, shard_of
 from tlsbench.store import Point, Store, now
 from tlsbench.variants import Catalog
 
@@ -105,6 +108,39 @@ def environment(builder: Builder) -> dict[str, Any]:
     }
 
 
+def machine_facts(env: dict[str, Any]) -> dict[str, Any]:
+    """What identifies the machine a result ran on (store.MACHINE_IDENTITY: host, CPU model
+    and flags, kernel, tlsbench commit), with other facts worth showing beside them."""
+    cpu = env.get("cpu") or {}
+    return {
+        "host": socket.gethostname(),
+        "cpu_model": str(cpu.get("model", "unknown")),
+        "cpu_flags": str(env.get("cpu_flags", "")),
+        "kernel": str(env.get("kernel", "")),
+        "commit_id": str(env.get("commit", "unknown")),
+        "cores": cpu.get("cores"),
+        "virtualization": cpu.get("virtualization"),
+        "compiler": env.get("compiler"),
+        "python": env.get("python"),
+    }
+
+
+def result_build_key(point: RunPoint, builds: dict[str, Build]) -> str:
+    """The builds a result ran, as `variant=cache key/drivers key` (the peer or generator
+    too, where it is a variant), so that a figure traces to its exact binaries."""
+    specs = [
+        point.variant,
+        str(point.options.get("peer", "")),
+        str(point.options.get("client", "")),
+    ]
+    keys = []
+    for spec in dict.fromkeys(s for s in specs if s in builds):
+        described = builds[spec]
+        drivers = described.drivers_folder.name.removeprefix("drivers-")[:16]
+        keys.append(f"{spec}={described.key}/{drivers}")
+    return " ".join(keys)
+
+
 def commit_id() -> str:
     proc = subprocess.run(
         ["git", "-C", str(paths.REPO), "describe", "--always", "--dirty", "--abbrev=12"],
@@ -113,8 +149,13 @@ def commit_id() -> str:
     return proc.stdout.strip() or "unknown"
 
 
-def check_results_location(db_path: Path) -> None:
-    """An unwritable or full results location is reported before anything runs."""
+def check_results_location(target: str) -> None:
+    """An unwritable or full results location, or a database server that cannot be reached,
+    is reported before anything runs."""
+    if is_postgres(target):
+        open_database(target, readonly=True).close()  # connects, or says why it cannot
+        return
+    db_path = Path(target)
     folder = db_path.parent
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -547,6 +588,7 @@ class Runner:
         self.builder = builder or Builder(quiet=quiet)
         self.quiet = quiet
         self.catalog = Catalog()
+        self.machine_id: int | None = None
 
     def prepare(self, points: list[RunPoint]) -> dict[str, Build]:
         """Builds every variant and makes every certificate the points need, up front."""
@@ -575,27 +617,35 @@ class Runner:
         repetitions: int,
         timeout: float | None = None,
         seed: int | None = None,
+        shard: Shard | None = None,
+        run_key: str | None = None,
     ) -> int:
+        """Makes the run (builds, certificates, the run and its points in the store), or,
+        for a shard whose run another shard made already (same `run_key`), joins it."""
         builds = self.prepare(points)
         env = environment(self.builder)
         env["order_seed"] = seed if seed is not None else random.SystemRandom().randrange(2**32)
-        run_id = self.store.new_run(
-            experiment.name, experiment.question, self.mode, repetitions,
-            env, experiment.text, commit_id(),
-            timeout if timeout is not None else experiment.timeout,
-        )  # fmt: skip
-        self.store.add_points(
-            run_id,
-            [
-                {"name": p.name, "variant": p.variant, "library": p.library,
-                 "scenario": p.scenario, "params": {"scenario": p.scenario, **p.options},
-                 "build": build_description(p, builds)}
-                for p in interleaved(points)
-            ],
-        )  # fmt: skip
+        count = shard.count if shard else 1
+        settings = {
+            "experiment": experiment.name, "question": experiment.question, "mode": self.mode,
+            "repetitions": repetitions, "experiment_text": experiment.text,
+            "commit_id": commit_id(), "shard_count": count,
+            "timeout": timeout if timeout is not None else experiment.timeout,
+        }  # fmt: skip
+        stored = [
+            {"name": p.name, "variant": p.variant, "library": p.library,
+             "scenario": p.scenario, "params": {"scenario": p.scenario, **p.options},
+             "build": build_description(p, builds), "shard": shard_of(position, count)}
+            for position, p in enumerate(interleaved(points))
+        ]  # fmt: skip
+        run_id, joined = self.store.start_or_join(run_key, settings, stored, env)
+        if joined:
+            self.check_same_builds(run_id)
         if not self.quiet:
-            print(f"run {run_id}: {experiment.name}, {len(points)} points x {repetitions} "
-                  f"repetitions -> {self.store.path}", file=sys.stderr)  # fmt: skip
+            part = f", shard {shard}" if shard else ""
+            verb = "joined" if joined else "started"
+            print(f"run {run_id} ({verb}{part}): {experiment.name}, {len(points)} points x "
+                  f"{repetitions} repetitions -> {self.store.path}", file=sys.stderr)  # fmt: skip
         return run_id
 
     def run_interop(self, point: RunPoint, builds: dict[str, Build], timeout: float) -> Outcome:
@@ -665,36 +715,39 @@ class Runner:
                     "driver builds in one run: start a new run instead."
                 )
 
-    def execute(self, run_id: int, timeout: float) -> Tally:
-        """Runs every (point, repetition) of the run without a final result (ok or
-        unsupported), as the run's owner; an interruption marks the run interrupted."""
-        self.store.claim(run_id)
+    def execute(self, run_id: int, timeout: float, shard: int = 1) -> Tally:
+        """Runs every (point, repetition) of the run's shard without a final result (ok or
+        unsupported), as the shard's owner; an interruption marks the shard interrupted."""
+        env = environment(self.builder)
+        self.machine_id = self.store.machine(machine_facts(env))
+        self.store.claim(run_id, shard, self.machine_id)
         stop = threading.Event()
-        beat = threading.Thread(target=_heartbeat, args=(self.store.path, run_id, stop))
+        beat = threading.Thread(target=_heartbeat, args=(self.store.target, run_id, shard, stop))
         beat.start()
         try:
-            tally = self._execute(run_id, timeout)
+            tally = self._execute(run_id, timeout, shard)
         except BaseException:
             # The heartbeat's connection is closed before the final write: a thread left
             # writing while the process exits can lose that write.
             stop.set()
             beat.join()
-            self.store.finish_run(run_id, "interrupted")
+            self.store.finish_run(run_id, "interrupted", shard)
             raise
         stop.set()
         beat.join()
-        self.store.finish_run(run_id, "failed" if self.store.failed_count(run_id) else "complete")
+        failed = self.store.failed_count(run_id, shard)
+        self.store.finish_run(run_id, "failed" if failed else "complete", shard)
         return tally
 
-    def _execute(self, run_id: int, timeout: float) -> Tally:
+    def _execute(self, run_id: int, timeout: float, shard: int) -> Tally:
         run = self.store.run(run_id)
-        stored = self.store.points(run_id)
+        stored = self.store.points(run_id, shard)
         seed = int(json.loads(run["environment"]).get("order_seed", 0))
-        done = {p.id: self.store.done_repetitions(p.id) for p in stored}
+        done = self.store.done_by_point(run_id)
         todo = [
             (repetition, candidate)
             for repetition, candidate in run_order(stored, run["repetitions"], seed)
-            if repetition not in done[candidate.id]
+            if repetition not in done.get(candidate.id, set())
         ]
         builds: dict[str, Build] = {}
         tally = Tally()
@@ -727,6 +780,7 @@ class Runner:
             self.store.add_result(
                 stored_point.id, repetition, outcome.status, outcome.exit_code, outcome.signal,
                 outcome.seconds, started_at, outcome.output, outcome.stderr_tail,
+                self.machine_id, result_build_key(point, builds),
             )  # fmt: skip
             progress.done += 1
             if outcome.status == "ok":
@@ -749,11 +803,11 @@ class Runner:
 HEARTBEAT_S = 5.0
 
 
-def _heartbeat(db_path: Path, run_id: int, stop: threading.Event) -> None:
+def _heartbeat(target: str, run_id: int, shard: int, stop: threading.Event) -> None:
     """Beats in its own connection while the runner waits on a driver (points can be long)."""
-    store = Store(db_path)
+    store = Store(target)
     try:
         while not stop.wait(HEARTBEAT_S):
-            store.heartbeat(run_id)
+            store.heartbeat(run_id, shard)
     finally:
         store.close()

@@ -90,6 +90,7 @@ class MemoryRow:
     pool_peak: float | None = None
     pool_retained: float | None = None
     failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
+    machine: str = ""  # where the run spans several machines: the one(s) this row ran on
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,7 @@ class HandshakeRow:
     hps_ci_low: float | None
     hps_ci_high: float | None
     failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
+    machine: str = ""  # where the run spans several machines: the one(s) this row ran on
 
 
 @dataclass(frozen=True)
@@ -131,6 +133,7 @@ class WireRow:
     server_records: float | None
     round_trips: float | None  # server flights the client waited for before it could send
     failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
+    machine: str = ""  # where the run spans several machines: the one(s) this row ran on
 
 
 @dataclass(frozen=True)
@@ -148,6 +151,7 @@ class CodeSizeRow:
     total: int
     identical: bool  # every repetition measured the same
     failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
+    machine: str = ""  # where the run spans several machines: the one(s) this row ran on
 
 
 @dataclass(frozen=True)
@@ -170,6 +174,7 @@ class LatencyRow:
     # Median of per-record means of batches of records (not quantised by the TSC's step).
     batch_mean_ns: float | None = None
     failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
+    machine: str = ""  # where the run spans several machines: the one(s) this row ran on
 
 
 @dataclass(frozen=True)
@@ -189,6 +194,7 @@ class ThroughputRow:
     receiver_ci_low: float
     receiver_ci_high: float
     failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
+    machine: str = ""  # where the run spans several machines: the one(s) this row ran on
 
 
 @dataclass(frozen=True)
@@ -205,6 +211,7 @@ class AeadRow:
     ns_per_byte: float
     mbps: float
     failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
+    machine: str = ""  # where the run spans several machines: the one(s) this row ran on
     open_tsc_cycles_per_byte: float | None = None  # open (decrypt + tag check)
     batch: int | None = None  # operations per timed region (one sample = one batch)
 
@@ -221,6 +228,7 @@ class InstructionRow:
     repetitions: int
     identical: bool  # every repetition gave the same count
     failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
+    machine: str = ""  # where the run spans several machines: the one(s) this row ran on
     # Firmware (cortex-m7) points: the count projected to a clock and CPI (cortexm.py).
     projected_ms: float | None = None
 
@@ -256,6 +264,7 @@ class InteropRow:
     client_cpu_s_per_gb: float | None = None
     server_cpu_s_per_gb: float | None = None
     failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
+    machine: str = ""  # where the run spans several machines: the one(s) this row ran on
     # Over an emulated network: its round-trip time and loss, the 90th percentile of the
     # client's wall time (over connections and repetitions), and the case without the
     # network (one line of the latency-vs-RTT plot per such case and loss).
@@ -289,6 +298,7 @@ class LoadRow:
     latency_from: str  # "connect" (tlsbench new/resume), "request" (keepalive, h2load)
     detail: str  # why not ok
     failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
+    machine: str = ""  # where the run spans several machines: the one(s) this row ran on
 
 
 @dataclass(frozen=True)
@@ -315,6 +325,22 @@ class BuildRow:
     version: str
     cache_key: str
     compile_flags: str
+
+
+@dataclass(frozen=True)
+class MachineRow:
+    """A machine that ran results of the run (host, CPU, kernel, tlsbench commit): one row
+    each, side by side, with the CPU flags that set it apart from the others."""
+
+    machine: str  # the label its figures carry where the run spans several machines
+    host: str
+    cpu_model: str
+    cores: int | None
+    kernel: str
+    commit: str
+    cpu_flags: str  # how many, and those only some of the machines have
+    points: int
+    results: int
 
 
 @dataclass(frozen=True)
@@ -363,6 +389,7 @@ class RunModel:
     problems: list[ProblemRow] = field(default_factory=list)
     notes: list[NoteRow] = field(default_factory=list)
     builds: list[BuildRow] = field(default_factory=list)
+    machines: list[MachineRow] = field(default_factory=list)
     latency_samples: list[LatencySamples] = field(default_factory=list)
     variants: list[str] = field(default_factory=list)  # in point order: stable plot colours
 
@@ -383,6 +410,7 @@ class RunModel:
             Table("problems", "Unsupported and failed points", ProblemRow, self.problems),
             Table("notes", "Notes", NoteRow, self.notes),
             Table("builds", "Builds", BuildRow, self.builds),
+            Table("machines", "Machines", MachineRow, self.machines),
             Table("environment", "Environment", EnvironmentRow, self.environment),
         ]
 
@@ -412,6 +440,7 @@ class _Result:
     signal: int | None
     output: dict[str, Any] | None
     stderr_tail: str
+    machine_id: int | None = None
 
 
 def _signal_name(number: int) -> str:
@@ -544,12 +573,22 @@ class _Loader:
                     signal=r["signal"],
                     output=json.loads(r["output"]) if r["output"] else None,
                     stderr_tail=str(r["stderr_tail"] or ""),
+                    machine_id=r["machine_id"],
                 )
                 for r in store.results(p.id)
             ]
             for p in self.points
         }
         self.notes: list[NoteRow] = []
+        count = int(row["shard_count"] or 1)
+        missing = store.missing_shards(self.run.id) if count > 1 else []
+        if missing:
+            self.notes.append(NoteRow(
+                "run", "missing shards",
+                f"not every shard is done ({', '.join(m.describe(count) for m in missing)}): "
+                "their points have no figures yet",
+            ))  # fmt: skip
+        self.machine_rows = store.machines_of_run(self.run.id)
 
     def ok(self, point: Point) -> list[_Result]:
         return [r for r in self.results[point.id] if r.status == "ok" and r.output is not None]
@@ -1085,6 +1124,56 @@ class _Loader:
             )
         return list(rows.values())
 
+    def machine_labels(self) -> dict[int, str]:
+        """Machine id -> its label: the host name, with the machine's number where one host
+        name stands for several machines (another kernel, CPU or commit)."""
+        hosts = [str(m["host"]) for m in self.machine_rows]
+        return {
+            int(m["id"]): str(m["host"]) if hosts.count(str(m["host"])) == 1
+            else f"{m['host']} #{m['id']}"
+            for m in self.machine_rows
+        }  # fmt: skip
+
+    def machines(self) -> list[MachineRow]:
+        labels = self.machine_labels()
+        flags = {int(m["id"]): set(str(m["cpu_flags"]).split()) for m in self.machine_rows}
+        common = set.intersection(*flags.values()) if flags else set()
+        rows = []
+        for m in self.machine_rows:
+            mine = flags[int(m["id"])]
+            only = sorted(mine - common)
+            facts = json.loads(m["facts"] or "{}")
+            points = sum(
+                1 for p in self.points
+                if any(r.machine_id == m["id"] for r in self.results[p.id])
+            )  # fmt: skip
+            rows.append(MachineRow(
+                machine=labels[int(m["id"])], host=str(m["host"]),
+                cpu_model=str(m["cpu_model"]), cores=_int_or_none(facts.get("cores")),
+                kernel=str(m["kernel"]), commit=str(m["commit_id"]),
+                cpu_flags=f"{len(mine)}" + (f"; only here: {' '.join(only)}" if only else ""),
+                points=points, results=int(m["results"]),
+            ))  # fmt: skip
+        return rows
+
+    def mark_machines(self, model: RunModel) -> None:
+        """Where the run's results come from several machines, every figure row says which
+        machine(s) its point ran on, so that machines read side by side."""
+        labels = self.machine_labels()
+        if len(labels) < 2:
+            return
+        marks = {}
+        for p in self.points:
+            ids = sorted({r.machine_id for r in self.results[p.id] if r.machine_id is not None})
+            if ids:
+                marks[(p.variant, p.name)] = ", ".join(labels[i] for i in ids)
+        for name in ("memory", "handshakes", "wire", "code_size", "latency", "throughput", "aead",
+                     "instructions", "interop", "load"):  # fmt: skip
+            setattr(model, name, [
+                dataclasses.replace(r, machine=marks.get((r.variant, r.point), ""))
+                for r in getattr(model, name)
+            ])  # fmt: skip
+
     def model(self) -> RunModel:
         # Tables in report order, so that their statistical notes come in that order too.
         memory = self.memory()
@@ -1105,11 +1194,13 @@ class _Loader:
             load=self.load(),
             problems=self.problems(),
             builds=self.builds(),
+            machines=self.machines(),
             latency_samples=latency_samples,
             variants=list(dict.fromkeys(p.variant for p in self.points)),
         )
         model.notes = self.driver_and_environment_notes() + self.notes
         self.mark_partly_failed(model)
+        self.mark_machines(model)
         return model
 
     def partly_failed(self) -> dict[tuple[str, str], str]:
