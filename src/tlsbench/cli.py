@@ -262,11 +262,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         runner.check_same_builds(run["id"])
         tally = runner.execute(run["id"], stored_timeout(run), index)
         return _summarize_run(run["id"], tally, store, index if count > 1 else None)
-    if shard is not None and args.run_key is None:
-        raise UserError(
-            "--shard needs --run-key KEY, the same in every shard of the run (e.g. the CI "
-            "pipeline's id): the shards find their one run in the store by it"
-        )
     run_key = shards.check_run_key(args.run_key) if args.run_key is not None else None
     # Everything about the request is checked before the store is touched.
     experiment = experiments.load(args.experiment or "quick")
@@ -281,6 +276,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         part = f" (shard {shard} of {len(points)})" if shard else ""
         print(f"{len(listed)} points{part} x {repetitions} repetitions", file=sys.stderr)
         return 0
+    if shard is not None and run_key is None:
+        raise UserError(
+            "--shard needs --run-key KEY, the same in every shard of the run (e.g. the CI "
+            "pipeline's id): the shards find their one run in the store by it"
+        )
     check_results_location(target)
     # What a variant's build declares it can never run is refused before the store is
     # touched (the builds are needed for the run anyway, and cached).
