@@ -259,6 +259,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             )
         index = shard.index if shard else 1
         runner = Runner(store, quiet=args.quiet)
+        runner.parallel_waiting = not args.serial
         runner.check_same_builds(run["id"])
         tally = runner.execute(run["id"], stored_timeout(run), index)
         return _summarize_run(run["id"], tally, store, index if count > 1 else None)
@@ -292,6 +293,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     store = Store(target)
     runner = Runner(store, builder=builder, quiet=args.quiet)
     runner.mode = args.mode or "time"
+    runner.parallel_waiting = not args.serial
     timeout = args.timeout if args.timeout is not None else experiment.timeout
     run_id = runner.start(experiment, points, repetitions, timeout, seed=args.seed,
                           shard=shard, run_key=run_key)  # fmt: skip
@@ -613,6 +615,13 @@ def parser() -> argparse.ArgumentParser:
         metavar="KEY",
         help="the name every shard of a run gives (e.g. the CI pipeline's id): the first "
         "makes the run, the others join it; run again with the same key, a shard resumes",
+    )
+    run.add_argument(
+        "--serial",
+        action="store_true",
+        help="run every point alone; by default points that mostly wait (an emulated link of "
+        "RTT >= 20 ms or with loss) run several at a time, 4 per CPU, each other point alone "
+        "(docs/store-and-shards.md)",
     )
     run.add_argument("--quiet", action="store_true", help="no progress line")
 

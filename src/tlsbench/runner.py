@@ -12,6 +12,7 @@ running, and `--resume RUN` runs only what is missing.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import platform
@@ -28,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tlsbench import arches, certs, interop, load, paths
+from tlsbench import arches, certs, interop, load, parallel, paths
 from tlsbench.build import Build, Builder
 from tlsbench.dialect import is_postgres, open_database
 from tlsbench.doctor import cpu_facts, cpu_flags, measurement_warnings
@@ -86,6 +87,20 @@ class Tally:
     ok: int = 0
     unsupported: int = 0
     failed: list[str] = field(default_factory=list)
+
+    def add(self, point: RunPoint, repetition: int, outcome: Outcome) -> None:
+        if outcome.status == "ok":
+            self.ok += 1
+        elif outcome.status == "unsupported":
+            self.unsupported += 1
+        else:
+            why = (f"signal {outcome.signal} ({signal_name(outcome.signal)})"
+                   if outcome.signal else f"exit {outcome.exit_code}")  # fmt: skip
+            message = ((outcome.output or {}).get("error") or {}).get("message")
+            tail = outcome.stderr_tail.strip().splitlines()[-1:] or ["(nothing on stderr)"]
+            last = [str(message)] if message else tail
+            self.failed.append(f"{point.name} @ {point.variant} rep {repetition + 1}: "
+                               f"{why}: {last[0]}")  # fmt: skip
 
 
 def environment(builder: Builder) -> dict[str, Any]:
@@ -589,6 +604,8 @@ class Runner:
         self.quiet = quiet
         self.catalog = Catalog()
         self.machine_id: int | None = None
+        # Points that mostly wait run several at a time (parallel.py); False: one at a time.
+        self.parallel_waiting = True
 
     def prepare(self, points: list[RunPoint]) -> dict[str, Build]:
         """Builds every variant and makes every certificate the points need, up front."""
@@ -749,55 +766,96 @@ class Runner:
             for repetition, candidate in run_order(stored, run["repetitions"], seed)
             if repetition not in done.get(candidate.id, set())
         ]
-        builds: dict[str, Build] = {}
+        mode = str(run["mode"])
+        # Every build before any point runs: points that wait run in threads (parallel.py).
+        builds = self.builds_for([as_run_point(p) for _, p in todo])
         tally = Tally()
         progress = Progress(len(todo), self.quiet)
-        for repetition, stored_point in todo:
-            point = RunPoint(
-                stored_point.name, stored_point.variant, stored_point.library,
-                stored_point.scenario,
-                {k: v for k, v in stored_point.params.items() if k != "scenario"},
-            )  # fmt: skip
-            if point.variant not in builds:
-                builds[point.variant] = self.builder.build(self.catalog.resolve(point.variant))
-            progress.show(f"{point.name} @ {point.variant} (rep {repetition + 1})",
-                          len(tally.failed))  # fmt: skip
+        width = parallel.slots() if self.parallel_waiting else 1
+
+        def work(item: tuple[int, Point]) -> tuple[str, Outcome]:
             started_at = now()
-            if point.scenario == "code-size":  # the same in every mode: no driver runs
-                outcome = run_code_size(point, builds[point.variant])
-            elif run["mode"] == "instructions":
-                with tempfile.TemporaryDirectory(prefix="tlsbench-callgrind-") as scratch:
-                    outcome = run_instructions(point, builds[point.variant], timeout,
-                                               Path(scratch))  # fmt: skip
-            elif point.scenario == "interop":
-                outcome = self.run_interop(point, builds, timeout)
-            elif point.scenario == "load":
-                outcome = self.run_load(point, builds, timeout)
-            elif arches.arch(builds[point.variant].variant.arch).firmware:
-                outcome = run_firmware(point, builds[point.variant], timeout)
-            else:
-                outcome = run_time_and_heap(point, builds[point.variant], timeout)
+            return started_at, self.run_one(as_run_point(item[1]), builds, timeout, mode)
+
+        def record(item: tuple[int, Point], result: tuple[str, Outcome]) -> None:
+            repetition, stored_point = item
+            started_at, outcome = result
+            point = as_run_point(stored_point)
+            if parallel.waits(point.scenario, point.options, mode) and outcome.output:
+                outcome.output["scheduling"] = {
+                    "waiting_points_at_once": width,
+                    "rule": "parallel.py: an emulated link of RTT >= "
+                    f"{parallel.WAIT_RTT_MS:g} ms or with loss waits",
+                }
             self.store.add_result(
                 stored_point.id, repetition, outcome.status, outcome.exit_code, outcome.signal,
                 outcome.seconds, started_at, outcome.output, outcome.stderr_tail,
                 self.machine_id, result_build_key(point, builds),
             )  # fmt: skip
             progress.done += 1
-            if outcome.status == "ok":
-                tally.ok += 1
-            elif outcome.status == "unsupported":
-                tally.unsupported += 1
-            else:
-                why = (f"signal {outcome.signal} ({signal_name(outcome.signal)})"
-                       if outcome.signal else f"exit {outcome.exit_code}")  # fmt: skip
-                message = ((outcome.output or {}).get("error") or {}).get("message")
-                tail = outcome.stderr_tail.strip().splitlines()[-1:] or ["(nothing on stderr)"]
-                last = [str(message)] if message else tail
-                tally.failed.append(f"{point.name} @ {point.variant} rep {repetition + 1}: "
-                                    f"{why}: {last[0]}")  # fmt: skip
+            tally.add(point, repetition, outcome)
+            progress.show(f"{point.name} @ {point.variant} (rep {repetition + 1}) done",
+                          len(tally.failed))  # fmt: skip
+
+        def waiting(stored_point: Point) -> bool:
+            return width > 1 and parallel.waits(stored_point.scenario, stored_point.params, mode)
+
+        for alone, together in parallel.rounds(todo, waiting):
+            for item in alone:
+                repetition, stored_point = item
+                progress.show(f"{stored_point.name} @ {stored_point.variant} "
+                              f"(rep {repetition + 1})", len(tally.failed))  # fmt: skip
+                record(item, work(item))
+            if together:
+                progress.show(f"{len(together)} points that wait, {width} at a time",
+                              len(tally.failed))  # fmt: skip
+                stop = functools.partial(interop.kill_all, "the run was interrupted")
+                interop.allow_starts()
+                parallel.run_together(together, width, work, record, abort=stop)
         progress.show("done", len(tally.failed))
         progress.finish()
         return tally
+
+    def builds_for(self, points: list[RunPoint]) -> dict[str, Build]:
+        """The builds these points run (variants, interop peers, load generators), and the
+        pinned OpenSSL program where a peer is it."""
+        builds: dict[str, Build] = {}
+        for point in points:
+            specs = [point.variant]
+            peer = str(point.options.get("peer", ""))
+            if point.scenario == "interop" and interop.pinned_program(peer):
+                interop.openssl_executable(peer)
+            elif point.scenario == "interop" and not interop.is_program(peer):
+                specs.append(peer)
+            client = str(point.options.get("client", ""))
+            if point.scenario == "load" and client not in load.GENERATOR_PROGRAMS:
+                specs.append(client)
+            for spec in specs:
+                if spec and spec not in builds:
+                    builds[spec] = self.builder.build(self.catalog.resolve(spec))
+        return builds
+
+    def run_one(self, point: RunPoint, builds: dict[str, Build], timeout: float,
+                mode: str) -> Outcome:  # fmt: skip
+        """One repetition of one point, whatever its scenario."""
+        if point.scenario == "code-size":  # the same in every mode: no driver runs
+            return run_code_size(point, builds[point.variant])
+        if mode == "instructions":
+            with tempfile.TemporaryDirectory(prefix="tlsbench-callgrind-") as scratch:
+                return run_instructions(point, builds[point.variant], timeout, Path(scratch))
+        if point.scenario == "interop":
+            return self.run_interop(point, builds, timeout)
+        if point.scenario == "load":
+            return self.run_load(point, builds, timeout)
+        if arches.arch(builds[point.variant].variant.arch).firmware:
+            return run_firmware(point, builds[point.variant], timeout)
+        return run_time_and_heap(point, builds[point.variant], timeout)
+
+
+def as_run_point(stored: Point) -> RunPoint:
+    """A stored point as the runner runs it (its options without the scenario key)."""
+    return RunPoint(stored.name, stored.variant, stored.library, stored.scenario,
+                    {k: v for k, v in stored.params.items() if k != "scenario"})  # fmt: skip
 
 
 HEARTBEAT_S = 5.0
