@@ -179,7 +179,16 @@ def cmd_sources(args: argparse.Namespace) -> int:
 def cmd_drive(args: argparse.Namespace) -> int:
     from tlsbench.drive import drive
 
-    return drive(args.variant, args.scenario, args.driver_args, measure=args.measure)
+    return drive(args.variant, args.scenario, args.driver_args, measure=args.measure,
+                 replace=args.exec)  # fmt: skip
+
+
+def cmd_host_info(args: argparse.Namespace) -> int:
+    from tlsbench import remote
+
+    json.dump(remote.host_info(args.variants, args.certs or []), sys.stdout, indent=2)
+    print()
+    return 0
 
 
 def cmd_certs(args: argparse.Namespace) -> int:
@@ -442,6 +451,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "compare": cmd_compare,
     "report": cmd_report,
     "drive": cmd_drive,
+    "host-info": cmd_host_info,
     "certs": cmd_certs,
     "build": cmd_build,
     "code-size": cmd_code_size,
@@ -543,12 +553,29 @@ def parser() -> argparse.ArgumentParser:
         "heap: the driver that accounts heap per side (its times are not comparable); "
         "armhf variants run under qemu-user and take heap only (their default)",
     )
+    drive.add_argument(
+        "--exec",
+        action="store_true",
+        help="become the driver (exec it) instead of running it as a child: a signal sent "
+        "to this process reaches the driver (how a runner on another host stops a server)",
+    )
     drive.add_argument("variant", help="a variant, e.g. openssl-3.5.x or wolfssl-5.7.2:intelasm")
     drive.add_argument(
         "scenario",
         choices=["handshake", "resume", "records", "bulk", "aead", "info", "peer", "serve", "load"],
     )
     drive.add_argument("driver_args", nargs=argparse.REMAINDER, help="options for the driver")
+
+    host_info = verb(
+        "host-info",
+        "Print this host's tlsbench commit and the build keys of variants, as JSON",
+        "Builds the variants (and makes the certificate kinds) that are missing first. A "
+        "runner asks each host of a point with server_host / generator_hosts for it over "
+        "ssh, and refuses a host whose commit or build keys differ from its own.",
+    )
+    host_info.add_argument("variants", nargs="*", metavar="VARIANT")
+    host_info.add_argument("--cert", dest="certs", action="append", metavar="KIND",
+                           help="a certificate kind the points use (repeatable)")  # fmt: skip
 
     certs = verb("certs", "Generate the test certificates (cached)", "Prints each kind's folder.")
     certs.add_argument("kinds", nargs="*", metavar="KIND", help="default: every kind")

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tlsbench import arches, certs, interop, load, parallel, paths
+from tlsbench import arches, certs, interop, load, parallel, paths, remote
 from tlsbench.build import Build, Builder
 from tlsbench.dialect import is_postgres, open_database
 from tlsbench.doctor import cpu_facts, cpu_flags, measurement_warnings
@@ -700,6 +700,12 @@ class Runner:
                 message = f"load measures time, and {arches.no_timing_reason(build.variant.arch)}"
                 return Outcome("unsupported", 3, None, 0.0, {"error": {"message": message}},
                                message)  # fmt: skip
+        if remote.uses_hosts(point.options):  # server and generators on other hosts
+            assert client_build is not None  # remote.refusal: the generator is a variant
+            result = remote.run_point(point.options, builds[point.variant], client_build,
+                                      timeout, commit_id())  # fmt: skip
+            return Outcome(result.status, result.exit_code, None, result.seconds,
+                           result.output, result.stderr_tail)  # fmt: skip
         env, refused = accel_env(point, builds[point.variant])
         if refused:
             return Outcome("unsupported", 3, None, 0.0, {"error": {"message": refused}}, refused)
