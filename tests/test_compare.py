@@ -175,14 +175,18 @@ def test_repetitions_of_several_machines_are_pooled_only_when_asked(tmp_path: Pa
     a = _run(store, [1000] * 5, machines=[one, one, two, two, one])
     b = _run(store, [1000] * 5, machines=[one] * 5, seed=1)
     c = _run(store, [1000] * 5, machines=[two] * 5, seed=2)
-    with pytest.raises(UserError, match=r"measured on 2 machines: machine 1 \(alpha"):
+    with pytest.raises(
+        UserError, match=r"on 2 machines, which differ in host \(alpha, beta\); CPU"
+    ):
         compare_runs(store, a, b)
     (row,) = compare_runs(store, a, b, pool_machines=True)
     assert "A pools repetitions of 2 machines" in row.warnings
     # Two runs of two machines are compared (that is what comparing machines is), and said.
     (row,) = compare_runs(store, b, c)
-    assert any("measured on different machines" in w for w in row.warnings)
-    assert any("different machines (alpha / beta)" in n for n in run_warnings(store, b, c))
+    assert any("A and B measured on machines that differ in host (alpha / beta)" in w
+               for w in row.warnings)  # fmt: skip
+    assert any("differ in host (alpha / beta); CPU (CPU of alpha / CPU of beta)" in n
+               for n in run_warnings(store, b, c))  # fmt: skip
     store.close()
     refused = _cli("compare", str(a), str(b), "--db", str(db))
     assert refused.returncode == 2 and "--pool-machines" in refused.stderr

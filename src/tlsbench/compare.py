@@ -127,9 +127,23 @@ def _side(store: Store, point: Point) -> _Side:
     return _Side(point, figures, figure_calibration, steps, calibration, ok, bad, machines)
 
 
-def _hosts(store: Store, machines: set[int]) -> str:
-    rows = [store.machine_row(m) for m in sorted(machines)]
-    return ", ".join(f"machine {r['id']} ({r['host']}, {r['cpu_model']})" for r in rows if r)
+# What tells machines apart, as warnings name it.
+MACHINE_FACTS = (("host", "host"), ("cpu_model", "CPU"), ("cpu_flags", "CPU flags"),
+                 ("kernel", "kernel"), ("commit_id", "tlsbench commit"))  # fmt: skip
+
+
+def _differences(store: Store, *sides: set[int]) -> str:
+    """How the machines of each side differ: "tlsbench commit (a / b)", fact by fact (the
+    values of each side joined by a comma, the sides by a slash)."""
+    rows = [[r for r in (store.machine_row(m) for m in sorted(ids)) if r] for ids in sides]
+    found = []
+    for column, label in MACHINE_FACTS:
+        values = [sorted({str(r[column]) for r in side}) for side in rows]
+        if len({v for side in values for v in side}) > 1:
+            shown = [", ".join(v if len(v) <= 40 else v[:37] + "..." for v in side)
+                     for side in values]  # fmt: skip
+            found.append(f"{label} ({' / '.join(shown)})")
+    return "; ".join(found) or "machine ids only"
 
 
 def _machine_warnings(store: Store, a: _Side, b: _Side, pool: bool) -> list[str]:
@@ -142,14 +156,15 @@ def _machine_warnings(store: Store, a: _Side, b: _Side, pool: bool) -> list[str]
                 raise UserError(
                     f"{side.point.variant} {side.point.name} in run {label} "
                     f"({side.point.run_id}) has repetitions measured on "
-                    f"{len(side.machines)} machines: {_hosts(store, side.machines)}. "
-                    "Figures of different machines are not one sample; compare runs of one "
-                    "machine, or give --pool-machines to pool them anyway"
+                    f"{len(side.machines)} machines, which differ in "
+                    f"{_differences(store, side.machines)}. Figures of different machines "
+                    "are not one sample; compare runs of one machine, or give "
+                    "--pool-machines to pool them anyway"
                 )
             found.append(f"{label} pools repetitions of {len(side.machines)} machines")
     if a.machines and b.machines and a.machines != b.machines:
-        found.append(f"measured on different machines ({_hosts(store, a.machines)} / "
-                     f"{_hosts(store, b.machines)})")  # fmt: skip
+        found.append(f"A and B measured on machines that differ in "
+                     f"{_differences(store, a.machines, b.machines)}")  # fmt: skip
     return found
 
 
@@ -190,11 +205,11 @@ def run_warnings(store: Store, run_a: int, run_b: int) -> list[str]:
     a, b = store.run(run_a), store.run(run_b)
     env_a, env_b = json.loads(a["environment"]), json.loads(b["environment"])
     found = []
-    hosts_a = {m["host"] for m in store.machines_of_run(run_a)}
-    hosts_b = {m["host"] for m in store.machines_of_run(run_b)}
-    if hosts_a and hosts_b and hosts_a != hosts_b:
-        found.append(f"the runs were made on different machines ({', '.join(sorted(hosts_a))}"
-                     f" / {', '.join(sorted(hosts_b))})")  # fmt: skip
+    machines_a = {int(m["id"]) for m in store.machines_of_run(run_a)}
+    machines_b = {int(m["id"]) for m in store.machines_of_run(run_b)}
+    if machines_a and machines_b and machines_a != machines_b:
+        found.append("the runs were made on machines that differ in "
+                     + _differences(store, machines_a, machines_b))  # fmt: skip
     if (env_a.get("cpu") or {}).get("model") != (env_b.get("cpu") or {}).get("model"):
         found.append("the runs were made on different CPUs")
     if env_a.get("cpu_flags") != env_b.get("cpu_flags"):
