@@ -376,7 +376,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from tlsbench.report import EXPORTERS, export, load_run
+    from tlsbench.report import EXPORTERS, export
+    from tlsbench.report.model import load_runs
     from tlsbench.report.plots import write_plots
     from tlsbench.store import Store
 
@@ -384,9 +385,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     if fmt not in EXPORTERS:
         raise UserError(f"unknown --format {args.format}; choose md, csv, json or html")
     store = Store(db_target(args.db), readonly=True)
+    runs = [store.run(r)["id"] for r in args.runs or ["latest"]]
     if not args.partial:
-        store.check_whole(store.run(args.run)["id"], "report")
-    model = load_run(store, args.run)
+        for run_id in runs:
+            store.check_whole(run_id, "report")
+    model = load_runs(store, runs)
     out = Path(args.out) if args.out else None
     text = export(model, fmt, out)
     if out is None:
@@ -689,12 +692,16 @@ def parser() -> argparse.ArgumentParser:
 
     report = verb(
         "report",
-        "Tables and plots of a run",
+        "Tables and plots of a run (or of several runs side by side)",
         "Markdown goes to the terminal unless --out is given; plots (PNG and SVG) go beside "
         "the --out file in plots/.",
     )
     report.add_argument(
-        "run", nargs="?", default="latest", help="a run number or 'latest' (default)"
+        "runs",
+        nargs="*",
+        metavar="RUN",
+        help="a run number or 'latest' (default); several runs (the same experiment on "
+        "several machines, say) are reported side by side, each row as `variant @ machine`",
     )
     report.add_argument(
         "--format", default="md", help="md (default), csv, json or html (one self-contained page)"

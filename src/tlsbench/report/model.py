@@ -392,6 +392,8 @@ class RunModel:
     machines: list[MachineRow] = field(default_factory=list)
     latency_samples: list[LatencySamples] = field(default_factory=list)
     variants: list[str] = field(default_factory=list)  # in point order: stable plot colours
+    # A report of several runs side by side (load_runs): every run, the first is `run`.
+    runs: list[RunInfo] = field(default_factory=list)
 
     def tables(self) -> list[Table]:
         """Every table, in report order (the run itself is a one-row table)."""
@@ -1156,11 +1158,11 @@ class _Loader:
             ))  # fmt: skip
         return rows
 
-    def mark_machines(self, model: RunModel) -> None:
-        """Where the run's results come from several machines, every figure row says which
-        machine(s) its point ran on, so that machines read side by side."""
+    def mark_machines(self, model: RunModel, always: bool = False) -> None:
+        """Where the run's results come from several machines (or `always`), every figure
+        row says which machine(s) its point ran on, so that machines read side by side."""
         labels = self.machine_labels()
-        if len(labels) < 2:
+        if len(labels) < 2 and not (always and labels):
             return
         marks = {}
         for p in self.points:
@@ -1264,3 +1266,44 @@ def _first_wire(outputs: list[dict[str, Any]], side: str | None, key: str) -> fl
 def load_run(store: Store, run_id: int | str = "latest") -> RunModel:
     """Reads run `run_id` (a number or "latest") of `store` into a RunModel."""
     return _Loader(store, run_id).model()
+
+
+FIGURE_TABLES = ("memory", "handshakes", "wire", "code_size", "latency", "throughput", "aead",
+                 "instructions", "interop", "load")  # fmt: skip
+
+
+def load_runs(store: Store, run_ids: Sequence[int | str]) -> RunModel:
+    """Several runs side by side (the same experiment on several machines, say): one model
+    whose every figure row is labelled `variant @ machine`, so that tables and plots keep
+    the machines apart. A run's label is its machine's host name (with its run number where
+    two runs share a host). One run: load_run."""
+    if len(run_ids) == 1:
+        return load_run(store, run_ids[0])
+    loaders = [_Loader(store, r) for r in run_ids]
+    hosts = [", ".join(sorted(loader.machine_labels().values())) or f"run {loader.run.id}"
+             for loader in loaders]  # fmt: skip
+    labels = [h if hosts.count(h) == 1 else f"{h} run {loader.run.id}"
+              for h, loader in zip(hosts, loaders, strict=True)]  # fmt: skip
+    models = []
+    for loader, label in zip(loaders, labels, strict=True):
+        model = loader.model()
+        for name in FIGURE_TABLES:
+            setattr(model, name, [
+                dataclasses.replace(r, variant=f"{r.variant} @ {label}", machine=label)
+                for r in getattr(model, name)
+            ])  # fmt: skip
+        model.latency_samples = [dataclasses.replace(s, variant=f"{s.variant} @ {label}")
+                                 for s in model.latency_samples]  # fmt: skip
+        model.variants = [f"{v} @ {label}" for v in model.variants]
+        model.notes = [dataclasses.replace(n, subject=f"{n.subject} ({label})")
+                       for n in model.notes]  # fmt: skip
+        models.append(model)
+    first = models[0]
+    combined = RunModel(run=first.run, runs=[m.run for m in models],
+                        environment=first.environment)  # fmt: skip
+    for name in (*FIGURE_TABLES, "problems", "notes", "latency_samples", "variants"):
+        setattr(combined, name, [row for m in models for row in getattr(m, name)])
+    combined.builds = list({(b.variant, b.cache_key): b for m in models for b in m.builds}.values())
+    combined.machines = list({(r.host, r.cpu_model, r.kernel, r.commit): r
+                              for m in models for r in m.machines}.values())  # fmt: skip
+    return combined

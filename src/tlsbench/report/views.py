@@ -74,8 +74,10 @@ def _variant(row: Any) -> str:
     its machine where the run spans several."""
     failed = getattr(row, "failed", "")
     machine = getattr(row, "machine", "")
-    return (str(row.variant) + (f" @ {machine}" if machine else "")
-            + (f" (partial: {failed})" if failed else ""))  # fmt: skip
+    variant = str(row.variant)
+    if machine and not variant.endswith(f" @ {machine}"):  # a report of several runs has it
+        variant += f" @ {machine}"
+    return variant + (f" (partial: {failed})" if failed else "")
 
 
 def _without_default_case(view: View) -> View:
@@ -105,7 +107,6 @@ def views(model: RunModel) -> list[View]:
 
 def _views(model: RunModel) -> list[View]:
     out: list[View] = []
-    run = model.run
     out.append(
         View(
             "run",
@@ -124,6 +125,7 @@ def _views(model: RunModel) -> list[View]:
                     run.finished_at or "-",
                     run.commit,
                 ]
+                for run in (model.runs or [model.run])
             ],
         )
     )
