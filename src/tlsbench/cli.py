@@ -226,7 +226,13 @@ def _seconds(text: str) -> float:
 def cmd_run(args: argparse.Namespace) -> int:
     from tlsbench import experiments, shards
     from tlsbench.build import Builder
-    from tlsbench.runner import Runner, check_results_location, refuse_impossible, tls_variants
+    from tlsbench.runner import (
+        Runner,
+        check_results_location,
+        interleaved,
+        refuse_impossible,
+        tls_variants,
+    )
     from tlsbench.store import Store
     from tlsbench.variants import Catalog
 
@@ -278,9 +284,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     points = experiments.only(experiment.points, args.only or [])
     repetitions = args.repetitions or experiment.repetitions
     if args.dry_run:
-        listed = runner_order(points)
-        if shard is not None:
-            listed = [listed[i] for i in shards.select(list(range(len(listed))), shard)]
+        listed = points
+        if shard is not None:  # dealt from the order the run stores its points in
+            stored = interleaved(points)
+            listed = [stored[i] for i in shards.select(list(range(len(stored))), shard)]
         for point in listed:
             print(f"{point.name:<60} {point.variant}")
         part = f" (shard {shard} of {len(points)})" if shard else ""
@@ -311,13 +318,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     index = shard.index if shard else 1
     tally = runner.execute(run_id, timeout, index)
     return _summarize_run(run_id, tally, store, index if shard else None)
-
-
-def runner_order(points: list[Any]) -> list[Any]:
-    """The points in the order the run stores them (the order shards are dealt from)."""
-    from tlsbench.runner import interleaved
-
-    return interleaved(points)
 
 
 def stored_timeout(run: Any) -> float:

@@ -7,6 +7,9 @@ than biasing the last one. Each driver process has a timeout; a crash, a hang or
 check is stored as a failure (exit code or signal, last lines of stderr) and the run goes
 on. Each result is committed on its own: `kill -9` loses at most the process that was
 running, and `--resume RUN` runs only what is missing.
+
+A shard of a run (`--shard K/N`, shards.py) runs only its own points. Points that mostly
+wait (an emulated network) run several at a time, every other point alone (parallel.py).
 """
 
 from __future__ import annotations
@@ -148,12 +151,8 @@ def result_build_key(point: RunPoint, builds: dict[str, Build]) -> str:
         str(point.options.get("peer", "")),
         str(point.options.get("client", "")),
     ]
-    keys = []
-    for spec in dict.fromkeys(s for s in specs if s in builds):
-        described = builds[spec]
-        drivers = described.drivers_folder.name.removeprefix("drivers-")[:16]
-        keys.append(f"{spec}={described.key}/{drivers}")
-    return " ".join(keys)
+    return " ".join(f"{spec}={remote.build_key(builds[spec])}"
+                    for spec in dict.fromkeys(s for s in specs if s in builds))  # fmt: skip
 
 
 def commit_id() -> str:
