@@ -181,11 +181,11 @@ def test_a_db_that_is_not_a_store_is_refused_and_left_alone(tmp_path: Path, kind
             assert db.read_bytes() == content
 
 
-def test_two_processes_creating_the_same_store_both_succeed(tmp_path: Path) -> None:
-    db = tmp_path / "new.db"
+def test_processes_creating_the_same_store_at_once_all_succeed(target: str) -> None:
+    db = target  # a new SQLite file or an empty PostgreSQL database: each migrates it
     code = (
-        "import sys; from pathlib import Path; from tlsbench.store import Store; "
-        "s = Store(Path(sys.argv[1])); s.new_run('e', 'q', 'time', 1, {}, '', 'c'); s.close()"
+        "import sys; from tlsbench.store import Store; "
+        "s = Store(sys.argv[1]); s.new_run('e', 'q', 'time', 1, {}, '', 'c'); s.close()"
     )
     procs = [
         subprocess.Popen([sys.executable, "-c", code, str(db)], stderr=subprocess.PIPE, text=True)
