@@ -93,10 +93,10 @@ def check(db: Path, complete: bool, kept: set[tuple]) -> list[str]:
     for run in store.runs():
         if not complete and store.status_of(run) not in ("interrupted", "complete", "failed"):
             problems.append(f"run {run['id']} reads {store.status_of(run)} after the kill")
-    dupes = store.db.execute(
+    dupes = store.execute(
         "SELECT COUNT(*) FROM (SELECT point_id, repetition FROM results "
-        "GROUP BY point_id, repetition HAVING COUNT(*) > 1)"
-    ).fetchone()[0]
+        "GROUP BY point_id, repetition HAVING COUNT(*) > 1) AS d"
+    )[0][0]
     if dupes:
         problems.append(f"{dupes} duplicated results")
     if complete:

@@ -45,3 +45,22 @@ def build_of(catalog: Catalog, builder: Builder):
         return cache[spec]
 
     return get
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A throw-away PostgreSQL server for the session (tests/pgserver.py); skipped with the
+    reason where the package is not installed."""
+    import pgserver
+
+    reason = pgserver.missing_reason()
+    if reason:
+        pytest.skip(reason)
+    with pgserver.running() as server:
+        yield server
+
+
+@pytest.fixture
+def pg_url(postgres_server) -> str:
+    """The URL of a new, empty database on the session's PostgreSQL server."""
+    return postgres_server.database()

@@ -16,6 +16,7 @@ import pytest
 
 from tlsbench import paths
 from tlsbench.compare import compare_runs, run_warnings
+from tlsbench.errors import UserError
 from tlsbench.stats import MACHINE_DRIFT, NO_DIFFERENCE, SLOWER, TOO_FEW
 from tlsbench.store import Store
 
@@ -34,6 +35,7 @@ def _run(
     calibration: list[float] | None = None,
     seed: int = 0,
     step: float | None = None,
+    machines: list[int] | None = None,
 ) -> int:
     """One point, one repetition per centre: 50 handshake times around that centre (with
     `step`: rounded to multiples of it, declared as the series' resolution, as TSC series)."""
@@ -57,7 +59,8 @@ def _run(
         if calibration:
             output["calibration"] = {"workload": "test", "before_ns": calibration[rep],
                                      "after_ns": calibration[rep]}  # fmt: skip
-        store.add_result(point.id, rep, "ok", 0, None, 0.1, "t", output, "")
+        machine = machines[rep] if machines else None
+        store.add_result(point.id, rep, "ok", 0, None, 0.1, "t", output, "", machine)
     for rep in range(len(centres), len(centres) + failed):
         store.add_result(point.id, rep, "failed", 1, None, 0.1, "t", None, "boom")
     store.finish_run(run, "done")
@@ -158,6 +161,38 @@ def test_warnings_for_what_is_not_comparable(tmp_path: Path) -> None:
     (row,) = compare_runs(store, a, b)
     assert any("built differently (k1 / k2)" in w for w in row.warnings)
     assert any("1 of 5 repetitions failed in B" in w for w in row.warnings)
+
+
+def _machine(store: Store, host: str) -> int:
+    return store.machine({"host": host, "cpu_model": f"CPU of {host}", "cpu_flags": "aes",
+                          "kernel": "6.1", "commit_id": "c0"})  # fmt: skip
+
+
+def test_repetitions_of_several_machines_are_pooled_only_when_asked(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    store = Store(db)
+    one, two = _machine(store, "alpha"), _machine(store, "beta")
+    a = _run(store, [1000] * 5, machines=[one, one, two, two, one])
+    b = _run(store, [1000] * 5, machines=[one] * 5, seed=1)
+    c = _run(store, [1000] * 5, machines=[two] * 5, seed=2)
+    with pytest.raises(
+        UserError, match=r"on 2 machines, which differ in host \(alpha, beta\); CPU"
+    ):
+        compare_runs(store, a, b)
+    (row,) = compare_runs(store, a, b, pool_machines=True)
+    assert "A pools repetitions of 2 machines" in row.warnings
+    # Two runs of two machines are compared (that is what comparing machines is), and said.
+    (row,) = compare_runs(store, b, c)
+    assert any("A and B measured on machines that differ in host (alpha / beta)" in w
+               for w in row.warnings)  # fmt: skip
+    assert any("differ in host (alpha / beta); CPU (CPU of alpha / CPU of beta)" in n
+               for n in run_warnings(store, b, c))  # fmt: skip
+    store.close()
+    refused = _cli("compare", str(a), str(b), "--db", str(db))
+    assert refused.returncode == 2 and "--pool-machines" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    pooled = _cli("compare", str(a), str(b), "--pool-machines", "--db", str(db))
+    assert pooled.returncode == 0 and "A pools repetitions of 2 machines" in pooled.stdout
 
 
 def test_cli_json_and_markdown(tmp_path: Path) -> None:

@@ -618,3 +618,83 @@ def test_network_latency_plot_has_a_panel_per_loss_and_a_line_per_case() -> None
     for ax in axes:  # per case: the median and the p90 line
         assert len(ax.get_lines()) == 4
     assert network_latency(RunModel(run=run, interop=[])) is None
+
+
+def test_a_run_over_several_machines_shows_them_side_by_side(tmp_path: Path) -> None:
+    store = Store(tmp_path / "machines.db")
+    run_id = store.new_run("sharded", "?", "time", 2, {}, "", "c0", shard_count=2)
+    store.add_points(run_id, [
+        {"name": f"records_{size}", "variant": "null", "library": "null", "scenario": "records",
+         "params": {"scenario": "records", "payload": size}, "build": BUILDS["null"],
+         "shard": shard}
+        for shard, size in ((1, 64), (2, 1024))
+    ])  # fmt: skip
+    machines = [
+        store.machine({"host": host, "cpu_model": cpu, "cpu_flags": flags, "kernel": "6.1",
+                       "commit_id": "c0", "cores": cores})
+        for host, cpu, flags, cores in (("alpha", "CPU A", "aes sse2", 2),
+                                        ("beta", "CPU B", "aes sse2 avx512f", 64))
+    ]  # fmt: skip
+    for shard, point, machine in zip((1, 2), store.points(run_id), machines, strict=True):
+        store.claim(run_id, shard, machine)
+        for rep in range(2):
+            output = driver_output("null", "records", {"payload": point.params["payload"]})
+            output = with_samples(output, {"write_ns": [100.0 + rep] * 30,
+                                           "read_ns": [90.0] * 30})  # fmt: skip
+            store.add_result(point.id, rep, "ok", 0, None, 0.1, STARTED, output, "", machine)
+        if shard == 1:
+            store.finish_run(run_id, "complete", shard)
+    # Before every shard is done, a report refuses and says which shard is missing.
+    with pytest.raises(UserError, match=r"shard 2/2 \(running on"):
+        store.check_whole(run_id, "report")
+    partial = load_run(store, run_id)
+    assert any(n.kind == "missing shards" for n in partial.notes)
+    store.finish_run(run_id, "complete", 2)
+    model = load_run(store, run_id)
+    assert [(m.machine, m.cpu_model, m.cores, m.points, m.results) for m in model.machines] == [
+        ("alpha", "CPU A", 2, 1, 2), ("beta", "CPU B", 64, 1, 2)
+    ]  # fmt: skip
+    assert model.machines[1].cpu_flags == "3; only here: avx512f"
+    assert {(r.point, r.machine) for r in model.latency} == {
+        ("records_64", "alpha"), ("records_1024", "beta")
+    }  # fmt: skip
+    text = export(model, "markdown")
+    assert "## Machines" in text and "| null @ alpha |" in text and "| null @ beta |" in text
+    assert not any(n.kind == "missing shards" for n in model.notes)
+
+
+def test_runs_of_several_machines_are_reported_side_by_side(tmp_path: Path) -> None:
+    from tlsbench.report.model import load_runs
+
+    db = tmp_path / "two.db"
+    store = Store(db)
+    for host, base in (("alpha", 100.0), ("beta", 60.0)):
+        run_id = store.new_run("same", "?", "time", 2, {}, "", "c0")
+        store.add_points(run_id, [{"name": "records_64", "variant": "null", "library": "null",
+                                   "scenario": "records", "build": BUILDS["null"],
+                                   "params": {"scenario": "records", "payload": 64}}])  # fmt: skip
+        machine = store.machine({"host": host, "cpu_model": f"CPU {host}", "cpu_flags": "aes",
+                                 "kernel": "6.1", "commit_id": "c0"})  # fmt: skip
+        store.claim(run_id, 1, machine)
+        [point] = store.points(run_id)
+        for rep in range(2):
+            samples = {"write_ns": [base] * 30, "read_ns": [base / 2] * 30}
+            output = with_samples(driver_output("null", "records", {"payload": 64}), samples)
+            store.add_result(point.id, rep, "ok", 0, None, 0.1, STARTED, output, "", machine)
+        store.finish_run(run_id, "complete")
+    model = load_runs(store, [1, 2])
+    assert [r.id for r in model.runs] == [1, 2]
+    assert {(r.variant, r.op, r.p50_ns) for r in model.latency} == {
+        ("null @ alpha", "write", 100.0), ("null @ alpha", "read", 50.0),
+        ("null @ beta", "write", 60.0), ("null @ beta", "read", 30.0),
+    }  # fmt: skip
+    assert [m.host for m in model.machines] == ["alpha", "beta"]
+    text = export(model, "markdown")
+    assert text.startswith("# tlsbench report: runs 1, 2") and "| null @ beta |" in text
+    assert write_plots(model, tmp_path / "plots")  # the machines are two series there too
+    store.close()
+    proc = subprocess.run([str(Path(__file__).parents[1] / "tlsbench"), "report", "1", "2",
+                           "--format", "json", "--db", str(db)], capture_output=True,
+                          text=True, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert [r["id"] for r in json.loads(proc.stdout)["runs"]] == [1, 2]

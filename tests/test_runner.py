@@ -418,11 +418,11 @@ payload = [16, 32, 64, 128, 256]
         # Stray library switches in the user's shell are recorded as filtered out.
         assert {"OPENSSL_ia32cap", "GNUTLS_CPUID_OVERRIDE"} <= set(env["filtered_env"])
         points = {p.id: p for p in store.points(run["id"])}
-        executed = store.db.execute(
+        executed = store.execute(
             "SELECT point_id, repetition FROM results WHERE point_id IN "
             f"({','.join('?' * len(points))}) ORDER BY id",
             list(points),
-        ).fetchall()
+        )
         assert [(r, p.id) for r, p in run_order(list(points.values()), 3, int(seed))] == [
             (rep, pid) for pid, rep in executed
         ]

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tlsbench import cpuprofile
+from tlsbench.dialect import DB_ENV, DEFAULT_DB, db_target
 from tlsbench.errors import UserError
 
 
@@ -179,7 +180,16 @@ def cmd_sources(args: argparse.Namespace) -> int:
 def cmd_drive(args: argparse.Namespace) -> int:
     from tlsbench.drive import drive
 
-    return drive(args.variant, args.scenario, args.driver_args, measure=args.measure)
+    return drive(args.variant, args.scenario, args.driver_args, measure=args.measure,
+                 replace=args.exec)  # fmt: skip
+
+
+def cmd_host_info(args: argparse.Namespace) -> int:
+    from tlsbench import remote
+
+    json.dump(remote.host_info(args.variants, args.certs or []), sys.stdout, indent=2)
+    print()
+    return 0
 
 
 def cmd_certs(args: argparse.Namespace) -> int:
@@ -189,9 +199,6 @@ def cmd_certs(args: argparse.Namespace) -> int:
     for kind, folder in certs.ensure_all(kinds).items():
         print(f"{kind}: {folder}")
     return 0
-
-
-DEFAULT_DB = "results/tlsbench.db"
 
 
 def _whole(low: int, high: int) -> Callable[[str], int]:
@@ -218,13 +225,20 @@ def _seconds(text: str) -> float:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from tlsbench import experiments
+    from tlsbench import experiments, shards
     from tlsbench.build import Builder
-    from tlsbench.runner import Runner, check_results_location, refuse_impossible, tls_variants
+    from tlsbench.runner import (
+        Runner,
+        check_results_location,
+        interleaved,
+        refuse_impossible,
+        tls_variants,
+    )
     from tlsbench.store import Store
     from tlsbench.variants import Catalog
 
-    db_path = Path(args.db)
+    target = db_target(args.db)
+    shard = shards.parse(args.shard) if args.shard is not None else None
     if args.resume is not None:
         given = [
             flag
@@ -236,6 +250,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 ("--timeout", args.timeout is not None),
                 ("--seed", args.seed is not None),
                 ("--dry-run", args.dry_run),
+                ("--run-key", args.run_key is not None),
             )
             if present
         ]
@@ -245,21 +260,46 @@ def cmd_run(args: argparse.Namespace) -> int:
                 f"settings (experiment, points, repetitions, mode, timeout); drop "
                 f"{', '.join(given)}, or start a new run"
             )
-        store = Store(db_path)
+        store = Store(target)
         run = store.run(args.resume)
+        count = int(run["shard_count"] or 1)
+        if shard is None and count > 1:
+            raise UserError(
+                f"run {run['id']} is split into {count} shards: resume one with "
+                f"--shard K/{count} (`tlsbench runs` shows which are missing)"
+            )
+        if shard is not None and shard.count != count:
+            raise UserError(
+                f"run {run['id']} is split into {count} shards, not {shard.count}: "
+                f"give --shard K/{count}"
+            )
+        index = shard.index if shard else 1
         runner = Runner(store, quiet=args.quiet)
+        runner.parallel_waiting = not args.serial
         runner.check_same_builds(run["id"])
-        return _summarize_run(run["id"], runner.execute(run["id"], stored_timeout(run)), store)
+        tally = runner.execute(run["id"], stored_timeout(run), index)
+        return _summarize_run(run["id"], tally, store, index if count > 1 else None)
+    run_key = shards.check_run_key(args.run_key) if args.run_key is not None else None
     # Everything about the request is checked before the store is touched.
     experiment = experiments.load(args.experiment or "quick")
     points = experiments.only(experiment.points, args.only or [])
     repetitions = args.repetitions or experiment.repetitions
     if args.dry_run:
-        for point in points:
+        listed = points
+        if shard is not None:  # dealt from the order the run stores its points in
+            stored = interleaved(points)
+            listed = [stored[i] for i in shards.select(list(range(len(stored))), shard)]
+        for point in listed:
             print(f"{point.name:<60} {point.variant}")
-        print(f"{len(points)} points x {repetitions} repetitions", file=sys.stderr)
+        part = f" (shard {shard} of {len(points)})" if shard else ""
+        print(f"{len(listed)} points{part} x {repetitions} repetitions", file=sys.stderr)
         return 0
-    check_results_location(db_path)
+    if shard is not None and run_key is None:
+        raise UserError(
+            "--shard needs --run-key KEY, the same in every shard of the run (e.g. the CI "
+            "pipeline's id): the shards find their one run in the store by it"
+        )
+    check_results_location(target)
     # What a variant's build declares it can never run is refused before the store is
     # touched (the builds are needed for the run anyway, and cached).
     builder = Builder(quiet=args.quiet)
@@ -267,12 +307,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     refuse_impossible(
         points, {spec: builder.build(catalog.resolve(spec)) for spec in tls_variants(points)}
     )
-    store = Store(db_path)
+    store = Store(target)
     runner = Runner(store, builder=builder, quiet=args.quiet)
     runner.mode = args.mode or "time"
+    runner.parallel_waiting = not args.serial
     timeout = args.timeout if args.timeout is not None else experiment.timeout
-    run_id = runner.start(experiment, points, repetitions, timeout, seed=args.seed)
-    return _summarize_run(run_id, runner.execute(run_id, timeout), store)
+    run_id = runner.start(experiment, points, repetitions, timeout, seed=args.seed,
+                          shard=shard, run_key=run_key)  # fmt: skip
+    # A joined run's timeout is the one its first shard stored.
+    timeout = stored_timeout(store.run(run_id))
+    index = shard.index if shard else 1
+    tally = runner.execute(run_id, timeout, index)
+    return _summarize_run(run_id, tally, store, index if shard else None)
 
 
 def stored_timeout(run: Any) -> float:
@@ -288,15 +334,22 @@ def stored_timeout(run: Any) -> float:
     return 300.0
 
 
-def _summarize_run(run_id: int, tally: Any, store: Any) -> int:
+def _summarize_run(run_id: int, tally: Any, store: Any, shard: int | None = None) -> int:
+    part = f" shard {shard}" if shard is not None else ""
     print(
-        f"run {run_id}: {tally.ok} ok, {tally.unsupported} unsupported, "
+        f"run {run_id}{part}: {tally.ok} ok, {tally.unsupported} unsupported, "
         f"{len(tally.failed)} failed ({store.path})",
         file=sys.stderr,
     )
     for failure in tally.failed:
         print(f"  FAILED {failure}", file=sys.stderr)
-    return 1 if store.failed_count(run_id) else 0
+    if shard is not None:
+        missing = store.missing_shards(run_id)
+        count = int(store.run(run_id)["shard_count"])
+        if missing:
+            print(f"run {run_id}: still missing {', '.join(m.describe(count) for m in missing)}",
+                  file=sys.stderr)  # fmt: skip
+    return 1 if store.failed_count(run_id, shard) else 0
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -308,9 +361,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise UserError(
             f"--threshold {args.threshold}: give a fraction from 0 to below 1 (0.05 = 5 %)"
         )
-    store = Store(Path(args.db), readonly=True)
+    store = Store(db_target(args.db), readonly=True)
     run_a, run_b = store.run(args.a)["id"], store.run(args.b)["id"]
-    rows = compare_runs(store, run_a, run_b, threshold=args.threshold, normalise=args.normalise)
+    if not args.partial:
+        for run_id in dict.fromkeys((run_a, run_b)):
+            store.check_whole(run_id, "compare")
+    rows = compare_runs(store, run_a, run_b, threshold=args.threshold, normalise=args.normalise,
+                        pool_machines=args.pool_machines)  # fmt: skip
     threshold = DEFAULT_THRESHOLD if args.threshold is None else args.threshold
     notes = run_warnings(store, run_a, run_b)
     render = to_json if args.json else table
@@ -320,14 +377,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from tlsbench.report import EXPORTERS, export, load_run
+    from tlsbench.report import EXPORTERS, export
+    from tlsbench.report.model import load_runs
     from tlsbench.report.plots import write_plots
     from tlsbench.store import Store
 
     fmt = {"md": "markdown"}.get(args.format, args.format)
     if fmt not in EXPORTERS:
         raise UserError(f"unknown --format {args.format}; choose md, csv, json or html")
-    model = load_run(Store(Path(args.db), readonly=True), args.run)
+    store = Store(db_target(args.db), readonly=True)
+    runs = [store.run(r)["id"] for r in args.runs or ["latest"]]
+    if not args.partial:
+        for run_id in runs:
+            store.check_whole(run_id, "report")
+    model = load_runs(store, runs)
     out = Path(args.out) if args.out else None
     text = export(model, fmt, out)
     if out is None:
@@ -342,11 +405,19 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_runs(args: argparse.Namespace) -> int:
     from tlsbench.store import Store
 
-    store = Store(Path(args.db), readonly=True)
+    store = Store(db_target(args.db), readonly=True)
     for run in store.runs():
+        count = int(run["shard_count"] or 1)
+        shards = ""
+        if count > 1:
+            missing = store.missing_shards(run["id"])
+            shards = f", {count - len(missing)}/{count} shards done"
+            if missing:
+                shards += "; missing " + ", ".join(m.describe(count) for m in missing)
+        key = f" [{run['run_key']}]" if run["run_key"] else ""
         print(
             f"{run['id']:>4}  {run['started_at']}  {store.status_of(run):<11} {run['experiment']}"
-            f"  ({run['repetitions']} repetitions)"
+            f"{key}  ({run['repetitions']} repetitions{shards})"
         )
     return 0
 
@@ -372,8 +443,9 @@ def cmd_cache(args: argparse.Namespace) -> int:
 def cmd_migrate(args: argparse.Namespace) -> int:
     from tlsbench.store import SCHEMA_VERSION, Store
 
-    Store(Path(args.db)).close()  # opening for writing migrates
-    print(f"{args.db}: schema version {SCHEMA_VERSION}")
+    store = Store(db_target(args.db))  # opening for writing migrates
+    print(f"{store.path}: schema version {SCHEMA_VERSION}")
+    store.close()
     return 0
 
 
@@ -383,6 +455,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "compare": cmd_compare,
     "report": cmd_report,
     "drive": cmd_drive,
+    "host-info": cmd_host_info,
     "certs": cmd_certs,
     "build": cmd_build,
     "code-size": cmd_code_size,
@@ -403,9 +476,10 @@ def _db_option(parser: argparse.ArgumentParser, reads_only: bool) -> None:
     )
     parser.add_argument(
         "--db",
-        default=DEFAULT_DB,
-        metavar="FILE",
-        help=f"results store ({note}; default {DEFAULT_DB})",
+        default=None,
+        metavar="FILE|URL",
+        help=f"results store: an SQLite file or a PostgreSQL URL (postgresql://...) that "
+        f"several machines share ({note}; default {DEFAULT_DB}, or ${DB_ENV} where set)",
     )
 
 
@@ -483,12 +557,29 @@ def parser() -> argparse.ArgumentParser:
         "heap: the driver that accounts heap per side (its times are not comparable); "
         "armhf variants run under qemu-user and take heap only (their default)",
     )
+    drive.add_argument(
+        "--exec",
+        action="store_true",
+        help="become the driver (exec it) instead of running it as a child: a signal sent "
+        "to this process reaches the driver (how a runner on another host stops a server)",
+    )
     drive.add_argument("variant", help="a variant, e.g. openssl-3.5.x or wolfssl-5.7.2:intelasm")
     drive.add_argument(
         "scenario",
         choices=["handshake", "resume", "records", "bulk", "aead", "info", "peer", "serve", "load"],
     )
     drive.add_argument("driver_args", nargs=argparse.REMAINDER, help="options for the driver")
+
+    host_info = verb(
+        "host-info",
+        "Print this host's tlsbench commit and the build keys of variants, as JSON",
+        "Builds the variants (and makes the certificate kinds) that are missing first. A "
+        "runner asks each host of a point with server_host / generator_hosts for it over "
+        "ssh, and refuses a host whose commit or build keys differ from its own.",
+    )
+    host_info.add_argument("variants", nargs="*", metavar="VARIANT")
+    host_info.add_argument("--cert", dest="certs", action="append", metavar="KIND",
+                           help="a certificate kind the points use (repeatable)")  # fmt: skip
 
     certs = verb("certs", "Generate the test certificates (cached)", "Prints each kind's folder.")
     certs.add_argument("kinds", nargs="*", metavar="KIND", help="default: every kind")
@@ -543,6 +634,26 @@ def parser() -> argparse.ArgumentParser:
         help="seed of the run order: each repetition runs the points in an order shuffled by "
         "it (default: a random seed; stored in the run, shown in its environment)",
     )
+    run.add_argument(
+        "--shard",
+        metavar="K/N",
+        help="run only shard K of N: a deterministic share of the points, so that N machines "
+        "(a CI matrix) fill one run in a shared store; needs --run-key (with --resume: the "
+        "shard to resume)",
+    )
+    run.add_argument(
+        "--run-key",
+        metavar="KEY",
+        help="the name every shard of a run gives (e.g. the CI pipeline's id): the first "
+        "makes the run, the others join it; run again with the same key, a shard resumes",
+    )
+    run.add_argument(
+        "--serial",
+        action="store_true",
+        help="run every point alone; by default points that mostly wait (an emulated link of "
+        "RTT >= 20 ms or with loss) run several at a time, 4 per CPU, each other point alone "
+        "(docs/store-and-shards.md)",
+    )
     run.add_argument("--quiet", action="store_true", help="no progress line")
 
     cmp = verb(
@@ -562,6 +673,17 @@ def parser() -> argparse.ArgumentParser:
     )
     cmp.add_argument("--json", action="store_true", help="one JSON object per point and series")
     cmp.add_argument(
+        "--pool-machines",
+        action="store_true",
+        help="pool a point's repetitions measured on different machines (refused otherwise), "
+        "with a warning on each such row",
+    )
+    cmp.add_argument(
+        "--partial",
+        action="store_true",
+        help="compare a sharded run before all its shards are done (what is there)",
+    )
+    cmp.add_argument(
         "--normalise",
         action="store_true",
         help="divide each repetition's time figures by its calibration workload time (relative "
@@ -571,17 +693,26 @@ def parser() -> argparse.ArgumentParser:
 
     report = verb(
         "report",
-        "Tables and plots of a run",
+        "Tables and plots of a run (or of several runs side by side)",
         "Markdown goes to the terminal unless --out is given; plots (PNG and SVG) go beside "
         "the --out file in plots/.",
     )
     report.add_argument(
-        "run", nargs="?", default="latest", help="a run number or 'latest' (default)"
+        "runs",
+        nargs="*",
+        metavar="RUN",
+        help="a run number or 'latest' (default); several runs (the same experiment on "
+        "several machines, say) are reported side by side, each row as `variant @ machine`",
     )
     report.add_argument(
         "--format", default="md", help="md (default), csv, json or html (one self-contained page)"
     )
     report.add_argument("--out", metavar="FILE", help="write to FILE instead of the terminal")
+    report.add_argument(
+        "--partial",
+        action="store_true",
+        help="report a sharded run before all its shards are done (the missing ones are noted)",
+    )
     _db_option(report, reads_only=True)
 
     runs = verb(

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from tlsbench.errors import UserError
 from tlsbench.stats import (
     DEFAULT_THRESHOLD,
     FASTER,
@@ -80,6 +81,7 @@ class _Side:
     calibration: list[float]  # per repetition: mean of the workload's before/after ns
     ok: int
     bad: int
+    machines: set[int] = field(default_factory=set)  # where its ok repetitions ran
 
 
 def _side(store: Store, point: Point) -> _Side:
@@ -89,6 +91,7 @@ def _side(store: Store, point: Point) -> _Side:
     calibration: list[float] = []
     samples = store.samples_by_result(point.id)
     ok = bad = 0
+    machines: set[int] = set()
 
     def add(name: str, unit: str, figure: float, cal: float | None) -> None:
         figures.setdefault(name, (unit, []))[1].append(figure)
@@ -100,6 +103,8 @@ def _side(store: Store, point: Point) -> _Side:
         if result["status"] != "ok" or not result["output"]:
             continue
         ok += 1
+        if result["machine_id"] is not None:
+            machines.add(int(result["machine_id"]))
         output = json.loads(result["output"])
         c = output.get("calibration") or {}
         cal = None
@@ -119,7 +124,48 @@ def _side(store: Store, point: Point) -> _Side:
                 add(name, unit, float(np.median(values)), cal)
     # Each process measures its own step (and TSC rate): the largest is the coarsest timer.
     steps = {name: max(values) for name, values in resolutions.items() if name in figures}
-    return _Side(point, figures, figure_calibration, steps, calibration, ok, bad)
+    return _Side(point, figures, figure_calibration, steps, calibration, ok, bad, machines)
+
+
+# What tells machines apart, as warnings name it.
+MACHINE_FACTS = (("host", "host"), ("cpu_model", "CPU"), ("cpu_flags", "CPU flags"),
+                 ("kernel", "kernel"), ("commit_id", "tlsbench commit"))  # fmt: skip
+
+
+def _differences(store: Store, *sides: set[int]) -> str:
+    """How the machines of each side differ: "tlsbench commit (a / b)", fact by fact (the
+    values of each side joined by a comma, the sides by a slash)."""
+    rows = [[r for r in (store.machine_row(m) for m in sorted(ids)) if r] for ids in sides]
+    found = []
+    for column, label in MACHINE_FACTS:
+        values = [sorted({str(r[column]) for r in side}) for side in rows]
+        if len({v for side in values for v in side}) > 1:
+            shown = [", ".join(v if len(v) <= 40 else v[:37] + "..." for v in side)
+                     for side in values]  # fmt: skip
+            found.append(f"{label} ({' / '.join(shown)})")
+    return "; ".join(found) or "machine ids only"
+
+
+def _machine_warnings(store: Store, a: _Side, b: _Side, pool: bool) -> list[str]:
+    """A point's repetitions from several machines are not one sample: refused unless
+    pooling is asked for, and then said on the row; A and B on different machines, said."""
+    found = []
+    for label, side in (("A", a), ("B", b)):
+        if len(side.machines) > 1:
+            if not pool:
+                raise UserError(
+                    f"{side.point.variant} {side.point.name} in run {label} "
+                    f"({side.point.run_id}) has repetitions measured on "
+                    f"{len(side.machines)} machines, which differ in "
+                    f"{_differences(store, side.machines)}. Figures of different machines "
+                    "are not one sample; compare runs of one machine, or give "
+                    "--pool-machines to pool them anyway"
+                )
+            found.append(f"{label} pools repetitions of {len(side.machines)} machines")
+    if a.machines and b.machines and a.machines != b.machines:
+        found.append(f"A and B measured on machines that differ in "
+                     f"{_differences(store, a.machines, b.machines)}")  # fmt: skip
+    return found
 
 
 def _normalised(
@@ -159,9 +205,11 @@ def run_warnings(store: Store, run_a: int, run_b: int) -> list[str]:
     a, b = store.run(run_a), store.run(run_b)
     env_a, env_b = json.loads(a["environment"]), json.loads(b["environment"])
     found = []
-    if a["owner_host"] != b["owner_host"]:
-        found.append(f"the runs were made on different machines ({a['owner_host']} / "
-                     f"{b['owner_host']})")  # fmt: skip
+    machines_a = {int(m["id"]) for m in store.machines_of_run(run_a)}
+    machines_b = {int(m["id"]) for m in store.machines_of_run(run_b)}
+    if machines_a and machines_b and machines_a != machines_b:
+        found.append("the runs were made on machines that differ in "
+                     + _differences(store, machines_a, machines_b))  # fmt: skip
     if (env_a.get("cpu") or {}).get("model") != (env_b.get("cpu") or {}).get("model"):
         found.append("the runs were made on different CPUs")
     if env_a.get("cpu_flags") != env_b.get("cpu_flags"):
@@ -193,6 +241,7 @@ def compare_runs(
     *,
     threshold: float | None = None,
     normalise: bool = False,
+    pool_machines: bool = False,
 ) -> list[Row]:
     points_b = {(p.variant, p.name): p for p in store.points(run_b)}
     rows = []
@@ -200,8 +249,9 @@ def compare_runs(
         point_b = points_b.get((point_a.variant, point_a.name))
         if point_b is not None:
             rows += compare_points(
-                store, point_a, point_b, threshold=threshold, normalise=normalise
-            )
+                store, point_a, point_b, threshold=threshold, normalise=normalise,
+                pool_machines=pool_machines,
+            )  # fmt: skip
     return rows
 
 
@@ -212,6 +262,7 @@ def compare_points(
     *,
     threshold: float | None = None,
     normalise: bool = False,
+    pool_machines: bool = False,
 ) -> list[Row]:
     """Point B against point A, series by series (same or different runs or variants).
 
@@ -228,6 +279,7 @@ def compare_points(
     rows = []
     a, b = _side(store, point_a), _side(store, point_b)
     warnings = _point_warnings(a, b, repetitions) if point_a.variant == point_b.variant else []
+    warnings += _machine_warnings(store, a, b, pool_machines)
     calibration_ratio = None
     if a.calibration and b.calibration:
         calibration_ratio = float(np.median(b.calibration) / np.median(a.calibration))

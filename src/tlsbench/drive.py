@@ -51,9 +51,11 @@ def drive(
     args: list[str],
     catalog: Catalog | None = None,
     measure: str | None = None,
+    replace: bool = False,
 ) -> int:
     """Runs one driver; `measure` None = "time", or "heap" where time means nothing (armhf
-    under qemu-user), where an explicit "time" is refused."""
+    under qemu-user), where an explicit "time" is refused. `replace`: exec the driver in
+    this process (no tlsbench process stays around it)."""
     catalog = catalog or Catalog()
     variant = catalog.resolve(spec)
     if not arches.arch(variant.arch).timing:
@@ -76,6 +78,14 @@ def drive(
         )
     build = Builder().build(variant)
     command = driver_command(build, scenario, args, measure or "time")
+    if replace:
+        # This process becomes the driver: a signal sent to it (a remote runner's SIGTERM
+        # that stops a server) reaches the driver, and its output is the driver's own.
+        from tlsbench.runner import driver_environment
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execvpe(command[0], command, driver_environment({}))
     # The user's own switches pass through; a CPU profile adds its own on top of them.
     env = {**os.environ, **cpuprofile.active_environment()}
     code = subprocess.run(command, check=False, env=env).returncode

@@ -55,6 +55,7 @@ OPTION_ORDER = (
     "tls", "suite", "group", "key_share", "sigalg", "cert", "chain", "auth", "record_size",
     "payload", "bytes", "aead", "accel", "transport", "io", "role", "peer", "resume", "rtt_ms",
     "loss", "server", "client", "pattern", "connections", "rate", "request_size", "workers",
+    "server_host", "generator_hosts", "server_address",
 )  # fmt: skip
 # Keys that tune a measurement without changing what is measured: not in names.
 TUNING_KEYS = ("iterations", "warmup", "duration_s", "heap")
@@ -101,6 +102,11 @@ SCENARIO_KEYS = {
         "workers",
         "duration_s",
         "heap",
+        # Other hosts (remote.py): OpenSSH destinations of the server and the generators
+        # (comma-separated), and the address the generators connect to.
+        "server_host",
+        "generator_hosts",
+        "server_address",
     ),
     # What the minimal client and server programs link (codesize.py): the runner measures
     # it, no driver runs, and no option applies.
@@ -202,6 +208,12 @@ def _fragment(key: str, value: Any) -> str:
         return f"{value}tps"
     if key == "workers":
         return f"w{value}"
+    if key == "server_host":
+        return f"server-on-{value}"
+    if key == "generator_hosts":
+        return "generators-on-" + "+".join(v.strip() for v in str(value).split(","))
+    if key == "server_address":
+        return f"via-{value}"
     return str(value).lower() if key == "aead" else str(value)
 
 
@@ -283,6 +295,10 @@ class _Loader:
         if key == "heap":
             if not isinstance(value, bool):
                 raise self.value_error(key, value, "true or false")
+            return value
+        if key in ("server_host", "generator_hosts", "server_address"):  # remote.py
+            if not isinstance(value, str) or not value.strip():
+                raise self.value_error(key, value, "a string: OpenSSH destinations")
             return value
         if key == "client":  # a variant, self or a program: checked with the point
             if not isinstance(value, str):
@@ -524,6 +540,11 @@ class _Loader:
                 options["client"] = self.catalog.resolve(client).name
             except UserError as exc:
                 raise self.value_error("client", client, f"{allowed} ({exc})") from None
+        from tlsbench import remote
+
+        if remote.uses_hosts(options) and (why := remote.refusal(options)):
+            key = next(k for k in remote.HOST_KEYS if k in options)
+            raise self.value_error(key, options[key], why)
         refused = load.refusal(options, variant.line.name)
         if refused is not None:
             key, why = refused

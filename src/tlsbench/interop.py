@@ -33,6 +33,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -169,6 +170,8 @@ class Side:
                 with contextlib.suppress(OSError):
                     os.sched_setaffinity(0, cpus)
 
+        if _STOPPING.is_set():  # the run was interrupted while this point was setting up
+            raise Stopped(f"{self.role} {self.label} not started: {_STOPPING_WHY[0]}")
         self.proc = subprocess.Popen(
             self.command,
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
@@ -180,6 +183,8 @@ class Side:
             preexec_fn=pin if cpus else None,
         )
         self._stdin = stdin
+        with _LIVE_LOCK:
+            _LIVE.add(self)
 
     def finish(self, deadline: float) -> None:
         assert self.proc is not None
@@ -191,12 +196,17 @@ class Side:
             self.kill("timeout")
             self.out, self.err = self.proc.communicate()
         self.code = self.proc.returncode
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
 
     def kill(self, why: str) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.killed = why
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
+
+    def __hash__(self) -> int:
+        return id(self)
 
     def tail(self) -> str:
         lines = self.err.strip().splitlines()[-STDERR_TAIL_LINES:]
@@ -210,6 +220,37 @@ class Side:
         except json.JSONDecodeError:
             return None
         return data if isinstance(data, dict) else None
+
+
+# The sides started and not yet finished, of every thread: points that mostly wait run
+# several at a time in threads of the runner (parallel.py), and an interrupt of the runner
+# must end all of their processes, which run in sessions of their own.
+_LIVE: set[Side] = set()
+_LIVE_LOCK = threading.Lock()
+# Set by kill_all: no side starts any more (a point still setting up would start one after
+# the kill), until allow_starts.
+_STOPPING = threading.Event()
+_STOPPING_WHY = [""]
+
+
+class Stopped(Exception):
+    """A side was not started because the run is being interrupted."""
+
+
+def kill_all(why: str) -> None:
+    """Kills every side still running and refuses to start new ones (their threads then
+    clean up as on a timeout)."""
+    _STOPPING_WHY[0] = why
+    _STOPPING.set()
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for side in live:
+        side.kill(why)
+
+
+def allow_starts() -> None:
+    """Sides may start again (after kill_all)."""
+    _STOPPING.clear()
 
 
 # ------------------------------------------------------------------------- commands

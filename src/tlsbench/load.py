@@ -214,16 +214,22 @@ def tls_args(options: dict[str, Any]) -> list[str]:
     return args
 
 
-def serve_command(build: Build, options: dict[str, Any], measure: str, port_file: Path,
-                  bound_s: int) -> list[str]:  # fmt: skip
-    args = [*tls_args(options), "--listen", "127.0.0.1:0", "--port-file", str(port_file),
+def serve_args(options: dict[str, Any], port_file: str, bound_s: int,
+               listen: str = "127.0.0.1:0") -> list[str]:  # fmt: skip
+    """The `serve` driver's options (remote.py runs them on another host)."""
+    return [*tls_args(options), "--listen", listen, "--port-file", port_file,
             "--workers", str(option(options, "workers")), "--duration", str(bound_s),
             "--peer-timeout", str(PEER_TIMEOUT_S), "--json"]  # fmt: skip
-    return driver_command(build, "serve", args, measure)
 
 
-def load_command(build: Build, options: dict[str, Any], connect: str, duration: int,
-                 latencies: Path | None = None) -> list[str]:  # fmt: skip
+def serve_command(build: Build, options: dict[str, Any], measure: str, port_file: Path,
+                  bound_s: int) -> list[str]:  # fmt: skip
+    return driver_command(build, "serve", serve_args(options, str(port_file), bound_s), measure)
+
+
+def load_args(options: dict[str, Any], connect: str, duration: int,
+              latencies: Path | None = None) -> list[str]:  # fmt: skip
+    """The `load` driver's options (remote.py runs them on other hosts)."""
     args = [*tls_args(options), "--connect", connect,
             "--connections", str(option(options, "connections")),
             "--pattern", str(option(options, "pattern")), "--duration", str(duration),
@@ -235,7 +241,12 @@ def load_command(build: Build, options: dict[str, Any], connect: str, duration: 
         args += ["--rate", str(options["rate"])]
     if latencies is not None:
         args += ["--latencies", str(latencies)]
-    return driver_command(build, "load", args, "time")
+    return args
+
+
+def load_command(build: Build, options: dict[str, Any], connect: str, duration: int,
+                 latencies: Path | None = None) -> list[str]:  # fmt: skip
+    return driver_command(build, "load", load_args(options, connect, duration, latencies), "time")
 
 
 def h2load_command(options: dict[str, Any], port: int, log: Path, duration: int | None,

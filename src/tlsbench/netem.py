@@ -18,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import fcntl
 import heapq
+import itertools
 import os
 import random
 import select
@@ -144,6 +145,8 @@ def _relay(fds: tuple[int, int], link: Link, net: Network, stop: threading.Event
 
 
 NAMESPACE_PREFIX = "tlsbench-"
+# Numbers the networks of this process: several can exist at once (parallel.py).
+_NETWORKS = itertools.count(1)
 
 
 def remove_stale() -> list[str]:
@@ -172,7 +175,7 @@ def emulated(link: Link) -> Iterator[Network]:
     if reason:
         raise UserError(reason, exit_code=1)
     remove_stale()
-    tag = f"{os.getpid()}-{threading.get_ident() % 100000}"
+    tag = f"{os.getpid()}-{next(_NETWORKS)}"  # unique among this runner's networks at once
     net = Network(f"{NAMESPACE_PREFIX}c-{tag}", f"{NAMESPACE_PREFIX}s-{tag}", link)
     made: list[str] = []
     fds: list[int] = []

@@ -7,17 +7,22 @@ than biasing the last one. Each driver process has a timeout; a crash, a hang or
 check is stored as a failure (exit code or signal, last lines of stderr) and the run goes
 on. Each result is committed on its own: `kill -9` loses at most the process that was
 running, and `--resume RUN` runs only what is missing.
+
+A shard of a run (`--shard K/N`, shards.py) runs only its own points. Points that mostly
+wait (an emulated network) run several at a time, every other point alone (parallel.py).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import platform
 import random
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -27,13 +32,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tlsbench import arches, certs, cpuprofile, interop, load, paths
+from tlsbench import arches, certs, cpuprofile, interop, load, parallel, paths, remote
 from tlsbench.build import Build, Builder
+from tlsbench.dialect import is_postgres, open_database
 from tlsbench.doctor import cpu_facts, cpu_flags, measurement_warnings
 from tlsbench.drive import TLS_SCENARIOS, driver_command
 from tlsbench.errors import UserError
 from tlsbench.experiments import Experiment, RunPoint, check_capabilities
 from tlsbench.recipes.base import tool_version
+from tlsbench.shards import Shard, shard_of
 from tlsbench.store import Point, Store, now
 from tlsbench.variants import Catalog
 
@@ -84,6 +91,20 @@ class Tally:
     unsupported: int = 0
     failed: list[str] = field(default_factory=list)
 
+    def add(self, point: RunPoint, repetition: int, outcome: Outcome) -> None:
+        if outcome.status == "ok":
+            self.ok += 1
+        elif outcome.status == "unsupported":
+            self.unsupported += 1
+        else:
+            why = (f"signal {outcome.signal} ({signal_name(outcome.signal)})"
+                   if outcome.signal else f"exit {outcome.exit_code}")  # fmt: skip
+            message = ((outcome.output or {}).get("error") or {}).get("message")
+            tail = outcome.stderr_tail.strip().splitlines()[-1:] or ["(nothing on stderr)"]
+            last = [str(message)] if message else tail
+            self.failed.append(f"{point.name} @ {point.variant} rep {repetition + 1}: "
+                               f"{why}: {last[0]}")  # fmt: skip
+
 
 def environment(builder: Builder) -> dict[str, Any]:
     """The machine and software facts stored with every run."""
@@ -109,6 +130,35 @@ def environment(builder: Builder) -> dict[str, Any]:
     }
 
 
+def machine_facts(env: dict[str, Any]) -> dict[str, Any]:
+    """What identifies the machine a result ran on (store.MACHINE_IDENTITY: host, CPU model
+    and flags, kernel, tlsbench commit), with other facts worth showing beside them."""
+    cpu = env.get("cpu") or {}
+    return {
+        "host": socket.gethostname(),
+        "cpu_model": str(cpu.get("model", "unknown")),
+        "cpu_flags": str(env.get("cpu_flags", "")),
+        "kernel": str(env.get("kernel", "")),
+        "commit_id": str(env.get("commit", "unknown")),
+        "cores": cpu.get("cores"),
+        "virtualization": cpu.get("virtualization"),
+        "compiler": env.get("compiler"),
+        "python": env.get("python"),
+    }
+
+
+def result_build_key(point: RunPoint, builds: dict[str, Build]) -> str:
+    """The builds a result ran, as `variant=cache key/drivers key` (the peer or generator
+    too, where it is a variant), so that a figure traces to its exact binaries."""
+    specs = [
+        point.variant,
+        str(point.options.get("peer", "")),
+        str(point.options.get("client", "")),
+    ]
+    return " ".join(f"{spec}={remote.build_key(builds[spec])}"
+                    for spec in dict.fromkeys(s for s in specs if s in builds))  # fmt: skip
+
+
 def commit_id() -> str:
     proc = subprocess.run(
         ["git", "-C", str(paths.REPO), "describe", "--always", "--dirty", "--abbrev=12"],
@@ -117,8 +167,13 @@ def commit_id() -> str:
     return proc.stdout.strip() or "unknown"
 
 
-def check_results_location(db_path: Path) -> None:
-    """An unwritable or full results location is reported before anything runs."""
+def check_results_location(target: str) -> None:
+    """An unwritable or full results location, or a database server that cannot be reached,
+    is reported before anything runs."""
+    if is_postgres(target):
+        open_database(target, readonly=True).close()  # connects, or says why it cannot
+        return
+    db_path = Path(target)
     folder = db_path.parent
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -552,6 +607,9 @@ class Runner:
         self.builder = builder or Builder(quiet=quiet)
         self.quiet = quiet
         self.catalog = Catalog()
+        self.machine_id: int | None = None
+        # Points that mostly wait run several at a time (parallel.py); False: one at a time.
+        self.parallel_waiting = True
 
     def prepare(self, points: list[RunPoint]) -> dict[str, Build]:
         """Builds every variant and makes every certificate the points need, up front."""
@@ -580,27 +638,35 @@ class Runner:
         repetitions: int,
         timeout: float | None = None,
         seed: int | None = None,
+        shard: Shard | None = None,
+        run_key: str | None = None,
     ) -> int:
+        """Makes the run (builds, certificates, the run and its points in the store), or,
+        for a shard whose run another shard made already (same `run_key`), joins it."""
         builds = self.prepare(points)
         env = environment(self.builder)
         env["order_seed"] = seed if seed is not None else random.SystemRandom().randrange(2**32)
-        run_id = self.store.new_run(
-            experiment.name, experiment.question, self.mode, repetitions,
-            env, experiment.text, commit_id(),
-            timeout if timeout is not None else experiment.timeout,
-        )  # fmt: skip
-        self.store.add_points(
-            run_id,
-            [
-                {"name": p.name, "variant": p.variant, "library": p.library,
-                 "scenario": p.scenario, "params": {"scenario": p.scenario, **p.options},
-                 "build": build_description(p, builds)}
-                for p in interleaved(points)
-            ],
-        )  # fmt: skip
+        count = shard.count if shard else 1
+        settings = {
+            "experiment": experiment.name, "question": experiment.question, "mode": self.mode,
+            "repetitions": repetitions, "experiment_text": experiment.text,
+            "commit_id": commit_id(), "shard_count": count,
+            "timeout": timeout if timeout is not None else experiment.timeout,
+        }  # fmt: skip
+        stored = [
+            {"name": p.name, "variant": p.variant, "library": p.library,
+             "scenario": p.scenario, "params": {"scenario": p.scenario, **p.options},
+             "build": build_description(p, builds), "shard": shard_of(position, count)}
+            for position, p in enumerate(interleaved(points))
+        ]  # fmt: skip
+        run_id, joined = self.store.start_or_join(run_key, settings, stored, env)
+        if joined:
+            self.check_same_builds(run_id)
         if not self.quiet:
-            print(f"run {run_id}: {experiment.name}, {len(points)} points x {repetitions} "
-                  f"repetitions -> {self.store.path}", file=sys.stderr)  # fmt: skip
+            part = f", shard {shard}" if shard else ""
+            verb = "joined" if joined else "started"
+            print(f"run {run_id} ({verb}{part}): {experiment.name}, {len(points)} points x "
+                  f"{repetitions} repetitions -> {self.store.path}", file=sys.stderr)  # fmt: skip
         return run_id
 
     def run_interop(self, point: RunPoint, builds: dict[str, Build], timeout: float) -> Outcome:
@@ -638,6 +704,12 @@ class Runner:
                 message = f"load measures time, and {arches.no_timing_reason(build.variant.arch)}"
                 return Outcome("unsupported", 3, None, 0.0, {"error": {"message": message}},
                                message)  # fmt: skip
+        if remote.uses_hosts(point.options):  # server and generators on other hosts
+            assert client_build is not None  # remote.refusal: the generator is a variant
+            result = remote.run_point(point.options, builds[point.variant], client_build,
+                                      timeout, commit_id())  # fmt: skip
+            return Outcome(result.status, result.exit_code, None, result.seconds,
+                           result.output, result.stderr_tail)  # fmt: skip
         env, refused = accel_env(point, builds[point.variant])
         if refused:
             return Outcome("unsupported", 3, None, 0.0, {"error": {"message": refused}}, refused)
@@ -679,95 +751,140 @@ class Runner:
                     "driver builds in one run: start a new run instead."
                 )
 
-    def execute(self, run_id: int, timeout: float) -> Tally:
-        """Runs every (point, repetition) of the run without a final result (ok or
-        unsupported), as the run's owner; an interruption marks the run interrupted."""
-        self.store.claim(run_id)
+    def execute(self, run_id: int, timeout: float, shard: int = 1) -> Tally:
+        """Runs every (point, repetition) of the run's shard without a final result (ok or
+        unsupported), as the shard's owner; an interruption marks the shard interrupted."""
+        env = environment(self.builder)
+        self.machine_id = self.store.machine(machine_facts(env))
+        self.store.claim(run_id, shard, self.machine_id)
         stop = threading.Event()
-        beat = threading.Thread(target=_heartbeat, args=(self.store.path, run_id, stop))
+        beat = threading.Thread(target=_heartbeat, args=(self.store.target, run_id, shard, stop))
         beat.start()
         try:
-            tally = self._execute(run_id, timeout)
+            tally = self._execute(run_id, timeout, shard)
         except BaseException:
             # The heartbeat's connection is closed before the final write: a thread left
             # writing while the process exits can lose that write.
             stop.set()
             beat.join()
-            self.store.finish_run(run_id, "interrupted")
+            self.store.finish_run(run_id, "interrupted", shard)
             raise
         stop.set()
         beat.join()
-        self.store.finish_run(run_id, "failed" if self.store.failed_count(run_id) else "complete")
+        failed = self.store.failed_count(run_id, shard)
+        self.store.finish_run(run_id, "failed" if failed else "complete", shard)
         return tally
 
-    def _execute(self, run_id: int, timeout: float) -> Tally:
+    def _execute(self, run_id: int, timeout: float, shard: int) -> Tally:
         run = self.store.run(run_id)
-        stored = self.store.points(run_id)
+        stored = self.store.points(run_id, shard)
         seed = int(json.loads(run["environment"]).get("order_seed", 0))
-        done = {p.id: self.store.done_repetitions(p.id) for p in stored}
+        done = self.store.done_by_point(run_id)
         todo = [
             (repetition, candidate)
             for repetition, candidate in run_order(stored, run["repetitions"], seed)
-            if repetition not in done[candidate.id]
+            if repetition not in done.get(candidate.id, set())
         ]
-        builds: dict[str, Build] = {}
+        mode = str(run["mode"])
+        # Every build before any point runs: points that wait run in threads (parallel.py).
+        builds = self.builds_for([as_run_point(p) for _, p in todo])
         tally = Tally()
         progress = Progress(len(todo), self.quiet)
-        for repetition, stored_point in todo:
-            point = RunPoint(
-                stored_point.name, stored_point.variant, stored_point.library,
-                stored_point.scenario,
-                {k: v for k, v in stored_point.params.items() if k != "scenario"},
-            )  # fmt: skip
-            if point.variant not in builds:
-                builds[point.variant] = self.builder.build(self.catalog.resolve(point.variant))
-            progress.show(f"{point.name} @ {point.variant} (rep {repetition + 1})",
-                          len(tally.failed))  # fmt: skip
+        width = parallel.slots() if self.parallel_waiting else 1
+
+        def work(item: tuple[int, Point]) -> tuple[str, Outcome]:
             started_at = now()
-            if point.scenario == "code-size":  # the same in every mode: no driver runs
-                outcome = run_code_size(point, builds[point.variant])
-            elif run["mode"] == "instructions":
-                with tempfile.TemporaryDirectory(prefix="tlsbench-callgrind-") as scratch:
-                    outcome = run_instructions(point, builds[point.variant], timeout,
-                                               Path(scratch))  # fmt: skip
-            elif point.scenario == "interop":
-                outcome = self.run_interop(point, builds, timeout)
-            elif point.scenario == "load":
-                outcome = self.run_load(point, builds, timeout)
-            elif arches.arch(builds[point.variant].variant.arch).firmware:
-                outcome = run_firmware(point, builds[point.variant], timeout)
-            else:
-                outcome = run_time_and_heap(point, builds[point.variant], timeout)
+            return started_at, self.run_one(as_run_point(item[1]), builds, timeout, mode)
+
+        def record(item: tuple[int, Point], result: tuple[str, Outcome]) -> None:
+            repetition, stored_point = item
+            started_at, outcome = result
+            point = as_run_point(stored_point)
+            if parallel.waits(point.scenario, point.options, mode) and outcome.output:
+                outcome.output["scheduling"] = {
+                    "waiting_points_at_once": width,
+                    "rule": "parallel.py: an emulated link of RTT >= "
+                    f"{parallel.WAIT_RTT_MS:g} ms or with loss waits",
+                }
             self.store.add_result(
                 stored_point.id, repetition, outcome.status, outcome.exit_code, outcome.signal,
                 outcome.seconds, started_at, outcome.output, outcome.stderr_tail,
+                self.machine_id, result_build_key(point, builds),
             )  # fmt: skip
             progress.done += 1
-            if outcome.status == "ok":
-                tally.ok += 1
-            elif outcome.status == "unsupported":
-                tally.unsupported += 1
-            else:
-                why = (f"signal {outcome.signal} ({signal_name(outcome.signal)})"
-                       if outcome.signal else f"exit {outcome.exit_code}")  # fmt: skip
-                message = ((outcome.output or {}).get("error") or {}).get("message")
-                tail = outcome.stderr_tail.strip().splitlines()[-1:] or ["(nothing on stderr)"]
-                last = [str(message)] if message else tail
-                tally.failed.append(f"{point.name} @ {point.variant} rep {repetition + 1}: "
-                                    f"{why}: {last[0]}")  # fmt: skip
+            tally.add(point, repetition, outcome)
+            progress.show(f"{point.name} @ {point.variant} (rep {repetition + 1}) done",
+                          len(tally.failed))  # fmt: skip
+
+        def waiting(stored_point: Point) -> bool:
+            return width > 1 and parallel.waits(stored_point.scenario, stored_point.params, mode)
+
+        for alone, together in parallel.rounds(todo, waiting):
+            for item in alone:
+                repetition, stored_point = item
+                progress.show(f"{stored_point.name} @ {stored_point.variant} "
+                              f"(rep {repetition + 1})", len(tally.failed))  # fmt: skip
+                record(item, work(item))
+            if together:
+                progress.show(f"{len(together)} points that wait, {width} at a time",
+                              len(tally.failed))  # fmt: skip
+                stop = functools.partial(interop.kill_all, "the run was interrupted")
+                interop.allow_starts()
+                parallel.run_together(together, width, work, record, abort=stop)
         progress.show("done", len(tally.failed))
         progress.finish()
         return tally
+
+    def builds_for(self, points: list[RunPoint]) -> dict[str, Build]:
+        """The builds these points run (variants, interop peers, load generators), and the
+        pinned OpenSSL program where a peer is it."""
+        builds: dict[str, Build] = {}
+        for point in points:
+            specs = [point.variant]
+            peer = str(point.options.get("peer", ""))
+            if point.scenario == "interop" and interop.pinned_program(peer):
+                interop.openssl_executable(peer)
+            elif point.scenario == "interop" and not interop.is_program(peer):
+                specs.append(peer)
+            client = str(point.options.get("client", ""))
+            if point.scenario == "load" and client not in load.GENERATOR_PROGRAMS:
+                specs.append(client)
+            for spec in specs:
+                if spec and spec not in builds:
+                    builds[spec] = self.builder.build(self.catalog.resolve(spec))
+        return builds
+
+    def run_one(self, point: RunPoint, builds: dict[str, Build], timeout: float,
+                mode: str) -> Outcome:  # fmt: skip
+        """One repetition of one point, whatever its scenario."""
+        if point.scenario == "code-size":  # the same in every mode: no driver runs
+            return run_code_size(point, builds[point.variant])
+        if mode == "instructions":
+            with tempfile.TemporaryDirectory(prefix="tlsbench-callgrind-") as scratch:
+                return run_instructions(point, builds[point.variant], timeout, Path(scratch))
+        if point.scenario == "interop":
+            return self.run_interop(point, builds, timeout)
+        if point.scenario == "load":
+            return self.run_load(point, builds, timeout)
+        if arches.arch(builds[point.variant].variant.arch).firmware:
+            return run_firmware(point, builds[point.variant], timeout)
+        return run_time_and_heap(point, builds[point.variant], timeout)
+
+
+def as_run_point(stored: Point) -> RunPoint:
+    """A stored point as the runner runs it (its options without the scenario key)."""
+    return RunPoint(stored.name, stored.variant, stored.library, stored.scenario,
+                    {k: v for k, v in stored.params.items() if k != "scenario"})  # fmt: skip
 
 
 HEARTBEAT_S = 5.0
 
 
-def _heartbeat(db_path: Path, run_id: int, stop: threading.Event) -> None:
+def _heartbeat(target: str, run_id: int, shard: int, stop: threading.Event) -> None:
     """Beats in its own connection while the runner waits on a driver (points can be long)."""
-    store = Store(db_path)
+    store = Store(target)
     try:
         while not stop.wait(HEARTBEAT_S):
-            store.heartbeat(run_id)
+            store.heartbeat(run_id, shard)
     finally:
         store.close()

@@ -106,7 +106,8 @@ class HtmlExporter:
 
     def render(self, model: RunModel) -> str:
         run = model.run
-        title = f"tlsbench report: run {run.id}, {run.experiment}"
+        runs = ", ".join(str(r.id) for r in model.runs) if len(model.runs) > 1 else None
+        title = f"tlsbench report: {f'runs {runs}' if runs else f'run {run.id}'}, {run.experiment}"
         by_section: dict[str, list[Plot]] = {}
         for plot in plots(model):
             by_section.setdefault(plot.section, []).append(plot)

@@ -37,6 +37,7 @@ class JsonExporter:
             "format": "tlsbench-report",
             "version": FORMAT_VERSION,
             "run": asdict(model.run),
+            "runs": [asdict(r) for r in model.runs] or None,
             "tables": {
                 t.name: [asdict(row) for row in t.rows] for t in model.tables() if t.name != "run"
             },

@@ -26,7 +26,9 @@ class MarkdownExporter:
 
     def render(self, model: RunModel) -> str:
         run = model.run
-        parts = [f"# tlsbench report: run {run.id}, experiment `{run.experiment}`"]
+        runs = ", ".join(str(r.id) for r in model.runs) if len(model.runs) > 1 else None
+        parts = [f"# tlsbench report: {f'runs {runs}' if runs else f'run {run.id}'}, "
+                 f"experiment `{run.experiment}`"]  # fmt: skip
         if run.question:
             parts.append(f"> {run.question}")
         for view in views(model):

@@ -91,6 +91,7 @@ class MemoryRow:
     pool_peak: float | None = None
     pool_retained: float | None = None
     failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
+    machine: str = ""  # where the run spans several machines: the one(s) this row ran on
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,7 @@ class HandshakeRow:
     hps_ci_low: float | None
     hps_ci_high: float | None
     failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
+    machine: str = ""  # where the run spans several machines: the one(s) this row ran on
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,7 @@ class WireRow:
     server_records: float | None
     round_trips: float | None  # server flights the client waited for before it could send
     failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
+    machine: str = ""  # where the run spans several machines: the one(s) this row ran on
 
 
 @dataclass(frozen=True)
@@ -149,6 +152,7 @@ class CodeSizeRow:
     total: int
     identical: bool  # every repetition measured the same
     failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
+    machine: str = ""  # where the run spans several machines: the one(s) this row ran on
 
 
 @dataclass(frozen=True)
@@ -171,6 +175,7 @@ class LatencyRow:
     # Median of per-record means of batches of records (not quantised by the TSC's step).
     batch_mean_ns: float | None = None
     failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
+    machine: str = ""  # where the run spans several machines: the one(s) this row ran on
 
 
 @dataclass(frozen=True)
@@ -190,6 +195,7 @@ class ThroughputRow:
     receiver_ci_low: float
     receiver_ci_high: float
     failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
+    machine: str = ""  # where the run spans several machines: the one(s) this row ran on
 
 
 @dataclass(frozen=True)
@@ -206,6 +212,7 @@ class AeadRow:
     ns_per_byte: float
     mbps: float
     failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
+    machine: str = ""  # where the run spans several machines: the one(s) this row ran on
     open_tsc_cycles_per_byte: float | None = None  # open (decrypt + tag check)
     batch: int | None = None  # operations per timed region (one sample = one batch)
 
@@ -222,6 +229,7 @@ class InstructionRow:
     repetitions: int
     identical: bool  # every repetition gave the same count
     failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
+    machine: str = ""  # where the run spans several machines: the one(s) this row ran on
     # Firmware (cortex-m7) points: the count projected to a clock and CPI (cortexm.py).
     projected_ms: float | None = None
 
@@ -257,6 +265,7 @@ class InteropRow:
     client_cpu_s_per_gb: float | None = None
     server_cpu_s_per_gb: float | None = None
     failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
+    machine: str = ""  # where the run spans several machines: the one(s) this row ran on
     # Over an emulated network: its round-trip time and loss, the 90th percentile of the
     # client's wall time (over connections and repetitions), and the case without the
     # network (one line of the latency-vs-RTT plot per such case and loss).
@@ -295,6 +304,7 @@ class LoadRow:
     latency_from: str  # "connect" (tlsbench new/resume), "request" (keepalive, h2load)
     detail: str  # why not ok
     failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
+    machine: str = ""  # where the run spans several machines: the one(s) this row ran on
 
 
 @dataclass(frozen=True)
@@ -321,6 +331,22 @@ class BuildRow:
     version: str
     cache_key: str
     compile_flags: str
+
+
+@dataclass(frozen=True)
+class MachineRow:
+    """A machine that ran results of the run (host, CPU, kernel, tlsbench commit): one row
+    each, side by side, with the CPU flags that set it apart from the others."""
+
+    machine: str  # the label its figures carry where the run spans several machines
+    host: str
+    cpu_model: str
+    cores: int | None
+    kernel: str
+    commit: str
+    cpu_flags: str  # how many, and those only some of the machines have
+    points: int
+    results: int
 
 
 @dataclass(frozen=True)
@@ -369,8 +395,11 @@ class RunModel:
     problems: list[ProblemRow] = field(default_factory=list)
     notes: list[NoteRow] = field(default_factory=list)
     builds: list[BuildRow] = field(default_factory=list)
+    machines: list[MachineRow] = field(default_factory=list)
     latency_samples: list[LatencySamples] = field(default_factory=list)
     variants: list[str] = field(default_factory=list)  # in point order: stable plot colours
+    # A report of several runs side by side (load_runs): every run, the first is `run`.
+    runs: list[RunInfo] = field(default_factory=list)
 
     def tables(self) -> list[Table]:
         """Every table, in report order (the run itself is a one-row table)."""
@@ -389,6 +418,7 @@ class RunModel:
             Table("problems", "Unsupported and failed points", ProblemRow, self.problems),
             Table("notes", "Notes", NoteRow, self.notes),
             Table("builds", "Builds", BuildRow, self.builds),
+            Table("machines", "Machines", MachineRow, self.machines),
             Table("environment", "Environment", EnvironmentRow, self.environment),
         ]
 
@@ -418,6 +448,7 @@ class _Result:
     signal: int | None
     output: dict[str, Any] | None
     stderr_tail: str
+    machine_id: int | None = None
 
 
 def _signal_name(number: int) -> str:
@@ -550,12 +581,22 @@ class _Loader:
                     signal=r["signal"],
                     output=json.loads(r["output"]) if r["output"] else None,
                     stderr_tail=str(r["stderr_tail"] or ""),
+                    machine_id=r["machine_id"],
                 )
                 for r in store.results(p.id)
             ]
             for p in self.points
         }
         self.notes: list[NoteRow] = []
+        count = int(row["shard_count"] or 1)
+        missing = store.missing_shards(self.run.id) if count > 1 else []
+        if missing:
+            self.notes.append(NoteRow(
+                "run", "missing shards",
+                f"not every shard is done ({', '.join(m.describe(count) for m in missing)}): "
+                "their points have no figures yet",
+            ))  # fmt: skip
+        self.machine_rows = store.machines_of_run(self.run.id)
 
     def ok(self, point: Point) -> list[_Result]:
         return [r for r in self.results[point.id] if r.status == "ok" and r.output is not None]
@@ -1103,6 +1144,56 @@ class _Loader:
             )
         return list(rows.values())
 
+    def machine_labels(self) -> dict[int, str]:
+        """Machine id -> its label: the host name, with the machine's number where one host
+        name stands for several machines (another kernel, CPU or commit)."""
+        hosts = [str(m["host"]) for m in self.machine_rows]
+        return {
+            int(m["id"]): str(m["host"]) if hosts.count(str(m["host"])) == 1
+            else f"{m['host']} #{m['id']}"
+            for m in self.machine_rows
+        }  # fmt: skip
+
+    def machines(self) -> list[MachineRow]:
+        labels = self.machine_labels()
+        flags = {int(m["id"]): set(str(m["cpu_flags"]).split()) for m in self.machine_rows}
+        common = set.intersection(*flags.values()) if flags else set()
+        rows = []
+        for m in self.machine_rows:
+            mine = flags[int(m["id"])]
+            only = sorted(mine - common)
+            facts = json.loads(m["facts"] or "{}")
+            points = sum(
+                1 for p in self.points
+                if any(r.machine_id == m["id"] for r in self.results[p.id])
+            )  # fmt: skip
+            rows.append(MachineRow(
+                machine=labels[int(m["id"])], host=str(m["host"]),
+                cpu_model=str(m["cpu_model"]), cores=_int_or_none(facts.get("cores")),
+                kernel=str(m["kernel"]), commit=str(m["commit_id"]),
+                cpu_flags=f"{len(mine)}" + (f"; only here: {' '.join(only)}" if only else ""),
+                points=points, results=int(m["results"]),
+            ))  # fmt: skip
+        return rows
+
+    def mark_machines(self, model: RunModel, always: bool = False) -> None:
+        """Where the run's results come from several machines (or `always`), every figure
+        row says which machine(s) its point ran on, so that machines read side by side."""
+        labels = self.machine_labels()
+        if len(labels) < 2 and not (always and labels):
+            return
+        marks = {}
+        for p in self.points:
+            ids = sorted({r.machine_id for r in self.results[p.id] if r.machine_id is not None})
+            if ids:
+                marks[(p.variant, p.name)] = ", ".join(labels[i] for i in ids)
+        for name in ("memory", "handshakes", "wire", "code_size", "latency", "throughput", "aead",
+                     "instructions", "interop", "load"):  # fmt: skip
+            setattr(model, name, [
+                dataclasses.replace(r, machine=marks.get((r.variant, r.point), ""))
+                for r in getattr(model, name)
+            ])  # fmt: skip
+
     def model(self) -> RunModel:
         # Tables in report order, so that their statistical notes come in that order too.
         memory = self.memory()
@@ -1123,11 +1214,13 @@ class _Loader:
             load=self.load(),
             problems=self.problems(),
             builds=self.builds(),
+            machines=self.machines(),
             latency_samples=latency_samples,
             variants=list(dict.fromkeys(p.variant for p in self.points)),
         )
         model.notes = self.driver_and_environment_notes() + self.notes
         self.mark_partly_failed(model)
+        self.mark_machines(model)
         return model
 
     def partly_failed(self) -> dict[tuple[str, str], str]:
@@ -1191,3 +1284,44 @@ def _first_wire(outputs: list[dict[str, Any]], side: str | None, key: str) -> fl
 def load_run(store: Store, run_id: int | str = "latest") -> RunModel:
     """Reads run `run_id` (a number or "latest") of `store` into a RunModel."""
     return _Loader(store, run_id).model()
+
+
+FIGURE_TABLES = ("memory", "handshakes", "wire", "code_size", "latency", "throughput", "aead",
+                 "instructions", "interop", "load")  # fmt: skip
+
+
+def load_runs(store: Store, run_ids: Sequence[int | str]) -> RunModel:
+    """Several runs side by side (the same experiment on several machines, say): one model
+    whose every figure row is labelled `variant @ machine`, so that tables and plots keep
+    the machines apart. A run's label is its machine's host name (with its run number where
+    two runs share a host). One run: load_run."""
+    if len(run_ids) == 1:
+        return load_run(store, run_ids[0])
+    loaders = [_Loader(store, r) for r in run_ids]
+    hosts = [", ".join(sorted(loader.machine_labels().values())) or f"run {loader.run.id}"
+             for loader in loaders]  # fmt: skip
+    labels = [h if hosts.count(h) == 1 else f"{h} run {loader.run.id}"
+              for h, loader in zip(hosts, loaders, strict=True)]  # fmt: skip
+    models = []
+    for loader, label in zip(loaders, labels, strict=True):
+        model = loader.model()
+        for name in FIGURE_TABLES:
+            setattr(model, name, [
+                dataclasses.replace(r, variant=f"{r.variant} @ {label}", machine=label)
+                for r in getattr(model, name)
+            ])  # fmt: skip
+        model.latency_samples = [dataclasses.replace(s, variant=f"{s.variant} @ {label}")
+                                 for s in model.latency_samples]  # fmt: skip
+        model.variants = [f"{v} @ {label}" for v in model.variants]
+        model.notes = [dataclasses.replace(n, subject=f"{n.subject} ({label})")
+                       for n in model.notes]  # fmt: skip
+        models.append(model)
+    first = models[0]
+    combined = RunModel(run=first.run, runs=[m.run for m in models],
+                        environment=first.environment)  # fmt: skip
+    for name in (*FIGURE_TABLES, "problems", "notes", "latency_samples", "variants"):
+        setattr(combined, name, [row for m in models for row in getattr(m, name)])
+    combined.builds = list({(b.variant, b.cache_key): b for m in models for b in m.builds}.values())
+    combined.machines = list({(r.host, r.cpu_model, r.kernel, r.commit): r
+                              for m in models for r in m.machines}.values())  # fmt: skip
+    return combined

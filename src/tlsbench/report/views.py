@@ -71,9 +71,14 @@ def fmt_size(value: int | None) -> str:
 
 
 def _variant(row: Any) -> str:
-    """The variant cell, marked where the row's figures rest on fewer repetitions."""
+    """The variant cell, marked where the row's figures rest on fewer repetitions, and with
+    its machine where the run spans several."""
     failed = getattr(row, "failed", "")
-    return str(row.variant) + (f" (partial: {failed})" if failed else "")
+    machine = getattr(row, "machine", "")
+    variant = str(row.variant)
+    if machine and not variant.endswith(f" @ {machine}"):  # a report of several runs has it
+        variant += f" @ {machine}"
+    return variant + (f" (partial: {failed})" if failed else "")
 
 
 def _without_default_case(view: View) -> View:
@@ -103,7 +108,6 @@ def views(model: RunModel) -> list[View]:
 
 def _views(model: RunModel) -> list[View]:
     out: list[View] = []
-    run = model.run
     out.append(
         View(
             "run",
@@ -122,6 +126,7 @@ def _views(model: RunModel) -> list[View]:
                     run.finished_at or "-",
                     run.commit,
                 ]
+                for run in (model.runs or [model.run])
             ],
         )
     )
@@ -352,6 +357,21 @@ def _views(model: RunModel) -> list[View]:
                 [[b.variant, b.version, b.cache_key, b.compile_flags] for b in model.builds],
             )
         )
+    if model.machines:
+        out.append(
+            View(
+                "machines",
+                "Machines",
+                "The machines that ran this run's results, side by side (a sharded run can "
+                "span several; then each figure's variant says where it ran, as `variant @ "
+                "machine`). CPU flags: how many, and those the other machines lack.",
+                ["machine", "host", "CPU", "cores", "kernel", "tlsbench commit", "CPU flags",
+                 "points", "results"],
+                [False, False, False, True, False, False, False, True, True],
+                [[m.machine, m.host, m.cpu_model, str(m.cores or "-"), m.kernel, m.commit,
+                  m.cpu_flags, str(m.points), str(m.results)] for m in model.machines],
+            )
+        )  # fmt: skip
     if model.environment:
         out.append(
             View(
