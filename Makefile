@@ -78,7 +78,8 @@ venv:
 build: deps venv
 	./tlsbench build
 
-# The benchmarks whose figures are in the README (not tests: this machine is shared).
+# Benchmarks of tlsbench itself, with default arguments; their figures are in docs/results.md
+# (not tests: the machine is shared). bench/kill9_resume.py and `make fuzz` run on their own.
 bench: deps venv
 	$(VENV)/bin/python bench/build_times.py
 	$(VENV)/bin/python bench/harness_overhead.py
