@@ -235,9 +235,6 @@ const tb_name tb_cert_kinds[] = {{"rsa1024", 0, 0},    {"rsa2048", 0, 0}, {"rsa3
                                  {"rsa4096", 0, 0},    {"rsa8192", 0, 0}, {"ecdsa-p256", 0, 0},
                                  {"ecdsa-p384", 0, 0}, {"ed25519", 0, 0}, {NULL, 0, 0}};
 
-const char *const tb_scenario_names[TB_N_SCENARIOS] = {
-    "handshake", "resume", "records", "bulk", "aead", "info", "peer", "serve", "load"};
-
 const tb_name *tb_name_find(const tb_name *table, const char *name) {
   for (const tb_name *n = table; n->name != NULL; n++) {
     if (strcmp(n->name, name) == 0) return n;

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core.h"
+#include "scenario.h"
 
 typedef struct known_answer {
   tb_aead_alg alg;
@@ -230,7 +230,7 @@ static int measure(tb_run *r, tb_json *j, const known_answer *v, size_t len) {
   return code;
 }
 
-int tb_scenario_aead(tb_run *r, tb_json *j) {
+static int run(tb_run *r, tb_json *j) {
   int matched = 0;
   for (size_t v = 0; v < sizeof(vectors) / sizeof(vectors[0]); v++) {
     if (r->opt->aead && strcmp(r->opt->aead, vectors[v].name) != 0) continue;
@@ -264,25 +264,19 @@ int tb_scenario_aead(tb_run *r, tb_json *j) {
   return code;
 }
 
-static void string_list(tb_json *j, const char *key, const char *const *items) {
-  tb_json_array(j, key);
-  for (; items && *items; items++) tb_json_str(j, NULL, *items);
-  tb_json_array_end(j);
-}
+static const tb_option_id options[] = {TB_OPT_AEAD, TB_OPT_PAYLOAD, TB_OPT_END};
+static const tb_default defaults[] = {
+    {TB_OPT_ITERATIONS, "3000"}, {TB_OPT_WARMUP, "300"}, {TB_OPT_END, NULL}};
+static const tb_series_decl series[] = {{NULL, NULL, NULL}};
 
-int tb_scenario_info(tb_run *r, tb_json *j) {
-  tb_info info;
-  memset(&info, 0, sizeof(info));
-  tb_status st = TB_ON(TB_SIDE_GLOBAL, r->ad->info(&info, r->err));
-  if (st != TB_OK) return tb_fail_stage(r, TB_EXIT_HANDSHAKE, "info");
-  tb_json_object(j, "info");
-  tb_json_str(j, "version", info.version);
-  string_list(j, "build_options", info.build_options);
-  string_list(j, "versions", info.versions);
-  string_list(j, "suites", info.suites);
-  string_list(j, "groups", info.groups);
-  string_list(j, "sigalgs", info.sigalgs);
-  if (info.no_tls != NULL) tb_json_str(j, "no_tls", info.no_tls);
-  tb_json_object_end(j);
-  return TB_EXIT_OK;
-}
+const tb_scenario tb_scenario_aead = {
+    .name = "aead",
+    .summary =
+        "the library's own AEAD API (not TLS): seal and open per payload size with a "
+        "12-byte AD, after published known answers; results under \"aead\"",
+    .flags = TB_SC_INSTRUCTIONS,
+    .options = options,
+    .defaults = defaults,
+    .series = series,
+    .run = run,
+};
