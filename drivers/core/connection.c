@@ -21,8 +21,8 @@ void tb_heap_after_handshake(tb_side side, tb_heap_report *h, const tb_heap_coun
 /* A library's own pool (wolfSSL static memory): what the connection held of it, as the
  * library counts it; nothing when the adapter has no pool_use or the build has no pool. */
 static int pool_after_handshake(tb_run *r, tb_side side, void *conn, tb_heap_report *h) {
-  if (r->ad->pool_use == NULL) return TB_EXIT_OK;
-  tb_status st = TB_ON(side, r->ad->pool_use(conn, &h->pool_peak, &h->pool_retained, r->err));
+  if (r->ad->tls->pool_use == NULL) return TB_EXIT_OK;
+  tb_status st = TB_ON(side, r->ad->tls->pool_use(conn, &h->pool_peak, &h->pool_retained, r->err));
   if (st == TB_UNSUPPORTED) return TB_EXIT_OK;
   if (st != TB_OK) return tb_fail_stage(r, TB_EXIT_HANDSHAKE, "pool use");
   h->pool_valid = 1;

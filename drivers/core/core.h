@@ -9,6 +9,7 @@
 #include "tlsbench/driver.h"
 #include "tlsbench/json.h"
 #include "tlsbench/measure.h"
+#include "tlsbench/names.h"
 #include "tlsbench/transport.h"
 
 /* Exit codes of the driver (documented in the README). */
@@ -22,18 +23,7 @@ enum {
   TB_EXIT_DATA = 6,      /* application data or an AEAD known answer was wrong */
 };
 
-/* A name tlsbench accepts, with its IANA code point where it has one (names.c). */
-typedef struct tb_name {
-  const char *name;
-  unsigned code;
-  int tls; /* cipher suites: 12 or 13 */
-} tb_name;
-
-extern const tb_name tb_suite_names[], tb_group_names[], tb_sigalg_names[], tb_aead_names[],
-    tb_cert_kinds[];
-const tb_name *tb_name_find(const tb_name *table, const char *name);
-
-/* The --fault names (session.c): a table like the names above, without code points. */
+/* The --fault names (session.c), a table like those of names.h, without code points. */
 extern const tb_name tb_fault_names[];
 
 /* Ranges of the numeric options (also declared by `info --json`). Record sizes: RFC 8449's

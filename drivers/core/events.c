@@ -86,14 +86,14 @@ tb_step tb_handshake_step(tb_run *r, int ep, tb_evconn *c, int *spins, int *comp
   int server = r->local_role == TB_SERVER;
   tb_side side = server ? TB_SIDE_SERVER : TB_SIDE_CLIENT;
   c->want_read = c->want_write = 0;
-  tb_status st = TB_ON(side, r->ad->handshake(c->conn, r->err));
+  tb_status st = TB_ON(side, r->ad->tls->handshake(c->conn, r->err));
   if (st == TB_WANT_IO) return tb_wait_for_io(ep, c, spins);
   if (st != TB_OK) {
     tb_fail_stage(r, tb_status_exit(st), "handshake");
     return TB_STEP_ERROR;
   }
   tb_negotiated n;
-  st = TB_ON(side, r->ad->negotiated(c->conn, &n, r->err));
+  st = TB_ON(side, r->ad->tls->negotiated(c->conn, &n, r->err));
   if (st != TB_OK) {
     tb_fail_stage(r, TB_EXIT_HANDSHAKE, "negotiated");
     return TB_STEP_ERROR;

@@ -158,7 +158,7 @@ static int side_context(tb_run *r, tb_role role, tb_heap_report *heap) {
   tb_heap_get(side, &c);
   heap->start = c.live;
   heap->start_usable = c.live_usable;
-  tb_status st = TB_ON(side, r->ad->ctx_new(cfg, ctx, r->err));
+  tb_status st = TB_ON(side, r->ad->tls->ctx_new(cfg, ctx, r->err));
   if (st != TB_OK) {
     return tb_fail_stage(r, tb_status_exit(st),
                          role == TB_SERVER ? "context (server)" : "context (client)");
@@ -191,8 +191,8 @@ int tb_verifies(const tb_options *o, tb_role role) {
 }
 
 void tb_teardown(tb_run *r) {
-  if (r->client_ctx) TB_ON(TB_SIDE_CLIENT, (r->ad->ctx_free(r->client_ctx), TB_OK));
-  if (r->server_ctx) TB_ON(TB_SIDE_SERVER, (r->ad->ctx_free(r->server_ctx), TB_OK));
+  if (r->client_ctx) TB_ON(TB_SIDE_CLIENT, (r->ad->tls->ctx_free(r->client_ctx), TB_OK));
+  if (r->server_ctx) TB_ON(TB_SIDE_SERVER, (r->ad->tls->ctx_free(r->server_ctx), TB_OK));
   r->client_ctx = r->server_ctx = NULL;
   tb_link_free(&r->link);
 }
@@ -213,10 +213,10 @@ int tb_connect(tb_run *r, void *session, tb_conn_pair *conns, uint64_t *client_n
   const tb_transport *server_io = r->opt->io == TB_IO_FD ? &fds[1] : &bios[1];
   tb_status st =
       TB_ON_TIMED(TB_SIDE_SERVER, server_ns,
-                  r->ad->conn_new(r->server_ctx, server_io, NULL, &conns->server, r->err));
+                  r->ad->tls->conn_new(r->server_ctx, server_io, NULL, &conns->server, r->err));
   if (st != TB_OK) return tb_fail_stage(r, tb_status_exit(st), "connection (server)");
   st = TB_ON_TIMED(TB_SIDE_CLIENT, client_ns,
-                   r->ad->conn_new(r->client_ctx, client_io, session, &conns->client, r->err));
+                   r->ad->tls->conn_new(r->client_ctx, client_io, session, &conns->client, r->err));
   if (st != TB_OK) return tb_fail_stage(r, tb_status_exit(st), "connection (client)");
 
   int client_done = 0, server_done = 0;
@@ -227,7 +227,7 @@ int tb_connect(tb_run *r, void *session, tb_conn_pair *conns, uint64_t *client_n
       return tb_fail_stage(r, TB_EXIT_HANDSHAKE, "handshake");
     }
     if (!client_done) {
-      st = TB_ON_TIMED(TB_SIDE_CLIENT, client_ns, r->ad->handshake(conns->client, r->err));
+      st = TB_ON_TIMED(TB_SIDE_CLIENT, client_ns, r->ad->tls->handshake(conns->client, r->err));
       if (st == TB_OK) {
         client_done = 1;
         /* The client may send application data now: each server flight it waited for is
@@ -238,7 +238,7 @@ int tb_connect(tb_run *r, void *session, tb_conn_pair *conns, uint64_t *client_n
       }
     }
     if (!server_done) {
-      st = TB_ON_TIMED(TB_SIDE_SERVER, server_ns, r->ad->handshake(conns->server, r->err));
+      st = TB_ON_TIMED(TB_SIDE_SERVER, server_ns, r->ad->tls->handshake(conns->server, r->err));
       if (st == TB_OK) {
         server_done = 1;
       } else if (st != TB_WANT_IO) {
@@ -253,8 +253,8 @@ int tb_connect(tb_run *r, void *session, tb_conn_pair *conns, uint64_t *client_n
 }
 
 void tb_disconnect(tb_run *r, tb_conn_pair *conns) {
-  if (conns->client) TB_ON(TB_SIDE_CLIENT, (r->ad->conn_free(conns->client), TB_OK));
-  if (conns->server) TB_ON(TB_SIDE_SERVER, (r->ad->conn_free(conns->server), TB_OK));
+  if (conns->client) TB_ON(TB_SIDE_CLIENT, (r->ad->tls->conn_free(conns->client), TB_OK));
+  if (conns->server) TB_ON(TB_SIDE_SERVER, (r->ad->tls->conn_free(conns->server), TB_OK));
   conns->client = conns->server = NULL;
 }
 
@@ -342,9 +342,10 @@ int tb_check_negotiated(tb_run *r, tb_conn_pair *conns, int expect_resumed) {
     int quiet = check_quiet(r);
     if (quiet != TB_EXIT_OK) return quiet;
   }
-  tb_status st = TB_ON(TB_SIDE_CLIENT, r->ad->negotiated(conns->client, &r->client_neg, r->err));
+  tb_status st =
+      TB_ON(TB_SIDE_CLIENT, r->ad->tls->negotiated(conns->client, &r->client_neg, r->err));
   if (st != TB_OK) return tb_fail_stage(r, tb_status_exit(st), "negotiated (client)");
-  st = TB_ON(TB_SIDE_SERVER, r->ad->negotiated(conns->server, &r->server_neg, r->err));
+  st = TB_ON(TB_SIDE_SERVER, r->ad->tls->negotiated(conns->server, &r->server_neg, r->err));
   if (st != TB_OK) return tb_fail_stage(r, tb_status_exit(st), "negotiated (server)");
   r->have_negotiated = 1;
   int code =
@@ -374,7 +375,7 @@ int tb_transfer(tb_run *r, tb_conn_pair *conns, int to_server, const unsigned ch
   while (sent < len) {
     size_t done = 0;
     if (send_ticks) tb_collect(from);
-    tb_status st = TB_ON(from, r->ad->write(writer, data + sent, len - sent, &done, r->err));
+    tb_status st = TB_ON(from, r->ad->tls->write(writer, data + sent, len - sent, &done, r->err));
     if (send_ticks) tb_collect(from);
     if (st != TB_OK && st != TB_WANT_IO) return tb_fail_stage(r, tb_status_exit(st), "write");
     if (st == TB_WANT_IO && done == 0) {
@@ -394,7 +395,7 @@ int tb_transfer(tb_run *r, tb_conn_pair *conns, int to_server, const unsigned ch
   while (got < len) {
     size_t done = 0;
     if (recv_ticks) tb_collect(to);
-    tb_status st = TB_ON(to, r->ad->read(reader, scratch + got, len - got, &done, r->err));
+    tb_status st = TB_ON(to, r->ad->tls->read(reader, scratch + got, len - got, &done, r->err));
     if (recv_ticks) tb_collect(to);
     if (st == TB_WANT_IO && done == 0) {
       snprintf(r->err, sizeof(r->err), "%zu of %zu bytes arrived", got, len);

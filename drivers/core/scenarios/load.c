@@ -138,8 +138,9 @@ static void make_idle(load_state *s, tb_evconn *c) {
 static void load_close(load_state *s, tb_evconn *c, int orderly) {
   tb_run *r = s->r;
   if (c->conn != NULL) {
-    if (orderly && r->ad->close != NULL) TB_ON(TB_SIDE_CLIENT, r->ad->close(c->conn, r->err));
-    TB_ON(TB_SIDE_CLIENT, (r->ad->conn_free(c->conn), TB_OK));
+    if (orderly && r->ad->tls->close != NULL)
+      TB_ON(TB_SIDE_CLIENT, r->ad->tls->close(c->conn, r->err));
+    TB_ON(TB_SIDE_CLIENT, (r->ad->tls->conn_free(c->conn), TB_OK));
     c->conn = NULL;
   }
   if (c->fd >= 0) {
@@ -223,8 +224,8 @@ static start_result load_start(load_state *s, tb_evconn *c) {
   void *session = p == TB_PATTERN_RESUME ? s->sessions[c->slot] : NULL;
   c->expect_resumed = session != NULL;
   tb_transport transport = tb_evconn_transport(c);
-  tb_status st =
-      TB_ON(TB_SIDE_CLIENT, r->ad->conn_new(r->client_ctx, &transport, session, &c->conn, r->err));
+  tb_status st = TB_ON(TB_SIDE_CLIENT,
+                       r->ad->tls->conn_new(r->client_ctx, &transport, session, &c->conn, r->err));
   if (st != TB_OK) {
     tb_fail_stage(r, st == TB_UNSUPPORTED ? TB_EXIT_UNSUPPORTED : TB_EXIT_HANDSHAKE, "connection");
     load_error(s, c);
@@ -273,11 +274,11 @@ static tb_step load_finish(load_state *s, tb_evconn *c) {
   if (p == TB_PATTERN_RESUME) {
     /* The newest session for the slot's next connection (TLS 1.3 tickets serve once). */
     void *next = NULL;
-    if (TB_ON(TB_SIDE_CLIENT, r->ad->session_get(c->conn, &next, r->err)) != TB_OK) {
+    if (TB_ON(TB_SIDE_CLIENT, r->ad->tls->session_get(c->conn, &next, r->err)) != TB_OK) {
       tb_fail_stage(r, TB_EXIT_HANDSHAKE, "session");
       return TB_STEP_ERROR;
     }
-    TB_ON(TB_SIDE_CLIENT, (r->ad->session_free(s->sessions[c->slot]), TB_OK));
+    TB_ON(TB_SIDE_CLIENT, (r->ad->tls->session_free(s->sessions[c->slot]), TB_OK));
     s->sessions[c->slot] = next;
   }
   if (p != TB_PATTERN_KEEPALIVE) load_close(s, c, 0);
@@ -329,8 +330,8 @@ static tb_step load_step(load_state *s, tb_evconn *c) {
       size_t done = 0;
       c->want_read = c->want_write = 0;
       tb_status st =
-          TB_ON(TB_SIDE_CLIENT, r->ad->write(c->conn, (unsigned char *)c->req + c->req_have,
-                                             c->req_len - c->req_have, &done, r->err));
+          TB_ON(TB_SIDE_CLIENT, r->ad->tls->write(c->conn, (unsigned char *)c->req + c->req_have,
+                                                  c->req_len - c->req_have, &done, r->err));
       c->req_have += done;
       if (st == TB_WANT_IO && done == 0) {
         tb_step res = tb_wait_for_io(s->ep, c, &spins);
@@ -354,7 +355,7 @@ static tb_step load_step(load_state *s, tb_evconn *c) {
       }
       size_t done = 0;
       c->want_read = c->want_write = 0;
-      tb_status st = TB_ON(TB_SIDE_CLIENT, r->ad->read(c->conn, buf, cap, &done, r->err));
+      tb_status st = TB_ON(TB_SIDE_CLIENT, r->ad->tls->read(c->conn, buf, cap, &done, r->err));
       if (done > 0 && in_head) {
         c->head_len += done;
         char *end = memmem(c->head, c->head_len, "\r\n\r\n", 4);
@@ -550,7 +551,7 @@ static int run(tb_run *r, tb_json *j) {
   for (long i = 0; i < o->connections; i++) {
     if (slots[i] != NULL) load_close(s, slots[i], 0);
     free(slots[i]);
-    TB_ON(TB_SIDE_CLIENT, (r->ad->session_free(sessions[i]), TB_OK));
+    TB_ON(TB_SIDE_CLIENT, (r->ad->tls->session_free(sessions[i]), TB_OK));
   }
   if (s->target) freeaddrinfo(s->target);
   if (s->latencies) fclose(s->latencies);

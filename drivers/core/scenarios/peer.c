@@ -152,8 +152,8 @@ static int write_all(tb_run *r, peer_socket *s, void *conn, const unsigned char 
   size_t sent = 0;
   while (sent < len) {
     size_t done = 0;
-    tb_status st =
-        TB_ON_TIMED(own_side(r), cpu_ns, r->ad->write(conn, buf + sent, len - sent, &done, r->err));
+    tb_status st = TB_ON_TIMED(own_side(r), cpu_ns,
+                               r->ad->tls->write(conn, buf + sent, len - sent, &done, r->err));
     if (st != TB_OK && st != TB_WANT_IO) return io_fail(r, s, st, "write");
     sent += done;
   }
@@ -165,8 +165,8 @@ static int write_all(tb_run *r, peer_socket *s, void *conn, const unsigned char 
 static int read_some(tb_run *r, peer_socket *s, void *conn, unsigned char *buf, size_t cap,
                      size_t *have, int *closed, uint64_t *cpu_ns) {
   size_t done = 0;
-  tb_status st =
-      TB_ON_TIMED(own_side(r), cpu_ns, r->ad->read(conn, buf + *have, cap - *have, &done, r->err));
+  tb_status st = TB_ON_TIMED(own_side(r), cpu_ns,
+                             r->ad->tls->read(conn, buf + *have, cap - *have, &done, r->err));
   *have += done;
   if (st == TB_CLOSED || (st != TB_OK && st != TB_WANT_IO && !s->timed_out && done == 0 &&
                           s->bytes_received > 0 && *have > 0)) {
@@ -338,11 +338,12 @@ static int connections(tb_run *r) {
       tb_stack_measure(1);
     }
     if (code == TB_EXIT_OK) {
-      st = TB_ON_TIMED(side, &cpu_ns, r->ad->conn_new(ctx, &transport, session, &conn, r->err));
+      st =
+          TB_ON_TIMED(side, &cpu_ns, r->ad->tls->conn_new(ctx, &transport, session, &conn, r->err));
       if (st != TB_OK) code = tb_fail_stage(r, tb_status_exit(st), "connection");
     }
     for (int round = 0; code == TB_EXIT_OK; round++) {
-      st = TB_ON_TIMED(side, &cpu_ns, r->ad->handshake(conn, r->err));
+      st = TB_ON_TIMED(side, &cpu_ns, r->ad->tls->handshake(conn, r->err));
       if (st == TB_OK) break;
       if (st != TB_WANT_IO) code = io_fail(r, &s, st, "handshake");
       if (round == 1000) {
@@ -358,7 +359,7 @@ static int connections(tb_run *r) {
         heap->stack = tb_stack_high_water(side);
       }
       tb_negotiated *n = server ? &r->server_neg : &r->client_neg;
-      st = TB_ON(side, r->ad->negotiated(conn, n, r->err));
+      st = TB_ON(side, r->ad->tls->negotiated(conn, n, r->err));
       if (st != TB_OK) code = tb_fail_stage(r, tb_status_exit(st), "negotiated");
       if (code == TB_EXIT_OK)
         code = tb_check_side(r, server ? "server" : "client", n, tb_verifies(o, o->role),
@@ -382,17 +383,17 @@ static int connections(tb_run *r) {
     if (code == TB_EXIT_OK && !server && o->peer_resume) {
       /* The newest session for the next connection (TLS 1.3 tickets serve one use). */
       void *next = NULL;
-      st = TB_ON(side, r->ad->session_get(conn, &next, r->err));
+      st = TB_ON(side, r->ad->tls->session_get(conn, &next, r->err));
       if (st != TB_OK) code = tb_fail_stage(r, tb_status_exit(st), "session");
-      TB_ON(side, (r->ad->session_free(session), TB_OK));
+      TB_ON(side, (r->ad->tls->session_free(session), TB_OK));
       session = next;
     }
-    if (code == TB_EXIT_OK && server && r->ad->close != NULL) {
+    if (code == TB_EXIT_OK && server && r->ad->tls->close != NULL) {
       /* The server ends each connection in order (HTTP/1.0: the response ends there). */
-      st = TB_ON(side, r->ad->close(conn, r->err));
+      st = TB_ON(side, r->ad->tls->close(conn, r->err));
       if (st != TB_OK) code = io_fail(r, &s, st, "close");
     }
-    if (conn != NULL) TB_ON(side, (r->ad->conn_free(conn), TB_OK));
+    if (conn != NULL) TB_ON(side, (r->ad->tls->conn_free(conn), TB_OK));
     if (s.fd >= 0) close(s.fd);
     if (code != TB_EXIT_OK || i < o->warmup) continue;
     double gb = (double)tb_response_size(o) / 1e9;
@@ -404,7 +405,7 @@ static int connections(tb_run *r) {
       code = tb_fail_stage(r, TB_EXIT_ERROR, "samples");
     }
   }
-  TB_ON(side, (r->ad->session_free(session), TB_OK));
+  TB_ON(side, (r->ad->tls->session_free(session), TB_OK));
   if (listener >= 0) close(listener);
   if (code != TB_EXIT_OK && connection > 0) {
     /* Which connection failed: the first (full handshake) or a later (resumed) one. */

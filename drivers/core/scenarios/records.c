@@ -53,8 +53,8 @@ static int record_batch(tb_run *r, tb_data_session *s, size_t len, int n, unsign
   for (int k = 0; k < n; k++) {
     for (size_t sent = 0; sent < len;) {
       size_t done = 0;
-      tb_status st = TB_ON(
-          TB_SIDE_CLIENT, r->ad->write(s->conns.client, s->data + sent, len - sent, &done, r->err));
+      tb_status st = TB_ON(TB_SIDE_CLIENT, r->ad->tls->write(s->conns.client, s->data + sent,
+                                                             len - sent, &done, r->err));
       if ((st != TB_OK && st != TB_WANT_IO) || done == 0) {
         if (st == TB_OK || st == TB_WANT_IO) snprintf(r->err, TB_ERR_LEN, "transport full");
         return tb_fail_stage(r, TB_EXIT_HANDSHAKE, "batch write");
@@ -66,8 +66,8 @@ static int record_batch(tb_run *r, tb_data_session *s, size_t len, int n, unsign
   size_t total = (size_t)n * len;
   for (size_t got = 0; got < total;) {
     size_t done = 0;
-    tb_status st =
-        TB_ON(TB_SIDE_SERVER, r->ad->read(s->conns.server, in + got, total - got, &done, r->err));
+    tb_status st = TB_ON(TB_SIDE_SERVER,
+                         r->ad->tls->read(s->conns.server, in + got, total - got, &done, r->err));
     if ((st != TB_OK && st != TB_WANT_IO) || done == 0) {
       if (st == TB_OK || st == TB_WANT_IO)
         snprintf(r->err, TB_ERR_LEN, "%zu of %zu batch bytes arrived", got, total);

@@ -19,7 +19,7 @@ static int take_session(tb_run *r, tb_conn_pair *conns, void **session) {
   unsigned char one = 0x5a, got = 0;
   int code = tb_transfer(r, conns, 0, &one, 1, &got, NULL, NULL, NULL, NULL);
   if (code != TB_EXIT_OK) return code;
-  tb_status st = TB_ON(TB_SIDE_CLIENT, r->ad->session_get(conns->client, session, r->err));
+  tb_status st = TB_ON(TB_SIDE_CLIENT, r->ad->tls->session_get(conns->client, session, r->err));
   if (st == TB_UNSUPPORTED) return tb_fail_stage(r, TB_EXIT_UNSUPPORTED, "session");
   if (st != TB_OK) return tb_fail_stage(r, TB_EXIT_HANDSHAKE, "session");
   return TB_EXIT_OK;
@@ -53,7 +53,7 @@ static int run(tb_run *r, tb_json *j) {
     void *next = NULL;
     if (code == TB_EXIT_OK) code = take_session(r, &conns, &next);
     tb_disconnect(r, &conns);
-    TB_ON(TB_SIDE_CLIENT, (r->ad->session_free(session), TB_OK));
+    TB_ON(TB_SIDE_CLIENT, (r->ad->tls->session_free(session), TB_OK));
     session = next;
     if (code != TB_EXIT_OK || i < r->opt->warmup) continue;
     if (tb_series_add(client, (double)client_ns) || tb_series_add(server, (double)server_ns) ||
@@ -61,7 +61,7 @@ static int run(tb_run *r, tb_json *j) {
       code = tb_fail_stage(r, TB_EXIT_ERROR, "samples");
     }
   }
-  TB_ON(TB_SIDE_CLIENT, (r->ad->session_free(session), TB_OK));
+  TB_ON(TB_SIDE_CLIENT, (r->ad->tls->session_free(session), TB_OK));
   return code;
 }
 

@@ -81,8 +81,9 @@ static void server_close(server_state *s, tb_evconn *c, int orderly) {
   tb_run *r = s->r;
   /* After a complete response the close_notify is a courtesy: a client that already
    * closed is not an error. */
-  if (orderly && r->ad->close != NULL) TB_ON(TB_SIDE_SERVER, r->ad->close(c->conn, r->err));
-  TB_ON(TB_SIDE_SERVER, (r->ad->conn_free(c->conn), TB_OK));
+  if (orderly && r->ad->tls->close != NULL)
+    TB_ON(TB_SIDE_SERVER, r->ad->tls->close(c->conn, r->err));
+  TB_ON(TB_SIDE_SERVER, (r->ad->tls->conn_free(c->conn), TB_OK));
   close(c->fd); /* also leaves the epoll set */
   free(c);
   s->open--;
@@ -141,8 +142,8 @@ static tb_step serve_step(server_state *s, tb_evconn *c) {
       size_t done = 0;
       c->want_read = c->want_write = 0;
       tb_status st =
-          TB_ON(TB_SIDE_SERVER, r->ad->read(c->conn, (unsigned char *)c->req + c->req_have,
-                                            TB_REQUEST_MAX - c->req_have, &done, r->err));
+          TB_ON(TB_SIDE_SERVER, r->ad->tls->read(c->conn, (unsigned char *)c->req + c->req_have,
+                                                 TB_REQUEST_MAX - c->req_have, &done, r->err));
       c->req_have += done;
       if (done > 0) continue;
       /* TB_OK with nothing read: the library consumed a record without application data
@@ -186,7 +187,7 @@ static tb_step serve_step(server_state *s, tb_evconn *c) {
       }
       size_t done = 0;
       c->want_read = c->want_write = 0;
-      tb_status st = TB_ON(TB_SIDE_SERVER, r->ad->write(c->conn, buf, len, &done, r->err));
+      tb_status st = TB_ON(TB_SIDE_SERVER, r->ad->tls->write(c->conn, buf, len, &done, r->err));
       s->stats.bytes_sent += done;
       if (c->head_off < c->head_len) {
         c->head_off += done;
@@ -233,8 +234,8 @@ static void accept_one(server_state *s) {
     c->number = ++s->stats.connections;
     s->open++;
     tb_transport transport = tb_evconn_transport(c);
-    tb_status st =
-        TB_ON(TB_SIDE_SERVER, r->ad->conn_new(r->server_ctx, &transport, NULL, &c->conn, r->err));
+    tb_status st = TB_ON(TB_SIDE_SERVER,
+                         r->ad->tls->conn_new(r->server_ctx, &transport, NULL, &c->conn, r->err));
     if (st != TB_OK) {
       tb_fail_stage(r, TB_EXIT_HANDSHAKE, "connection");
       server_error(s, c);
