@@ -46,6 +46,15 @@ RFC_SEALED = (
 )
 
 
+def adapter_sources(library: str) -> list[str]:
+    """An adapter's file and the units it uses, as drivers/CMakeLists.txt compiles them."""
+    adapters = paths.DRIVERS / "adapters"
+    shared = ["openssl_family.c"] if library in ("openssl", "awslc", "boringssl") else []
+    return [str(adapters / name) for name in (f"{library}.c", *shared, "tls_wire.c")] + [
+        str(paths.DRIVERS / "core" / "names.c")
+    ]
+
+
 def adapter_program(build: Build, out: Path) -> Path:
     """drivers/tests/aead_adapter.c with the variant's adapter, linked against its build."""
     link = build.manifest["link"]
@@ -55,7 +64,7 @@ def adapter_program(build: Build, out: Path) -> Path:
             "gcc", "-std=gnu11", "-O1", *link["c_flags"], f"-I{paths.DRIVERS / 'include'}",
             *(f"-I{d}" for d in link["include_dirs"]), *(f"-D{d}" for d in link["defines"]),
             str(paths.DRIVERS / "tests" / "aead_adapter.c"),
-            str(paths.DRIVERS / "adapters" / f"{build.variant.library}.c"),
+            *adapter_sources(build.variant.library),
             *link["link_flags"], *link["libraries"], "-o", str(program),
         ],
         check=True, capture_output=True, text=True,

@@ -16,97 +16,13 @@
 #include <gnutls/x509.h>
 
 #include "tlsbench/driver.h"
+#include "tlsbench/names.h"
 
 /* ------------------------------------------------------------------------- name tables */
 
-/* IANA cipher suite names of the certificate-based suites in GnuTLS's own table
- * (lib/algorithms/ciphersuites.c), with their code points. The code point finds the
- * suite's kx / cipher / mac through gnutls_cipher_suite_info(), which has no IANA names. */
-typedef struct suite_name {
-  const char *iana;
-  unsigned char id[2];
-} suite_name;
-
-static const suite_name kSuites[] = {
-    {"TLS_AES_128_GCM_SHA256", {0x13, 0x01}},
-    {"TLS_AES_256_GCM_SHA384", {0x13, 0x02}},
-    {"TLS_CHACHA20_POLY1305_SHA256", {0x13, 0x03}},
-    {"TLS_AES_128_CCM_SHA256", {0x13, 0x04}},
-    {"TLS_AES_128_CCM_8_SHA256", {0x13, 0x05}},
-    {"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", {0xC0, 0x2B}},
-    {"TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", {0xC0, 0x2C}},
-    {"TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256", {0xCC, 0xA9}},
-    {"TLS_ECDHE_ECDSA_WITH_AES_128_CCM", {0xC0, 0xAC}},
-    {"TLS_ECDHE_ECDSA_WITH_AES_256_CCM", {0xC0, 0xAD}},
-    {"TLS_ECDHE_ECDSA_WITH_AES_128_CCM_8", {0xC0, 0xAE}},
-    {"TLS_ECDHE_ECDSA_WITH_AES_256_CCM_8", {0xC0, 0xAF}},
-    {"TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA", {0xC0, 0x09}},
-    {"TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA", {0xC0, 0x0A}},
-    {"TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256", {0xC0, 0x23}},
-    {"TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA384", {0xC0, 0x24}},
-    {"TLS_ECDHE_ECDSA_WITH_CAMELLIA_128_GCM_SHA256", {0xC0, 0x86}},
-    {"TLS_ECDHE_ECDSA_WITH_CAMELLIA_256_GCM_SHA384", {0xC0, 0x87}},
-    {"TLS_ECDHE_ECDSA_WITH_CAMELLIA_128_CBC_SHA256", {0xC0, 0x72}},
-    {"TLS_ECDHE_ECDSA_WITH_CAMELLIA_256_CBC_SHA384", {0xC0, 0x73}},
-    {"TLS_ECDHE_ECDSA_WITH_3DES_EDE_CBC_SHA", {0xC0, 0x08}},
-    {"TLS_ECDHE_ECDSA_WITH_RC4_128_SHA", {0xC0, 0x07}},
-    {"TLS_ECDHE_ECDSA_WITH_NULL_SHA", {0xC0, 0x06}},
-    {"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", {0xC0, 0x2F}},
-    {"TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384", {0xC0, 0x30}},
-    {"TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256", {0xCC, 0xA8}},
-    {"TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA", {0xC0, 0x13}},
-    {"TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA", {0xC0, 0x14}},
-    {"TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256", {0xC0, 0x27}},
-    {"TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA384", {0xC0, 0x28}},
-    {"TLS_ECDHE_RSA_WITH_CAMELLIA_128_GCM_SHA256", {0xC0, 0x8A}},
-    {"TLS_ECDHE_RSA_WITH_CAMELLIA_256_GCM_SHA384", {0xC0, 0x8B}},
-    {"TLS_ECDHE_RSA_WITH_CAMELLIA_128_CBC_SHA256", {0xC0, 0x76}},
-    {"TLS_ECDHE_RSA_WITH_CAMELLIA_256_CBC_SHA384", {0xC0, 0x77}},
-    {"TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA", {0xC0, 0x12}},
-    {"TLS_ECDHE_RSA_WITH_RC4_128_SHA", {0xC0, 0x11}},
-    {"TLS_ECDHE_RSA_WITH_NULL_SHA", {0xC0, 0x10}},
-    {"TLS_DHE_RSA_WITH_AES_128_GCM_SHA256", {0x00, 0x9E}},
-    {"TLS_DHE_RSA_WITH_AES_256_GCM_SHA384", {0x00, 0x9F}},
-    {"TLS_DHE_RSA_WITH_CHACHA20_POLY1305_SHA256", {0xCC, 0xAA}},
-    {"TLS_DHE_RSA_WITH_AES_128_CCM", {0xC0, 0x9E}},
-    {"TLS_DHE_RSA_WITH_AES_256_CCM", {0xC0, 0x9F}},
-    {"TLS_DHE_RSA_WITH_AES_128_CCM_8", {0xC0, 0xA2}},
-    {"TLS_DHE_RSA_WITH_AES_256_CCM_8", {0xC0, 0xA3}},
-    {"TLS_DHE_RSA_WITH_AES_128_CBC_SHA", {0x00, 0x33}},
-    {"TLS_DHE_RSA_WITH_AES_256_CBC_SHA", {0x00, 0x39}},
-    {"TLS_DHE_RSA_WITH_AES_128_CBC_SHA256", {0x00, 0x67}},
-    {"TLS_DHE_RSA_WITH_AES_256_CBC_SHA256", {0x00, 0x6B}},
-    {"TLS_DHE_RSA_WITH_CAMELLIA_128_GCM_SHA256", {0xC0, 0x7C}},
-    {"TLS_DHE_RSA_WITH_CAMELLIA_256_GCM_SHA384", {0xC0, 0x7D}},
-    {"TLS_DHE_RSA_WITH_CAMELLIA_128_CBC_SHA256", {0x00, 0xBE}},
-    {"TLS_DHE_RSA_WITH_CAMELLIA_256_CBC_SHA256", {0x00, 0xC4}},
-    {"TLS_DHE_RSA_WITH_CAMELLIA_128_CBC_SHA", {0x00, 0x45}},
-    {"TLS_DHE_RSA_WITH_CAMELLIA_256_CBC_SHA", {0x00, 0x88}},
-    {"TLS_DHE_RSA_WITH_3DES_EDE_CBC_SHA", {0x00, 0x16}},
-    {"TLS_RSA_WITH_AES_128_GCM_SHA256", {0x00, 0x9C}},
-    {"TLS_RSA_WITH_AES_256_GCM_SHA384", {0x00, 0x9D}},
-    {"TLS_RSA_WITH_AES_128_CCM", {0xC0, 0x9C}},
-    {"TLS_RSA_WITH_AES_256_CCM", {0xC0, 0x9D}},
-    {"TLS_RSA_WITH_AES_128_CCM_8", {0xC0, 0xA0}},
-    {"TLS_RSA_WITH_AES_256_CCM_8", {0xC0, 0xA1}},
-    {"TLS_RSA_WITH_AES_128_CBC_SHA", {0x00, 0x2F}},
-    {"TLS_RSA_WITH_AES_256_CBC_SHA", {0x00, 0x35}},
-    {"TLS_RSA_WITH_AES_128_CBC_SHA256", {0x00, 0x3C}},
-    {"TLS_RSA_WITH_AES_256_CBC_SHA256", {0x00, 0x3D}},
-    {"TLS_RSA_WITH_CAMELLIA_128_GCM_SHA256", {0xC0, 0x7A}},
-    {"TLS_RSA_WITH_CAMELLIA_256_GCM_SHA384", {0xC0, 0x7B}},
-    {"TLS_RSA_WITH_CAMELLIA_128_CBC_SHA256", {0x00, 0xBA}},
-    {"TLS_RSA_WITH_CAMELLIA_256_CBC_SHA256", {0x00, 0xC0}},
-    {"TLS_RSA_WITH_CAMELLIA_128_CBC_SHA", {0x00, 0x41}},
-    {"TLS_RSA_WITH_CAMELLIA_256_CBC_SHA", {0x00, 0x84}},
-    {"TLS_RSA_WITH_3DES_EDE_CBC_SHA", {0x00, 0x0A}},
-    {"TLS_RSA_WITH_RC4_128_SHA", {0x00, 0x05}},
-    {"TLS_RSA_WITH_RC4_128_MD5", {0x00, 0x04}},
-    {"TLS_RSA_WITH_NULL_SHA256", {0x00, 0x3B}},
-    {"TLS_RSA_WITH_NULL_SHA", {0x00, 0x02}},
-    {"TLS_RSA_WITH_NULL_MD5", {0x00, 0x01}},
-};
-#define N_SUITES (sizeof(kSuites) / sizeof(kSuites[0]))
+/* Cipher suites: GnuTLS's own table (gnutls_cipher_suite_info) has their code points, the
+ * core's (tlsbench/names.h) their IANA names; the code point finds the suite's kx /
+ * cipher / mac, which have no IANA names in GnuTLS. */
 
 /* tlsbench group names and GnuTLS's (gnutls_group_get_name / "GROUP-<name>"). The hybrid
  * ML-KEM groups exist in 3.8.9 only when built with leancrypto or liboqs. */
@@ -166,13 +82,6 @@ static const sig_name kSigs[] = {
 };
 #define N_SIGS (sizeof(kSigs) / sizeof(kSigs[0]))
 
-static const suite_name *suite_by_iana(const char *iana) {
-  for (size_t i = 0; i < N_SUITES; i++) {
-    if (strcmp(kSuites[i].iana, iana) == 0) return &kSuites[i];
-  }
-  return NULL;
-}
-
 static const group_name *group_by_tb(const char *tb) {
   for (size_t i = 0; i < N_GROUPS; i++) {
     if (strcmp(kGroups[i].tb, tb) == 0) return &kGroups[i];
@@ -218,6 +127,12 @@ typedef struct suite_info {
   gnutls_mac_algorithm_t mac;
 } suite_info;
 
+/* The key exchanges tlsbench configures: certificate-based (TLS 1.3's is not in the suite). */
+static int certificate_kx(gnutls_kx_algorithm_t kx) {
+  return kx == GNUTLS_KX_UNKNOWN || kx == GNUTLS_KX_RSA || kx == GNUTLS_KX_DHE_RSA ||
+         kx == GNUTLS_KX_ECDHE_RSA || kx == GNUTLS_KX_ECDHE_ECDSA;
+}
+
 static int suite_lookup(const unsigned char id[2], suite_info *out) {
   unsigned char cs[2];
   gnutls_kx_algorithm_t kx;
@@ -260,12 +175,13 @@ static int prio_add(char *buf, size_t size, const char *item) {
 
 static tb_status prio_suite(const tb_config *cfg, char *buf, size_t size, suite_info *si,
                             char *err) {
-  const suite_name *sn = suite_by_iana(cfg->suite);
-  if (sn == NULL) return tb_fail(err, TB_UNSUPPORTED, "suite %s: not known to GnuTLS", cfg->suite);
-  if (!suite_lookup(sn->id, si)) {
+  const tb_name *sn = tb_name_find(tb_suite_names, cfg->suite);
+  unsigned char id[2] = {(unsigned char)(sn != NULL ? sn->code >> 8 : 0),
+                         (unsigned char)(sn != NULL ? sn->code : 0)};
+  if (sn == NULL || !suite_lookup(id, si) || !certificate_kx(si->kx)) {
     return tb_fail(err, TB_UNSUPPORTED, "suite %s: not in this GnuTLS build", cfg->suite);
   }
-  int tls13_suite = sn->id[0] == 0x13;
+  int tls13_suite = id[0] == 0x13;
   if (tls13_suite != (cfg->tls_version == 13)) {
     return tb_fail(err, TB_UNSUPPORTED, "suite %s cannot be used with TLS 1.%d", cfg->suite,
                    cfg->tls_version - 10);
@@ -795,6 +711,21 @@ static void gt_session_free(void *p) {
   free(d);
 }
 
+/* The library's TLS, as the scenarios use it. */
+static const tb_tls_class kTls = {
+    .ctx_new = gt_ctx_new,
+    .ctx_free = gt_ctx_free,
+    .conn_new = gt_conn_new,
+    .conn_free = gt_conn_free,
+    .handshake = gt_handshake,
+    .write = gt_write,
+    .read = gt_read,
+    .close = gt_close,
+    .negotiated = gt_negotiated,
+    .session_get = gt_session_get,
+    .session_free = gt_session_free,
+};
+
 /* ------------------------------------------------------------------------- AEAD */
 
 static tb_status gt_aead_new(tb_aead_alg alg, const unsigned char *key, size_t key_len, void **out,
@@ -861,12 +792,20 @@ static void gt_aead_free(void *aead) {
   if (aead != NULL) gnutls_aead_cipher_deinit(aead);
 }
 
+/* The library's own AEAD API, as the aead scenario uses it. */
+static const tb_aead_class kAead = {
+    .create = gt_aead_new,
+    .seal = gt_aead_seal,
+    .open = gt_aead_open,
+    .free = gt_aead_free,
+};
+
 /* ------------------------------------------------------------------------- info */
 
 #define MAX_OPTIONS 32
 
 static const char *g_versions[3];
-static const char *g_suites[N_SUITES + 1];
+static const char *g_suites[128];
 static const char *g_groups[N_GROUPS + 1];
 static const char *g_sigalgs[N_SIGS + 1];
 static const char *g_options[MAX_OPTIONS + 1];
@@ -880,11 +819,21 @@ static void info_versions(void) {
   g_versions[n] = NULL;
 }
 
+/* The certificate-based suites of GnuTLS's table that this build has, under the core's
+ * names. */
 static void info_suites(void) {
   size_t n = 0;
-  for (size_t i = 0; i < N_SUITES; i++) {
+  unsigned char cs[2];
+  gnutls_kx_algorithm_t kx;
+  gnutls_cipher_algorithm_t cipher;
+  gnutls_mac_algorithm_t mac;
+  gnutls_protocol_t min;
+  for (size_t i = 0; gnutls_cipher_suite_info(i, cs, &kx, &cipher, &mac, &min) != NULL &&
+                     n + 1 < sizeof(g_suites) / sizeof(g_suites[0]);
+       i++) {
+    const tb_name *name = tb_name_of_code(tb_suite_names, (unsigned)(cs[0] << 8 | cs[1]));
     suite_info si;
-    if (suite_lookup(kSuites[i].id, &si)) g_suites[n++] = kSuites[i].iana;
+    if (name != NULL && suite_lookup(cs, &si) && certificate_kx(si.kx)) g_suites[n++] = name->name;
   }
   g_suites[n] = NULL;
 }
@@ -956,19 +905,6 @@ const tb_adapter tb_adapter_impl = {
     .global_init = gt_global_init,
     .global_cleanup = gt_global_cleanup,
     .info = gt_info,
-    .ctx_new = gt_ctx_new,
-    .ctx_free = gt_ctx_free,
-    .conn_new = gt_conn_new,
-    .conn_free = gt_conn_free,
-    .close = gt_close,
-    .handshake = gt_handshake,
-    .write = gt_write,
-    .read = gt_read,
-    .negotiated = gt_negotiated,
-    .session_get = gt_session_get,
-    .session_free = gt_session_free,
-    .aead_new = gt_aead_new,
-    .aead_seal = gt_aead_seal,
-    .aead_open = gt_aead_open,
-    .aead_free = gt_aead_free,
+    .tls = &kTls,
+    .aead = &kAead,
 };

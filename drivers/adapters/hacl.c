@@ -99,6 +99,21 @@ static tb_status session_get(void *conn, void **session, char *err) {
 
 static void session_free(void *session) { (void)session; }
 
+/* The library's TLS, as the scenarios use it. */
+static const tb_tls_class kTls = {
+    .ctx_new = ctx_new,
+    .ctx_free = ctx_free,
+    .conn_new = conn_new,
+    .conn_free = conn_free,
+    .handshake = handshake,
+    .write = write_data,
+    .read = read_data,
+    .close = NULL,
+    .negotiated = negotiated,
+    .session_get = session_get,
+    .session_free = session_free,
+};
+
 /* ------------------------------------------------------------------------- AEAD */
 
 typedef struct hacl_aead {
@@ -159,6 +174,14 @@ static void aead_free(void *aead) {
   free(aead);
 }
 
+/* The library's own AEAD API, as the aead scenario uses it. */
+static const tb_aead_class kAead = {
+    .create = aead_new,
+    .seal = aead_seal,
+    .open = aead_open,
+    .free = aead_free,
+};
+
 static void cpu_paths(char *out, size_t len) {
   snprintf(out, len, "chacha20poly1305=%s", hacl_path());
 }
@@ -168,20 +191,7 @@ const tb_adapter tb_adapter_impl = {
     .global_init = global_init,
     .global_cleanup = global_cleanup,
     .info = info,
-    .ctx_new = ctx_new,
-    .ctx_free = ctx_free,
-    .conn_new = conn_new,
-    .conn_free = conn_free,
-    .handshake = handshake,
-    .write = write_data,
-    .read = read_data,
-    .close = NULL,
-    .negotiated = negotiated,
-    .session_get = session_get,
-    .session_free = session_free,
-    .aead_new = aead_new,
-    .aead_seal = aead_seal,
-    .aead_open = aead_open,
-    .aead_free = aead_free,
     .cpu_paths = cpu_paths,
+    .tls = &kTls,
+    .aead = &kAead,
 };

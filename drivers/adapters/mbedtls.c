@@ -48,7 +48,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tls_wire.h"
 #include "tlsbench/driver.h"
+#include "tlsbench/names.h"
 
 #if MBEDTLS_VERSION_MAJOR >= 3
 #define MT_V3 1
@@ -65,100 +67,51 @@
 #define MT_TLS13 0 /* 2.28's TLS 1.3 is an incomplete prototype: not offered */
 #endif
 
-/* Handshake message types and extensions the read-back looks at. */
-enum {
-  HS_SERVER_HELLO = 2,
-  HS_SERVER_KEY_EXCHANGE = 12,
-  HS_SERVER_HELLO_DONE = 14,
-  HS_CERTIFICATE_VERIFY = 15,
-  EXT_PRE_SHARED_KEY = 0x0029,
-  EXT_SUPPORTED_VERSIONS = 0x002b,
-  EXT_KEY_SHARE = 0x0033,
-  REC_CHANGE_CIPHER_SPEC = 20,
-  REC_HANDSHAKE = 22,
-  REC_APPLICATION_DATA = 23,
-};
-
 /* ------------------------------------------------------------------------- names */
 
-typedef struct mt_group {
-  const char *name; /* tlsbench / IANA NamedGroup name */
-  uint16_t id;
-  int ffdhe_bits; /* 0 for elliptic curves */
-} mt_group;
+/* Group and signature scheme names and code points are the core's (tlsbench/names.h). The
+ * brainpool curves of TLS 1.2, which mbedTLS has and tlsbench does not ask for, are named
+ * here so that info lists them. */
+typedef tb_name mt_group;
+typedef tb_name mt_sigalg; /* code: in TLS 1.2, hash byte then signature byte */
 
-static const mt_group groups[] = {
-    {"x25519", 0x001d, 0},
-    {"secp256r1", 0x0017, 0},
-    {"secp384r1", 0x0018, 0},
-    {"secp521r1", 0x0019, 0},
-    {"x448", 0x001e, 0},
-    {"brainpoolP256r1", 0x001a, 0},
-    {"brainpoolP384r1", 0x001b, 0},
-    {"brainpoolP512r1", 0x001c, 0},
-    {"ffdhe2048", 0x0100, 2048},
-    {"ffdhe3072", 0x0101, 3072},
-    {"ffdhe4096", 0x0102, 4096},
-    {"X25519MLKEM768", 0x11ec, 0},
-};
-
-typedef struct mt_sigalg {
-  const char *name; /* IANA SignatureScheme */
-  uint16_t id;      /* in TLS 1.2: hash byte, then signature byte */
-} mt_sigalg;
-
-static const mt_sigalg sigalgs[] = {
-    {"rsa_pkcs1_sha256", 0x0401},
-    {"rsa_pkcs1_sha384", 0x0501},
-    {"rsa_pkcs1_sha512", 0x0601},
-    {"ecdsa_secp256r1_sha256", 0x0403},
-    {"ecdsa_secp384r1_sha384", 0x0503},
-    {"ecdsa_secp521r1_sha512", 0x0603},
-    {"rsa_pss_rsae_sha256", 0x0804},
-    {"rsa_pss_rsae_sha384", 0x0805},
-    {"rsa_pss_rsae_sha512", 0x0806},
-    {"ed25519", 0x0807},
-    {"ed448", 0x0808},
-    {"rsa_pss_pss_sha256", 0x0809},
-    {"rsa_pss_pss_sha384", 0x080a},
-    {"rsa_pss_pss_sha512", 0x080b},
-    {"rsa_pkcs1_sha1", 0x0201},
-    {"ecdsa_sha1", 0x0203},
-};
+static const tb_name brainpool_groups[] = {{"brainpoolP256r1", 0x001a, 0},
+                                           {"brainpoolP384r1", 0x001b, 0},
+                                           {"brainpoolP512r1", 0x001c, 0},
+                                           {NULL, 0, 0}};
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 static const mt_group *group_by_name(const char *name) {
-  for (size_t i = 0; name && i < COUNT(groups); i++)
-    if (strcmp(groups[i].name, name) == 0) return &groups[i];
-  return NULL;
+  return name != NULL ? tb_name_find(tb_group_names, name) : NULL;
 }
 
 static const mt_sigalg *sigalg_by_name(const char *name) {
-  for (size_t i = 0; name && i < COUNT(sigalgs); i++)
-    if (strcmp(sigalgs[i].name, name) == 0) return &sigalgs[i];
-  return NULL;
+  return name != NULL ? tb_name_find(tb_sigalg_names, name) : NULL;
+}
+
+/* The size of an RFC 7919 group's prime; 0 for elliptic curves. */
+static int ffdhe_bits(const mt_group *g) {
+  return g->code == 0x0100 ? 2048 : g->code == 0x0101 ? 3072 : g->code == 0x0102 ? 4096 : 0;
 }
 
 /* Unknown code points are shown as hex, so that a mismatch message says what came. */
+static void code_name(const tb_name *table, const tb_name *more, uint16_t id,
+                      char out[TB_NAME_LEN]) {
+  const tb_name *n = tb_name_of_code(table, id);
+  if (n == NULL && more != NULL) n = tb_name_of_code(more, id);
+  if (n != NULL)
+    snprintf(out, TB_NAME_LEN, "%s", n->name);
+  else
+    snprintf(out, TB_NAME_LEN, "0x%04x", id);
+}
+
 static void group_name(uint16_t id, char out[TB_NAME_LEN]) {
-  for (size_t i = 0; i < COUNT(groups); i++) {
-    if (groups[i].id == id) {
-      snprintf(out, TB_NAME_LEN, "%s", groups[i].name);
-      return;
-    }
-  }
-  snprintf(out, TB_NAME_LEN, "0x%04x", id);
+  code_name(tb_group_names, brainpool_groups, id, out);
 }
 
 static void sigalg_name(uint16_t id, char out[TB_NAME_LEN]) {
-  for (size_t i = 0; i < COUNT(sigalgs); i++) {
-    if (sigalgs[i].id == id) {
-      snprintf(out, TB_NAME_LEN, "%s", sigalgs[i].name);
-      return;
-    }
-  }
-  snprintf(out, TB_NAME_LEN, "0x%04x", id);
+  code_name(tb_sigalg_names, NULL, id, out);
 }
 
 /* mbedTLS names suites with dashes ("TLS-ECDHE-RSA-WITH-AES-128-GCM-SHA256") and TLS 1.3
@@ -298,40 +251,20 @@ typedef struct mt_conn {
 
 /* ------------------------------------------------------------------------- read-back */
 
-static uint16_t get16(const unsigned char *p) { return (uint16_t)(p[0] << 8 | p[1]); }
-static size_t get24(const unsigned char *p) {
-  return (size_t)p[0] << 16 | (size_t)p[1] << 8 | p[2];
-}
-
-/* RFC 8446 4.1.3: a HelloRetryRequest is a ServerHello with this random. */
-static const unsigned char hrr_random[32] = {
-    0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11, 0xbe, 0x1d, 0x8c, 0x02, 0x1e, 0x65, 0xb8, 0x91,
-    0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb, 0x8c, 0x5e, 0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8, 0x33, 0x9c};
-
+/* The messages are read by the shared reader (tls_wire.c); what they say goes into
+ * mt_seen. */
 static void parse_server_hello(mt_seen *s, const unsigned char *b, size_t len) {
-  if (len < 35) return;
-  if (memcmp(b + 2, hrr_random, 32) == 0) {
+  tb_server_hello sh;
+  if (tb_hs_server_hello(b, len, &sh) != 0) return;
+  if (sh.hrr) {
     s->hrr = 1;
     return;
   }
-  size_t p = 35 + b[34]; /* version, random, session id */
-  if (p + 3 > len) return;
   s->server_hello = 1;
-  s->suite = get16(b + p);
-  p += 3; /* suite, compression */
-  if (p + 2 > len) return;
-  size_t end = p + 2 + get16(b + p);
-  if (end > len) return;
-  for (p += 2; p + 4 <= end;) {
-    uint16_t type = get16(b + p);
-    size_t ext_len = get16(b + p + 2);
-    const unsigned char *data = b + p + 4;
-    if (p + 4 + ext_len > end) return;
-    if (type == EXT_SUPPORTED_VERSIONS && ext_len == 2) s->tls13 = get16(data) == 0x0304;
-    if (type == EXT_KEY_SHARE && ext_len >= 2) s->group = get16(data);
-    if (type == EXT_PRE_SHARED_KEY) s->psk = 1;
-    p += 4 + ext_len;
-  }
+  s->suite = sh.suite;
+  s->tls13 = sh.tls13;
+  s->group = sh.group;
+  s->psk = sh.psk;
 }
 
 static const unsigned char ffdhe2048_p[] = MBEDTLS_DHM_RFC7919_FFDHE2048_P_BIN;
@@ -354,58 +287,38 @@ static void match_dh_prime(mt_seen *s, const unsigned char *p, size_t len) {
   }
 }
 
-/* A length-prefixed field at b[*p]: skipped; 0 when it runs past the end. */
-static int skip_vector(const unsigned char *b, size_t len, size_t *p, size_t prefix,
-                       const unsigned char **data, size_t *data_len) {
-  if (*p + prefix > len) return 0;
-  size_t n = prefix == 1 ? b[*p] : get16(b + *p);
-  if (*p + prefix + n > len) return 0;
-  *data = b + *p + prefix;
-  *data_len = n;
-  *p += prefix + n;
-  return 1;
-}
-
 static void parse_server_key_exchange(mt_seen *s, const unsigned char *b, size_t len) {
   char iana[TB_NAME_LEN];
   suite_name(s->suite, iana);
   mt_kx kx = suite_kx(iana);
-  const unsigned char *data;
-  size_t n, p = 0;
-  if (kx == KX_ECDHE_RSA || kx == KX_ECDHE_ECDSA) {
-    if (len < 4 || b[0] != 3 /* named_curve */) return;
-    s->group = get16(b + 1);
-    p = 3;
-    if (!skip_vector(b, len, &p, 1, &data, &n)) return; /* the public point */
-  } else if (kx == KX_DHE_RSA) {
-    if (!skip_vector(b, len, &p, 2, &data, &n)) return; /* p */
-    match_dh_prime(s, data, n);
-    if (!skip_vector(b, len, &p, 2, &data, &n) || !skip_vector(b, len, &p, 2, &data, &n)) {
-      return; /* g, Ys */
-    }
+  tb_key_exchange ke;
+  if (kx != KX_ECDHE_RSA && kx != KX_ECDHE_ECDSA && kx != KX_DHE_RSA) return;
+  if (tb_hs_server_key_exchange(b, len, kx == KX_DHE_RSA, &ke) != 0) return;
+  if (kx == KX_DHE_RSA) {
+    match_dh_prime(s, ke.dh_p, ke.dh_p_len);
   } else {
-    return;
+    s->group = ke.group;
   }
-  if (p + 2 > len) return;
-  s->sigalg = get16(b + p);
+  s->sigalg = ke.sigalg;
   s->have_sigalg = 1;
 }
 
 /* One whole handshake message of the server's (type, body). */
-static void observe_message(mt_seen *s, unsigned type, const unsigned char *body, size_t len) {
+static void observe_message(void *seen, unsigned type, const unsigned char *body, size_t len) {
+  mt_seen *s = seen;
   switch (type) {
-    case HS_SERVER_HELLO:
+    case TB_HS_SERVER_HELLO:
       parse_server_hello(s, body, len);
       break;
-    case HS_SERVER_KEY_EXCHANGE:
+    case TB_HS_SERVER_KEY_EXCHANGE:
       if (s->server_hello && !s->tls13) parse_server_key_exchange(s, body, len);
       break;
-    case HS_SERVER_HELLO_DONE:
+    case TB_HS_SERVER_HELLO_DONE:
       s->hello_done = 1;
       break;
-    case HS_CERTIFICATE_VERIFY:
+    case TB_HS_CERTIFICATE_VERIFY:
       if (s->tls13 && len >= 2) {
-        s->sigalg = get16(body);
+        s->sigalg = tb_hs_certificate_verify(body, len);
         s->have_sigalg = 1;
       }
       break;
@@ -417,10 +330,11 @@ static void observe_message(mt_seen *s, unsigned type, const unsigned char *body
 /* One whole handshake message of the client's: only its CertificateVerify matters. Its
  * first two bytes are the SignatureScheme (TLS 1.3) or SignatureAndHashAlgorithm (TLS 1.2,
  * the same code points). */
-static void observe_client_message(mt_seen *s, unsigned type, const unsigned char *body,
+static void observe_client_message(void *seen, unsigned type, const unsigned char *body,
                                    size_t len) {
-  if (type != HS_CERTIFICATE_VERIFY || len < 2) return;
-  s->client_sigalg = get16(body);
+  mt_seen *s = seen;
+  if (type != TB_HS_CERTIFICATE_VERIFY || len < 2) return;
+  s->client_sigalg = tb_hs_certificate_verify(body, len);
   s->have_client_sigalg = 1;
 }
 
@@ -432,7 +346,7 @@ static void observe_received(mt_conn *c) {
   size_t hs_len = ssl->MT_PRIV(in_hslen);
   const unsigned char *m = ssl->MT_PRIV(in_msg);
   if (ssl->MT_PRIV(in_msgtype) != MBEDTLS_SSL_MSG_HANDSHAKE || m == NULL || hs_len < 4 ||
-      hs_len > ssl->MT_PRIV(in_msglen) || get24(m + 1) + 4 != hs_len) {
+      hs_len > ssl->MT_PRIV(in_msglen) || tb_get24(m + 1) + 4 != hs_len) {
     return;
   }
   if (c->ctx->role == TB_CLIENT) {
@@ -444,22 +358,13 @@ static void observe_received(mt_conn *c) {
 
 static void observe_record(mt_conn *c, unsigned type, const unsigned char *b, size_t len) {
   mt_wire *w = &c->wire;
-  if (type == REC_CHANGE_CIPHER_SPEC) {
+  if (type == TB_REC_CHANGE_CIPHER_SPEC) {
     w->ccs_sent = 1;
-  } else if (type == REC_HANDSHAKE && (!w->ccs_sent || c->seen.hrr)) {
+  } else if (type == TB_REC_HANDSHAKE && (!w->ccs_sent || c->seen.hrr)) {
     /* TLS 1.3 (a HelloRetryRequest came first): the compatibility-mode ChangeCipherSpec
      * after it changes nothing; the ServerHello still follows in plaintext. */
-    for (size_t p = 0; p + 4 <= len;) {
-      size_t n = get24(b + p + 1);
-      if (p + 4 + n > len) break;
-      if (w->client) {
-        observe_client_message(&c->seen, b[p], b + p + 4, n);
-      } else {
-        observe_message(&c->seen, b[p], b + p + 4, n);
-      }
-      p += 4 + n;
-    }
-  } else if (type == REC_APPLICATION_DATA && c->seen.tls13 && len >= MT_PROTECTED_HEAD &&
+    tb_hs_each_message(b, len, w->client ? observe_client_message : observe_message, &c->seen);
+  } else if (type == TB_REC_APPLICATION_DATA && c->seen.tls13 && len >= MT_PROTECTED_HEAD &&
              w->n_protected < MT_MAX_PROTECTED) {
     w->protected_records[w->n_protected].len = len;
     memcpy(w->protected_records[w->n_protected].head, b, MT_PROTECTED_HEAD);
@@ -472,7 +377,7 @@ static void observe_record(mt_conn *c, unsigned type, const unsigned char *b, si
 static void observe_sent(mt_conn *c, const unsigned char *buf, size_t len) {
   size_t p = c->wire.parsed_ahead;
   while (p + 5 <= len) {
-    size_t n = get16(buf + p + 3);
+    size_t n = tb_get16(buf + p + 3);
     if (p + 5 + n > len) break;
     observe_record(c, buf[p], buf + p + 5, n);
     p += 5 + n;
@@ -496,27 +401,19 @@ static void export_keys(void *p, mbedtls_ssl_key_export_type type, const unsigne
   w->secret_len = secret_len;
 }
 
-/* RFC 8446 7.1 HKDF-Expand-Label with an empty context; out_len <= hash length, so one
- * HMAC block is enough. */
+static int md_hmac(const void *md, const unsigned char *key, size_t key_len,
+                   const unsigned char *data, size_t len, unsigned char *out) {
+  return mbedtls_md_hmac(md, key, key_len, data, len, out);
+}
+
+/* HKDF-Expand-Label with the hash of the suite, told by the secret's length. */
 static int expand_label(const unsigned char *secret, size_t secret_len, const char *label,
                         unsigned char *out, size_t out_len) {
   const mbedtls_md_info_t *md =
       mbedtls_md_info_from_type(secret_len == 48 ? MBEDTLS_MD_SHA384 : MBEDTLS_MD_SHA256);
-  unsigned char info[32], block[MBEDTLS_MD_MAX_SIZE];
-  size_t label_len = strlen(label), n = 0;
-  if (md == NULL || label_len > 16 || out_len > mbedtls_md_get_size(md)) return -1;
-  info[n++] = (unsigned char)(out_len >> 8);
-  info[n++] = (unsigned char)out_len;
-  info[n++] = (unsigned char)(6 + label_len);
-  memcpy(info + n, "tls13 ", 6);
-  memcpy(info + n + 6, label, label_len);
-  n += 6 + label_len;
-  info[n++] = 0;    /* context */
-  info[n++] = 0x01; /* HKDF-Expand counter */
-  if (mbedtls_md_hmac(md, secret, secret_len, info, n, block) != 0) return -1;
-  memcpy(out, block, out_len);
-  mbedtls_platform_zeroize(block, sizeof(block));
-  return 0;
+  if (md == NULL) return -1;
+  return tb_hkdf_expand_label(md_hmac, md, mbedtls_md_get_size(md), secret, secret_len, label, out,
+                              out_len);
 }
 
 /* The first keystream bytes of a TLS 1.3 record: AES-GCM and AES-CCM are CTR mode over
@@ -576,10 +473,10 @@ static void read_protected_certificate_verify(mt_conn *c) {
     for (int i = 0; i < MT_PROTECTED_HEAD; i++) plain[i] ^= w->protected_records[seq].head[i];
     /* Record = message || content type || zero padding up to a multiple of the build's
      * granularity || tag: a wrong key would not give a length that fits. */
-    size_t inner = w->protected_records[seq].len - tag_len, need = get24(plain + 1) + 4 + 1;
+    size_t inner = w->protected_records[seq].len - tag_len, need = tb_get24(plain + 1) + 4 + 1;
     int right_key = inner >= need && inner < need + MT_TLS13_PADDING;
-    if (right_key && plain[0] == HS_CERTIFICATE_VERIFY) {
-      *sigalg = get16(plain + 4);
+    if (right_key && plain[0] == TB_HS_CERTIFICATE_VERIFY) {
+      *sigalg = tb_get16(plain + 4);
       *have = 1;
       break;
     }
@@ -643,8 +540,8 @@ static void global_cleanup(void) {
 #define MT_MAX_SUITES 256
 static char suite_store[MT_MAX_SUITES][TB_NAME_LEN];
 static const char *suite_list[MT_MAX_SUITES + 1];
-static const char *group_list[COUNT(groups) + 1];
-static const char *sigalg_list[COUNT(sigalgs) + 1];
+static const char *group_list[32];
+static const char *sigalg_list[32];
 static char option_store[32][96];
 static const char *option_list[33];
 
@@ -715,12 +612,12 @@ static int ffdhe_tls13(int bits) {
 
 static int group_available(const mt_group *g, int tls) {
   if (strcmp(g->name, "X25519MLKEM768") == 0) return 0; /* mbedTLS has no ML-KEM */
-  if (g->ffdhe_bits) return tls == 12 ? MT_HAVE_DHE : ffdhe_tls13(g->ffdhe_bits);
+  if (ffdhe_bits(g)) return tls == 12 ? MT_HAVE_DHE : ffdhe_tls13(ffdhe_bits(g));
   if (tls == 13 && !MT_TLS13) return 0;
   /* RFC 8446 gives the brainpool curves new code points (0x1f..0x21) that mbedTLS lacks. */
-  if (tls == 13 && g->id >= 0x001a && g->id <= 0x001c) return 0;
+  if (tls == 13 && g->code >= 0x001a && g->code <= 0x001c) return 0;
 #if defined(MBEDTLS_ECP_C)
-  return mbedtls_ecp_curve_info_from_tls_id(g->id) != NULL;
+  return mbedtls_ecp_curve_info_from_tls_id(g->code) != NULL;
 #else
   return 0;
 #endif
@@ -728,12 +625,12 @@ static int group_available(const mt_group *g, int tls) {
 
 /* Why this build cannot sign / verify `s` in TLS 1.`tls`; NULL when it can. */
 static const char *sigalg_refusal(const mt_sigalg *s, int tls) {
-  unsigned hash = s->id >> 8, sig = s->id & 0xff;
-  if (s->id == 0x0807 || s->id == 0x0808) return "mbedTLS has no EdDSA in TLS";
-  if (s->id >= 0x0809 && s->id <= 0x080b) {
+  unsigned hash = s->code >> 8, sig = s->code & 0xff;
+  if (s->code == 0x0807 || s->code == 0x0808) return "mbedTLS has no EdDSA in TLS";
+  if (s->code >= 0x0809 && s->code <= 0x080b) {
     return "mbedTLS does not support RSA-PSS (rsassa-pss key) certificates in TLS";
   }
-  if (s->id >= 0x0804 && s->id <= 0x0806) {
+  if (s->code >= 0x0804 && s->code <= 0x0806) {
     if (tls == 12) return "mbedTLS signs and verifies TLS 1.2 handshakes with PKCS#1 v1.5 only";
 #if !defined(MBEDTLS_PKCS1_V21)
     return "this build has no RSA-PSS (MBEDTLS_PKCS1_V21)";
@@ -765,17 +662,17 @@ static void collect_lists(void) {
   }
   suite_list[n] = NULL;
   n = 0;
-  for (size_t i = 0; i < COUNT(groups); i++) {
-    if (group_available(&groups[i], 12) || group_available(&groups[i], 13)) {
-      group_list[n++] = groups[i].name;
+  const tb_name *group_tables[] = {tb_group_names, brainpool_groups};
+  for (size_t t = 0; t < COUNT(group_tables); t++) {
+    for (const mt_group *g = group_tables[t]; g->name != NULL && n + 1 < COUNT(group_list); g++) {
+      if (group_available(g, 12) || group_available(g, 13)) group_list[n++] = g->name;
     }
   }
   group_list[n] = NULL;
   n = 0;
-  for (size_t i = 0; i < COUNT(sigalgs); i++) {
-    if (sigalg_available(&sigalgs[i], 12) || sigalg_available(&sigalgs[i], 13)) {
-      sigalg_list[n++] = sigalgs[i].name;
-    }
+  for (const mt_sigalg *sa = tb_sigalg_names; sa->name != NULL && n + 1 < COUNT(sigalg_list);
+       sa++) {
+    if (sigalg_available(sa, 12) || sigalg_available(sa, 13)) sigalg_list[n++] = sa->name;
   }
   sigalg_list[n] = NULL;
 }
@@ -865,7 +762,7 @@ static tb_status choose_suite(const tb_config *cfg, mt_ctx *ctx, mt_offer *o, ch
 static uint16_t ecdsa_cert_curve(const tb_config *cfg, const mt_offer *o) {
   const mt_sigalg *s = sigalg_by_name(cfg->sigalg);
   if (o->kx != KX_ECDHE_ECDSA || s == NULL) return 0;
-  switch (s->id) {
+  switch (s->code) {
     case 0x0403:
       return 0x0017;
     case 0x0503:
@@ -880,14 +777,14 @@ static uint16_t ecdsa_cert_curve(const tb_config *cfg, const mt_offer *o) {
 static tb_status pin_groups(const tb_config *cfg, mt_ctx *ctx, const mt_group *g, mt_offer *o,
                             char *err) {
   uint16_t cert_curve = ecdsa_cert_curve(cfg, o);
-  if (cert_curve != 0 && cert_curve != g->id) {
+  if (cert_curve != 0 && cert_curve != g->code) {
     return tb_fail(err, TB_UNSUPPORTED,
                    "TLS 1.2 with an ECDSA certificate needs its curve among the supported "
                    "groups, and the offer is pinned to %s",
                    cfg->group);
   }
 #if MT_V3
-  ctx->groups[0] = g->id;
+  ctx->groups[0] = g->code;
   ctx->groups[1] = 0;
   if (cfg->key_share != NULL) {
     /* A TLS 1.3 client sends a key share for the first group of its list only. */
@@ -895,13 +792,13 @@ static tb_status pin_groups(const tb_config *cfg, mt_ctx *ctx, const mt_group *g
     if (first == NULL || !group_available(first, 13))
       return tb_fail(err, TB_UNSUPPORTED, "key share group %s is not in this build",
                      cfg->key_share);
-    ctx->groups[0] = first->id;
-    ctx->groups[1] = g->id;
+    ctx->groups[0] = first->code;
+    ctx->groups[1] = g->code;
     ctx->groups[2] = 0;
   }
 #else
-  const mbedtls_ecp_curve_info *curve = mbedtls_ecp_curve_info_from_tls_id(g->id);
-  if (curve == NULL) return tb_fail(err, TB_UNSUPPORTED, "curve 0x%04x not in this build", g->id);
+  const mbedtls_ecp_curve_info *curve = mbedtls_ecp_curve_info_from_tls_id(g->code);
+  if (curve == NULL) return tb_fail(err, TB_UNSUPPORTED, "curve 0x%04x not in this build", g->code);
   ctx->curves[0] = curve->grp_id;
   ctx->curves[1] = MBEDTLS_ECP_DP_NONE;
 #endif
@@ -918,21 +815,21 @@ static tb_status choose_group(const tb_config *cfg, mt_ctx *ctx, mt_offer *o, ch
   if (!group_available(g, cfg->tls_version)) {
     return tb_fail(err, TB_UNSUPPORTED, "group %s is not available for TLS 1.%d in this build%s",
                    g->name, cfg->tls_version % 10,
-                   g->id == 0x11ec ? " (mbedTLS has no ML-KEM)" : "");
+                   g->code == 0x11ec ? " (mbedTLS has no ML-KEM)" : "");
   }
   if (o->kx == KX_DHE_RSA || o->kx == KX_ECDHE_RSA || o->kx == KX_ECDHE_ECDSA) {
-    if ((o->kx == KX_DHE_RSA) != (g->ffdhe_bits != 0)) {
+    if ((o->kx == KX_DHE_RSA) != (ffdhe_bits(g) != 0)) {
       return tb_fail(err, TB_UNSUPPORTED, "suite %s cannot use group %s", cfg->suite, g->name);
     }
   }
   if (o->kx == KX_DHE_RSA) {
     /* TLS 1.2 DHE names no group: the server sends the RFC 7919 prime (mbedTLS would send
      * RFC 3526 MODP 2048 by default) and the client demands at least that size. */
-    o->ffdhe_bits = g->ffdhe_bits;
+    o->ffdhe_bits = ffdhe_bits(g);
     return TB_OK;
   }
 #if !MT_V3
-  if (g->ffdhe_bits) return tb_fail(err, TB_UNSUPPORTED, "FFDHE groups need TLS 1.3");
+  if (ffdhe_bits(g)) return tb_fail(err, TB_UNSUPPORTED, "FFDHE groups need TLS 1.3");
 #endif
   return pin_groups(cfg, ctx, g, o, err);
 }
@@ -954,18 +851,18 @@ static tb_status choose_sigalg(const tb_config *cfg, mt_ctx *ctx, mt_offer *o, c
   }
   const char *why = sigalg_refusal(s, cfg->tls_version);
   if (why != NULL) return tb_fail(err, TB_UNSUPPORTED, "%s: %s", s->name, why);
-  unsigned sig = s->id & 0xff;
+  unsigned sig = s->code & 0xff;
   if ((o->kx == KX_ECDHE_ECDSA && sig != 3) ||
       ((o->kx == KX_ECDHE_RSA || o->kx == KX_DHE_RSA) && sig != 1)) {
     return tb_fail(err, TB_UNSUPPORTED, "suite %s cannot be signed with %s", cfg->suite, s->name);
   }
 #if MT_V3
-  ctx->sig_algs[0] = s->id;
+  ctx->sig_algs[0] = s->code;
   ctx->sig_algs[1] = MBEDTLS_TLS1_3_SIG_NONE;
 #else
   /* 2.28 restricts the hash only; the signature algorithm follows from the certificate. */
   static const int md_of_hash[] = {MBEDTLS_MD_SHA256, MBEDTLS_MD_SHA384, MBEDTLS_MD_SHA512};
-  ctx->sig_hashes[0] = md_of_hash[(s->id >> 8) - 4];
+  ctx->sig_hashes[0] = md_of_hash[(s->code >> 8) - 4];
   ctx->sig_hashes[1] = MBEDTLS_MD_NONE;
 #endif
   o->pin_sigalgs = 1;
@@ -1420,6 +1317,21 @@ static void session_free(void *p) {
   free(p);
 }
 
+/* The library's TLS, as the scenarios use it. */
+static const tb_tls_class kTls = {
+    .ctx_new = ctx_new,
+    .ctx_free = ctx_free,
+    .conn_new = conn_new,
+    .conn_free = conn_free,
+    .handshake = handshake,
+    .write = write_data,
+    .read = read_data,
+    .close = conn_close,
+    .negotiated = negotiated,
+    .session_get = session_get,
+    .session_free = session_free,
+};
+
 /* ------------------------------------------------------------------------- AEAD */
 
 typedef struct mt_aead {
@@ -1498,24 +1410,19 @@ static tb_status aead_open(void *p, const unsigned char nonce[TB_AEAD_NONCE_LEN]
   return ret == 0 ? TB_OK : mt_fail(err, "AEAD open", ret);
 }
 
+/* The library's own AEAD API, as the aead scenario uses it. */
+static const tb_aead_class kAead = {
+    .create = aead_new,
+    .seal = aead_seal,
+    .open = aead_open,
+    .free = aead_free,
+};
+
 const tb_adapter tb_adapter_impl = {
     .name = "mbedtls",
     .global_init = global_init,
     .global_cleanup = global_cleanup,
     .info = info,
-    .ctx_new = ctx_new,
-    .ctx_free = ctx_free,
-    .conn_new = conn_new,
-    .conn_free = conn_free,
-    .close = conn_close,
-    .handshake = handshake,
-    .write = write_data,
-    .read = read_data,
-    .negotiated = negotiated,
-    .session_get = session_get,
-    .session_free = session_free,
-    .aead_new = aead_new,
-    .aead_seal = aead_seal,
-    .aead_open = aead_open,
-    .aead_free = aead_free,
+    .tls = &kTls,
+    .aead = &kAead,
 };

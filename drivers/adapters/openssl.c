@@ -8,7 +8,9 @@
  *
  * Transport: a custom BIO_METHOD whose read/write callbacks call the tb_transport and map
  * TB_IO_WOULD_BLOCK to OpenSSL's retry flags, so SSL_do_handshake / SSL_read report
- * SSL_ERROR_WANT_READ exactly as they would on a non-blocking socket.
+ * SSL_ERROR_WANT_READ exactly as they would on a non-blocking socket. It, the error text
+ * and the context and connection life cycle are shared with the AWS-LC and BoringSSL
+ * adapters (openssl_family.c); this file holds what is OpenSSL's own.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -30,6 +32,7 @@
 #include <openssl/x509v3.h>
 #include <openssl/x509_vfy.h>
 
+#include "openssl_family.h"
 #include "tlsbench/driver.h"
 
 #if OPENSSL_VERSION_NUMBER < 0x30000000L
@@ -119,22 +122,10 @@ static const char kAllTls13Suites[] =
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
-/* The error text and the transport BIO method, shared with the other adapters of
- * libraries with OpenSSL's API. */
-#define TB_FAMILY_NAME "OpenSSL"
-#include "openssl_family.h"
-
 /* ------------------------------------------------------------------------- objects */
 
-typedef struct ossl_ctx {
-  SSL_CTX *ctx;
-  tb_role role;
-  char server_name[256]; /* client: SNI */
-} ossl_ctx;
-
 typedef struct ossl_conn {
-  SSL *ssl;
-  tb_transport transport; /* the BIO's data points here */
+  tb_ossl_conn base;
   /* TLS 1.2 DHE: the group of the DH parameters the handshake used, as the library showed
    * them to its security callback (OpenSSL has no getter for a TLS 1.2 DHE group). */
   char dhe_group[TB_NAME_LEN];
@@ -143,6 +134,9 @@ typedef struct ossl_conn {
 typedef struct ossl_aead {
   EVP_CIPHER_CTX *enc, *dec;
 } ossl_aead;
+
+/* What this library does its own way, for the shared code (defined below). */
+static const tb_ossl_class kClass;
 
 /* ------------------------------------------------------------------------- global */
 
@@ -216,16 +210,16 @@ static void warm_decoders(void) {
 
 static tb_status ossl_global_init(char *err) {
   if (!OPENSSL_init_ssl(OPENSSL_INIT_LOAD_SSL_STRINGS | OPENSSL_INIT_LOAD_CRYPTO_STRINGS, NULL)) {
-    return ossl_fail(err, TB_FAILED, "OPENSSL_init_ssl");
+    return tb_ossl_fail(err, TB_FAILED, "OPENSSL_init_ssl");
   }
-  g_bio_method = make_bio_method();
-  if (g_bio_method == NULL) return ossl_fail(err, TB_FAILED, "BIO_meth_new");
+  tb_status st = tb_ossl_global_init(&kClass, err);
+  if (st != TB_OK) return st;
 
   unsigned char rnd[32];
   if (RAND_bytes(rnd, sizeof(rnd)) != 1 || RAND_priv_bytes(rnd, sizeof(rnd)) != 1)
-    return ossl_fail(err, TB_FAILED, "RAND_bytes");
+    return tb_ossl_fail(err, TB_FAILED, "RAND_bytes");
   SSL_CTX *warm = SSL_CTX_new(TLS_method());
-  if (warm == NULL) return ossl_fail(err, TB_FAILED, "SSL_CTX_new");
+  if (warm == NULL) return tb_ossl_fail(err, TB_FAILED, "SSL_CTX_new");
   SSL_CTX_free(warm);
   warm_methods();
   warm_decoders();
@@ -234,11 +228,6 @@ static tb_status ossl_global_init(char *err) {
   (void)SSL_get_ex_data_X509_STORE_CTX_idx();
   ERR_clear_error();
   return TB_OK;
-}
-
-static void ossl_global_cleanup(void) {
-  BIO_meth_free(g_bio_method);
-  g_bio_method = NULL;
 }
 
 /* ------------------------------------------------------------------------- ctx_new */
@@ -256,10 +245,6 @@ static const sigalg_name *find_sigalg(const char *iana) {
   for (size_t i = 0; i < ARRAY_LEN(kSigalgs); i++)
     if (strcmp(iana, kSigalgs[i].iana) == 0) return &kSigalgs[i];
   return NULL;
-}
-
-static int version_of(int tls_version) {
-  return tls_version == 13 ? TLS1_3_VERSION : tls_version == 12 ? TLS1_2_VERSION : 0;
 }
 
 /* Looks the suite up by its IANA (standard) name among every cipher this build has. */
@@ -286,7 +271,7 @@ static tb_status pin_suite(SSL_CTX *ctx, const tb_config *cfg, int *kx_nid, char
      * that cannot be used in TLS 1.3 (ssl_cipher_disabled filters by version). 3.5 skips
      * names it does not know here, so the list is checked afterwards. */
     if (!SSL_CTX_set_ciphersuites(ctx, cfg->suite))
-      return ossl_fail(err, TB_UNSUPPORTED, "no TLS 1.3 suite by that name");
+      return tb_ossl_fail(err, TB_UNSUPPORTED, "no TLS 1.3 suite by that name");
     STACK_OF(SSL_CIPHER) *list = SSL_CTX_get_ciphers(ctx);
     int tls13_suites = 0, found = 0;
     for (int i = 0; i < sk_SSL_CIPHER_num(list); i++) {
@@ -301,7 +286,7 @@ static tb_status pin_suite(SSL_CTX *ctx, const tb_config *cfg, int *kx_nid, char
     return TB_OK;
   }
   if (!SSL_CTX_set_ciphersuites(ctx, ""))
-    return ossl_fail(err, TB_FAILED, "SSL_CTX_set_ciphersuites(\"\")");
+    return tb_ossl_fail(err, TB_FAILED, "SSL_CTX_set_ciphersuites(\"\")");
   const SSL_CIPHER *c = find_tls12_cipher(ctx, cfg->suite);
   if (c == NULL) {
     ERR_clear_error();
@@ -312,7 +297,7 @@ static tb_status pin_suite(SSL_CTX *ctx, const tb_config *cfg, int *kx_nid, char
   /* SSL_CIPHER_get_name is OpenSSL's own name, e.g. ECDHE-RSA-AES128-GCM-SHA256. */
   if (!SSL_CTX_set_cipher_list(ctx, SSL_CIPHER_get_name(c)) ||
       sk_SSL_CIPHER_num(SSL_CTX_get_ciphers(ctx)) != 1) {
-    return ossl_fail(err, TB_FAILED, "SSL_CTX_set_cipher_list");
+    return tb_ossl_fail(err, TB_FAILED, "SSL_CTX_set_cipher_list");
   }
   *kx_nid = SSL_CIPHER_get_kx_nid(c);
   return TB_OK;
@@ -323,22 +308,22 @@ static tb_status pin_suite(SSL_CTX *ctx, const tb_config *cfg, int *kx_nid, char
 static tb_status set_dhe_params(SSL_CTX *ctx, const char *group, char *err) {
 #ifdef OSSL_111
   DH *dh = DH_new_by_nid(OBJ_sn2nid(group));
-  if (dh == NULL) return ossl_fail(err, TB_FAILED, "DH parameters");
+  if (dh == NULL) return tb_ossl_fail(err, TB_FAILED, "DH parameters");
   int ok = SSL_CTX_set_tmp_dh(ctx, dh) == 1;
   DH_free(dh); /* the context keeps a copy */
-  return ok ? TB_OK : ossl_fail(err, TB_FAILED, "SSL_CTX_set_tmp_dh");
+  return ok ? TB_OK : tb_ossl_fail(err, TB_FAILED, "SSL_CTX_set_tmp_dh");
 #else
   EVP_PKEY_CTX *pctx = EVP_PKEY_CTX_new_from_name(NULL, "DH", NULL);
   EVP_PKEY *params = NULL;
   if (pctx == NULL || EVP_PKEY_paramgen_init(pctx) <= 0 ||
       EVP_PKEY_CTX_set_group_name(pctx, group) <= 0 || EVP_PKEY_paramgen(pctx, &params) <= 0) {
     EVP_PKEY_CTX_free(pctx);
-    return ossl_fail(err, TB_FAILED, "DH parameters");
+    return tb_ossl_fail(err, TB_FAILED, "DH parameters");
   }
   EVP_PKEY_CTX_free(pctx);
   if (!SSL_CTX_set0_tmp_dh_pkey(ctx, params)) {
     EVP_PKEY_free(params);
-    return ossl_fail(err, TB_FAILED, "SSL_CTX_set0_tmp_dh_pkey");
+    return tb_ossl_fail(err, TB_FAILED, "SSL_CTX_set0_tmp_dh_pkey");
   }
   return TB_OK;
 #endif
@@ -410,7 +395,7 @@ static tb_status pin_group(SSL_CTX *ctx, const tb_config *cfg, int kx_nid, char 
     char what[2 * TB_NAME_LEN + 48];
     snprintf(what, sizeof(what), "this OpenSSL build cannot offer group %s%s%s", g->name,
              first != NULL ? " after " : "", first != NULL ? first->name : "");
-    return ossl_fail(err, TB_UNSUPPORTED, what);
+    return tb_ossl_fail(err, TB_UNSUPPORTED, what);
   }
   if (kx_nid != NID_kx_dhe) return TB_OK;
   if (!g->ffdhe)
@@ -438,26 +423,14 @@ static tb_status pin_sigalg(SSL_CTX *ctx, const tb_config *cfg, int kx_nid, char
   /* OpenSSL's sigalgs list takes the IANA names (3.0 and 3.5); the list also applies to
    * the client's CertificateVerify and the server's CertificateRequest (mutual). */
   if (!SSL_CTX_set1_sigalgs_list(ctx, cfg->sigalg))
-    return ossl_fail(err, TB_UNSUPPORTED, "SSL_CTX_set1_sigalgs_list");
+    return tb_ossl_fail(err, TB_UNSUPPORTED, "SSL_CTX_set1_sigalgs_list");
   if (cfg->client_sigalg == NULL || strcmp(cfg->client_sigalg, cfg->sigalg) == 0) return TB_OK;
   /* The client-auth list apart (--fault client-sigalg): the server's CertificateRequest and
    * what it accepts in the client's CertificateVerify, the client's choice of its own. */
   st = check_sigalg(cfg, cfg->client_sigalg, err);
   if (st != TB_OK) return st;
   if (!SSL_CTX_set1_client_sigalgs_list(ctx, cfg->client_sigalg))
-    return ossl_fail(err, TB_UNSUPPORTED, "SSL_CTX_set1_client_sigalgs_list");
-  return TB_OK;
-}
-
-static tb_status load_own_chain(SSL_CTX *ctx, const tb_config *cfg, char *err) {
-  if (cfg->chain_file == NULL) return TB_OK;
-  /* A key or certificate the security level refuses (e.g. RSA-1024: "ee key too small")
-   * fails here; we keep the library's default level and report it as a failure. */
-  if (!SSL_CTX_use_certificate_chain_file(ctx, cfg->chain_file))
-    return ossl_fail(err, TB_FAILED, "certificate chain");
-  if (cfg->key_file == NULL || !SSL_CTX_use_PrivateKey_file(ctx, cfg->key_file, SSL_FILETYPE_PEM))
-    return ossl_fail(err, TB_FAILED, "private key");
-  if (!SSL_CTX_check_private_key(ctx)) return ossl_fail(err, TB_FAILED, "key/certificate");
+    return tb_ossl_fail(err, TB_UNSUPPORTED, "SSL_CTX_set1_client_sigalgs_list");
   return TB_OK;
 }
 
@@ -465,8 +438,9 @@ static tb_status load_own_chain(SSL_CTX *ctx, const tb_config *cfg, char *err) {
  * may use (RFC 8422), and OpenSSL enforces it on both sides: with the offer pinned to one
  * group, a server whose ECDSA key is on another curve cannot be used ("no shared
  * cipher"). Said here, where the certificate is known, rather than as a handshake error. */
-static tb_status check_tls12_ecdsa_curve(SSL_CTX *ctx, const tb_config *cfg, int kx_nid,
-                                         char *err) {
+static tb_status check_tls12_ecdsa_curve(const tb_ossl_class *cls, SSL_CTX *ctx,
+                                         const tb_config *cfg, int kx_nid, char *err) {
+  (void)cls;
   if (cfg->role != TB_SERVER || cfg->tls_version != 12 || kx_nid != NID_kx_ecdhe) return TB_OK;
   X509 *leaf = SSL_CTX_get0_certificate(ctx);
   EVP_PKEY *key = leaf != NULL ? X509_get0_pubkey(leaf) : NULL;
@@ -492,61 +466,11 @@ static tb_status check_tls12_ecdsa_curve(SSL_CTX *ctx, const tb_config *cfg, int
   return TB_OK;
 }
 
-static tb_status set_verification(SSL_CTX *ctx, const tb_config *cfg, char *err) {
-  int verifies = cfg->role == TB_CLIENT ? cfg->auth != TB_AUTH_NONE : cfg->auth == TB_AUTH_MUTUAL;
-  if (!verifies) {
-    SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
-    return TB_OK;
-  }
-  if (cfg->ca_file == NULL || !SSL_CTX_load_verify_locations(ctx, cfg->ca_file, NULL))
-    return ossl_fail(err, TB_FAILED, "trust anchors (ca_file)");
-  int mode = SSL_VERIFY_PEER;
-  if (cfg->role == TB_SERVER) mode |= SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
-  SSL_CTX_set_verify(ctx, mode, NULL);
-  if (cfg->role == TB_CLIENT) {
-    if (cfg->server_name == NULL) return tb_fail(err, TB_UNSUPPORTED, "no server_name");
-    X509_VERIFY_PARAM *param = SSL_CTX_get0_param(ctx);
-    X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-    if (!X509_VERIFY_PARAM_set1_host(param, cfg->server_name, 0))
-      return ossl_fail(err, TB_FAILED, "X509_VERIFY_PARAM_set1_host");
-  }
-  return TB_OK;
-}
-
-static void set_resumption(SSL_CTX *ctx, const tb_config *cfg) {
-  if (cfg->role == TB_SERVER) {
-    /* Needed for resumption when the server verifies clients (else "session id context
-     * uninitialized"); harmless otherwise. */
-    SSL_CTX_set_session_id_context(ctx, (const unsigned char *)"tlsbench", 8);
-  }
-  if (!cfg->resumption) {
-    /* Full handshakes only: no TLS 1.2 ticket extension, no TLS 1.3 NewSessionTicket
-     * (OpenSSL servers send two by default), no session cache. */
-    SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
-    SSL_CTX_set_num_tickets(ctx, 0);
-    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
-    return;
-  }
-  if (cfg->role == TB_SERVER) {
-    /* Stateless tickets (TLS 1.2 and 1.3) and the session-ID cache (TLS 1.2). One ticket
-     * is what a resuming client needs; the default of two doubles the ticket work. */
-    SSL_CTX_set_num_tickets(ctx, 1);
-    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
-  } else {
-    /* The client keeps its session through session_get / SSL_get1_session; an internal
-     * client cache would only grow the context with every ticket received. */
-    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
-  }
-}
-
-static tb_status set_record_size(SSL_CTX *ctx, const tb_config *cfg, char *err) {
+static tb_status set_record_size(const tb_ossl_class *cls, SSL_CTX *ctx, const tb_config *cfg,
+                                 char *err) {
+  tb_status st = tb_ossl_set_send_fragment(cls, ctx, cfg, err);
   size_t rs = cfg->record_size;
-  if (rs == 0) return TB_OK;
-  if (rs < 512 || rs > SSL3_RT_MAX_PLAIN_LENGTH || !SSL_CTX_set_max_send_fragment(ctx, rs)) {
-    ERR_clear_error();
-    return tb_fail(err, TB_UNSUPPORTED, "OpenSSL's max_send_fragment takes 512..16384, not %zu",
-                   rs);
-  }
+  if (st != TB_OK || rs == 0) return st;
   /* max_send_fragment bounds what this side sends. Its receive buffer shrinks only when
    * the max_fragment_length extension is negotiated (only 512..4096 in powers of two; the
    * server honours it automatically). SSL_CTX_set_default_read_buffer_len is a lower bound
@@ -557,72 +481,17 @@ static tb_status set_record_size(SSL_CTX *ctx, const tb_config *cfg, char *err) 
                 : rs == 4096 ? TLSEXT_max_fragment_length_4096
                              : 0;
   if (mfl != 0 && cfg->role == TB_CLIENT && !SSL_CTX_set_tlsext_max_fragment_length(ctx, mfl))
-    return ossl_fail(err, TB_FAILED, "SSL_CTX_set_tlsext_max_fragment_length");
+    return tb_ossl_fail(err, TB_FAILED, "SSL_CTX_set_tlsext_max_fragment_length");
   return TB_OK;
 }
 
-static tb_status configure(ossl_ctx *oc, const tb_config *cfg, char *err) {
-  SSL_CTX *ctx = oc->ctx;
-  int version = version_of(cfg->tls_version);
-  if (version == 0) return tb_fail(err, TB_UNSUPPORTED, "TLS version %d", cfg->tls_version);
-  if (!SSL_CTX_set_min_proto_version(ctx, version) || !SSL_CTX_set_max_proto_version(ctx, version))
-    return ossl_fail(err, TB_UNSUPPORTED, "protocol version");
-  /* The harness retries a write with the rest of the data: report each record as it is
-   * written, and accept the retry from a different buffer address. */
-  SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-  /* Send exactly chain_file: without this OpenSSL completes a short chain from the trust
-   * store (the server's ca_file in mutual mode). */
-  SSL_CTX_set_mode(ctx, SSL_MODE_NO_AUTO_CHAIN);
-
-  int kx_nid = NID_undef;
-  tb_status st = pin_suite(ctx, cfg, &kx_nid, err);
-  if (st == TB_OK) st = pin_group(ctx, cfg, kx_nid, err);
-  if (st == TB_OK) st = pin_sigalg(ctx, cfg, kx_nid, err);
-  if (st == TB_OK) st = load_own_chain(ctx, cfg, err);
-  if (st == TB_OK) st = check_tls12_ecdsa_curve(ctx, cfg, kx_nid, err);
-  if (st == TB_OK) st = set_verification(ctx, cfg, err);
-  if (st == TB_OK) st = set_record_size(ctx, cfg, err);
-  if (st != TB_OK) return st;
-  set_resumption(ctx, cfg);
-  if (cfg->role == TB_CLIENT && cfg->server_name != NULL)
-    snprintf(oc->server_name, sizeof(oc->server_name), "%s", cfg->server_name);
-  return TB_OK;
-}
-
-static void ossl_ctx_free(void *p) {
-  ossl_ctx *oc = p;
-  if (oc == NULL) return;
-  SSL_CTX_free(oc->ctx);
-  free(oc);
-}
-
-static tb_status ossl_ctx_new(const tb_config *cfg, void **out, char *err) {
-  ERR_clear_error();
-  if (cfg->suite == NULL) return tb_fail(err, TB_UNSUPPORTED, "no suite given");
-  ossl_ctx *oc = calloc(1, sizeof(*oc));
-  if (oc == NULL) return tb_fail(err, TB_FAILED, "out of memory");
-  oc->role = cfg->role;
-  oc->ctx = SSL_CTX_new(cfg->role == TB_CLIENT ? TLS_client_method() : TLS_server_method());
-  if (oc->ctx == NULL) {
-    free(oc);
-    return ossl_fail(err, TB_FAILED, "SSL_CTX_new");
-  }
-  tb_status st = configure(oc, cfg, err);
-  if (st != TB_OK) {
-    ossl_ctx_free(oc);
-    return st;
-  }
-  *out = oc;
-  return TB_OK;
-}
-
-/* ------------------------------------------------------------------------- connections */
-
-static tb_status ossl_close(void *p, char *err) {
-  ossl_conn *c = p;
-  /* 0: close_notify sent, the peer's not yet received (we do not wait for it). */
-  if (SSL_shutdown(c->ssl) < 0) return tb_fail(err, TB_FAILED, "SSL_shutdown failed");
-  return TB_OK;
+static tb_status pin_offer(const tb_ossl_class *cls, SSL_CTX *ctx, const tb_config *cfg,
+                           int *kx_nid, char *err) {
+  (void)cls;
+  tb_status st = pin_suite(ctx, cfg, kx_nid, err);
+  if (st == TB_OK) st = pin_group(ctx, cfg, *kx_nid, err);
+  if (st == TB_OK) st = pin_sigalg(ctx, cfg, *kx_nid, err);
+  return st;
 }
 
 static void ossl_conn_free(void *p) {
@@ -632,107 +501,30 @@ static void ossl_conn_free(void *p) {
    * resumable, removed from the cache): a session taken with session_get could then not
    * be resumed. The harness ends connections without close_notify, so declare the
    * shutdown done, without sending anything, when the handshake had completed. */
-  if (c->ssl != NULL && SSL_is_init_finished(c->ssl))
-    SSL_set_shutdown(c->ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
-  SSL_free(c->ssl); /* frees the BIO too */
-  free(c);
+  if (c->base.ssl != NULL && SSL_is_init_finished(c->base.ssl))
+    SSL_set_shutdown(c->base.ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+  tb_ossl_conn_release(&c->base);
 }
 
-static tb_status ossl_conn_new(void *ctx, const tb_transport *transport, void *session, void **out,
-                               char *err) {
-  if (transport->bio) {
-    return tb_fail(err, TB_UNSUPPORTED,
-                   "OpenSSL's callbacks path already is its BIO layer (a BIO method of "
-                   "tlsbench's): io = callbacks measures it");
-  }
-  ossl_ctx *oc = ctx;
-  ERR_clear_error();
-  ossl_conn *c = calloc(1, sizeof(*c));
-  if (c == NULL) return tb_fail(err, TB_FAILED, "out of memory");
-  c->transport = *transport;
-  c->ssl = SSL_new(oc->ctx);
-  /* --io fd: OpenSSL's own socket BIO on the connection's file descriptor. */
-  BIO *bio =
-      transport->fd >= 0 ? BIO_new_socket(transport->fd, BIO_NOCLOSE) : BIO_new(g_bio_method);
-  if (c->ssl == NULL || bio == NULL) {
-    BIO_free(bio);
-    ossl_conn_free(c);
-    return ossl_fail(err, TB_FAILED, "SSL_new");
-  }
-  if (transport->fd < 0) BIO_set_data(bio, &c->transport);
-  SSL_set_bio(c->ssl, bio, bio); /* one reference, owned by the SSL */
-  SSL_set_app_data(c->ssl, c);
-  if (oc->role == TB_CLIENT) {
-    SSL_set_connect_state(c->ssl);
-    if (oc->server_name[0] != '\0' && !SSL_set_tlsext_host_name(c->ssl, oc->server_name)) {
-      ossl_conn_free(c);
-      return ossl_fail(err, TB_FAILED, "SNI");
-    }
-    if (session != NULL && !SSL_set_session(c->ssl, session)) {
-      ossl_conn_free(c);
-      return ossl_fail(err, TB_FAILED, "SSL_set_session");
-    }
-  } else {
-    SSL_set_accept_state(c->ssl);
-  }
-  *out = c;
-  return TB_OK;
-}
+static const tb_ossl_class kClass = {
+    .library = "OpenSSL",
+    .conn_size = sizeof(ossl_conn),
+    .conn_free = ossl_conn_free,
+    .pin_offer = pin_offer,
+    .check_chain = check_tls12_ecdsa_curve,
+    .set_record_size = set_record_size,
+};
 
-/* Maps the result of an SSL_* I/O call to a status, with the library's error text. */
-static tb_status io_status(ossl_conn *c, int ret, const char *what, char *err) {
-  int e = SSL_get_error(c->ssl, ret);
-  switch (e) {
-    case SSL_ERROR_WANT_READ:
-    case SSL_ERROR_WANT_WRITE:
-      return TB_WANT_IO;
-    case SSL_ERROR_ZERO_RETURN:
-      ERR_clear_error();
-      return TB_CLOSED;
-    default:
-      break;
-  }
-  long vr = SSL_get_verify_result(c->ssl);
-  if (vr != X509_V_OK && (SSL_get_verify_mode(c->ssl) & SSL_VERIFY_PEER)) {
-    char buf[TB_ERR_LEN];
-    snprintf(buf, sizeof(buf), "%s (verify: %s)", what, X509_verify_cert_error_string(vr));
-    return ossl_fail(err, TB_FAILED, buf);
-  }
-  if (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0)
-    return tb_fail(err, TB_FAILED, "%s: transport error or unexpected EOF", what);
-  return ossl_fail(err, TB_FAILED, what);
-}
+/* ------------------------------------------------------------------------- connections */
 
 static tb_status ossl_handshake(void *conn, char *err) {
-  ossl_conn *c = conn;
-  clear_stale_errors();
+  tb_ossl_conn *c = conn;
+  tb_ossl_clear_stale_errors();
   int ret = SSL_do_handshake(c->ssl);
-  return ret == 1 ? TB_OK : io_status(c, ret, "handshake", err);
-}
-
-static tb_status ossl_write(void *conn, const unsigned char *buf, size_t len, size_t *done,
-                            char *err) {
-  ossl_conn *c = conn;
-  *done = 0;
-  if (len == 0) return TB_OK;
-  clear_stale_errors();
-  int ret = SSL_write_ex(c->ssl, buf, len, done);
-  return ret == 1 ? TB_OK : io_status(c, ret, "write", err);
-}
-
-static tb_status ossl_read(void *conn, unsigned char *buf, size_t len, size_t *done, char *err) {
-  ossl_conn *c = conn;
-  *done = 0;
-  clear_stale_errors();
-  int ret = SSL_read_ex(c->ssl, buf, len, done);
-  return ret == 1 ? TB_OK : io_status(c, ret, "read", err);
+  return ret == 1 ? TB_OK : tb_ossl_io_status(c, ret, "handshake", err);
 }
 
 /* ------------------------------------------------------------------------- negotiated */
-
-static void copy_name(char *dst, const char *src) {
-  snprintf(dst, TB_NAME_LEN, "%s", src != NULL ? src : "");
-}
 
 /* Our name for a group name OpenSSL reports; unknown names pass through unchanged so that
  * the core reports the mismatch with the library's own spelling. */
@@ -743,14 +535,14 @@ static const char *canonical_group(const char *name) {
 
 static void read_group(ossl_conn *c, const SSL_CIPHER *cipher, char *out) {
   int kx = SSL_CIPHER_get_kx_nid(cipher);
-  int tls13 = SSL_version(c->ssl) == TLS1_3_VERSION;
+  int tls13 = SSL_version(c->base.ssl) == TLS1_3_VERSION;
   out[0] = '\0';
   if (kx == NID_kx_rsa) return; /* static RSA: no group */
   /* An abbreviated TLS 1.2 handshake runs no key exchange; SSL_get_negotiated_group
    * would report the original session's group (session->kex_group). */
-  if (!tls13 && SSL_session_reused(c->ssl)) return;
+  if (!tls13 && SSL_session_reused(c->base.ssl)) return;
   if (kx == NID_kx_dhe) {
-    copy_name(out, canonical_group(c->dhe_group));
+    tb_ossl_copy_name(out, canonical_group(c->dhe_group));
     return;
   }
   /* TLS 1.3: the group of this handshake's key share (OpenSSL reports s3.group_id when a
@@ -761,9 +553,9 @@ static void read_group(ossl_conn *c, const SSL_CIPHER *cipher, char *out) {
    * takes its first shared group, the one it picks (the offer is pinned to one). */
   int nid = NID_undef;
   EVP_PKEY *key = NULL;
-  if (SSL_is_server(c->ssl)) {
-    nid = SSL_get_shared_group(c->ssl, 0);
-  } else if (SSL_get_peer_tmp_key(c->ssl, &key)) {
+  if (SSL_is_server(c->base.ssl)) {
+    nid = SSL_get_shared_group(c->base.ssl, 0);
+  } else if (SSL_get_peer_tmp_key(c->base.ssl, &key)) {
     nid = EVP_PKEY_id(key);
     if (nid == EVP_PKEY_EC)
       nid = EC_GROUP_get_curve_name(EC_KEY_get0_group(EVP_PKEY_get0_EC_KEY(key)));
@@ -771,11 +563,11 @@ static void read_group(ossl_conn *c, const SSL_CIPHER *cipher, char *out) {
       nid = DH_get_nid(EVP_PKEY_get0_DH(key));
     EVP_PKEY_free(key);
   }
-  if (nid != NID_undef) copy_name(out, canonical_group(OBJ_nid2sn(nid)));
+  if (nid != NID_undef) tb_ossl_copy_name(out, canonical_group(OBJ_nid2sn(nid)));
 #else
-  int nid = SSL_get_negotiated_group(c->ssl);
+  int nid = SSL_get_negotiated_group(c->base.ssl);
   if (nid == NID_undef) return;
-  copy_name(out, canonical_group(SSL_group_to_name(c->ssl, nid)));
+  tb_ossl_copy_name(out, canonical_group(SSL_group_to_name(c->base.ssl, nid)));
 #endif
 }
 
@@ -802,22 +594,24 @@ static const char *sigalg_from_nids(int pkey_type, int hash, const X509 *cert) {
 static void read_signature(ossl_conn *c, int own, char *out) {
 #ifdef SSL_get0_peer_signature_name
   const char *name = NULL;
-  if (own ? SSL_get0_signature_name(c->ssl, &name) : SSL_get0_peer_signature_name(c->ssl, &name))
-    copy_name(out, name);
+  if (own ? SSL_get0_signature_name(c->base.ssl, &name)
+          : SSL_get0_peer_signature_name(c->base.ssl, &name))
+    tb_ossl_copy_name(out, name);
 #else
   int type = NID_undef, hash = NID_undef;
   if (own) {
 #ifdef OSSL_111
     /* 1.1.1 tells a side the digest of its own signature but not the scheme: the first
      * shared scheme is the one it picked (the offer is pinned to one scheme anyway). */
-    if (SSL_get_shared_sigalgs(c->ssl, 0, &type, &hash, NULL, NULL, NULL) > 0)
+    if (SSL_get_shared_sigalgs(c->base.ssl, 0, &type, &hash, NULL, NULL, NULL) > 0)
 #else
-    if (SSL_get_signature_type_nid(c->ssl, &type) && SSL_get_signature_nid(c->ssl, &hash))
+    if (SSL_get_signature_type_nid(c->base.ssl, &type) && SSL_get_signature_nid(c->base.ssl, &hash))
 #endif
-      copy_name(out, sigalg_from_nids(type, hash, SSL_get_certificate(c->ssl)));
+      tb_ossl_copy_name(out, sigalg_from_nids(type, hash, SSL_get_certificate(c->base.ssl)));
   } else {
-    if (SSL_get_peer_signature_type_nid(c->ssl, &type) && SSL_get_peer_signature_nid(c->ssl, &hash))
-      copy_name(out, sigalg_from_nids(type, hash, SSL_get0_peer_certificate(c->ssl)));
+    if (SSL_get_peer_signature_type_nid(c->base.ssl, &type) &&
+        SSL_get_peer_signature_nid(c->base.ssl, &hash))
+      tb_ossl_copy_name(out, sigalg_from_nids(type, hash, SSL_get0_peer_certificate(c->base.ssl)));
   }
 #endif
 }
@@ -830,17 +624,17 @@ static void read_sigalg(ossl_conn *c, const SSL_CIPHER *cipher, char *out) {
    * certificate: the suite's key exchange decides. */
   if (SSL_CIPHER_get_kx_nid(cipher) == NID_kx_rsa) return;
   /* The server's signature: the server's own, the client's peer's. */
-  read_signature(c, SSL_is_server(c->ssl), out);
+  read_signature(c, SSL_is_server(c->base.ssl), out);
 }
 
 /* The scheme of the signature the CLIENT made (its CertificateVerify, mutual auth): the
  * server reads its peer's, the client its own; "" when the client signed nothing. */
 static void read_client_sigalg(ossl_conn *c, char *out) {
   out[0] = '\0';
-  if (SSL_session_reused(c->ssl)) return; /* an abbreviated handshake signs nothing */
-  int server = SSL_is_server(c->ssl);
-  if (server && SSL_get0_peer_certificate(c->ssl) == NULL) return;
-  if (!server && SSL_get_certificate(c->ssl) == NULL) return;
+  if (SSL_session_reused(c->base.ssl)) return; /* an abbreviated handshake signs nothing */
+  int server = SSL_is_server(c->base.ssl);
+  if (server && SSL_get0_peer_certificate(c->base.ssl) == NULL) return;
+  if (!server && SSL_get_certificate(c->base.ssl) == NULL) return;
   /* The client's signature: the client's own, the server's peer's. */
   read_signature(c, !server, out);
 }
@@ -848,23 +642,15 @@ static void read_client_sigalg(ossl_conn *c, char *out) {
 static tb_status ossl_negotiated(void *conn, tb_negotiated *out, char *err) {
   ossl_conn *c = conn;
   memset(out, 0, sizeof(*out));
-  const SSL_CIPHER *cipher = SSL_get_current_cipher(c->ssl);
+  const SSL_CIPHER *cipher = SSL_get_current_cipher(c->base.ssl);
   if (cipher == NULL) return tb_fail(err, TB_FAILED, "no cipher negotiated");
-  int v = SSL_version(c->ssl);
-  snprintf(out->version, sizeof(out->version), "%s",
-           v == TLS1_3_VERSION   ? "1.3"
-           : v == TLS1_2_VERSION ? "1.2"
-                                 : SSL_get_version(c->ssl));
-  copy_name(out->suite, SSL_CIPHER_standard_name(cipher));
+  tb_ossl_version_name(c->base.ssl, out->version);
+  tb_ossl_copy_name(out->suite, SSL_CIPHER_standard_name(cipher));
   read_group(c, cipher, out->group);
   read_sigalg(c, cipher, out->sigalg);
   read_client_sigalg(c, out->client_sigalg);
-  /* Verified = this side asked to verify, the peer presented a chain, and the library's
-   * verification (chain and, on the client, host name) succeeded. */
-  out->peer_verified = (SSL_get_verify_mode(c->ssl) & SSL_VERIFY_PEER) != 0 &&
-                       SSL_get0_peer_certificate(c->ssl) != NULL &&
-                       SSL_get_verify_result(c->ssl) == X509_V_OK;
-  out->resumed = SSL_session_reused(c->ssl) == 1;
+  out->peer_verified = tb_ossl_peer_verified(c->base.ssl);
+  out->resumed = SSL_session_reused(c->base.ssl) == 1;
   return TB_OK;
 }
 
@@ -874,7 +660,7 @@ static tb_status ossl_session_get(void *conn, void **session, char *err) {
   ossl_conn *c = conn;
   /* TLS 1.3: the session holding the ticket; it exists once the client has read the
    * NewSessionTicket (the core reads once after the server wrote). */
-  SSL_SESSION *s = SSL_get1_session(c->ssl);
+  SSL_SESSION *s = SSL_get1_session(c->base.ssl);
   if (s == NULL) return tb_fail(err, TB_FAILED, "no session on this connection");
   if (!SSL_SESSION_is_resumable(s)) {
     SSL_SESSION_free(s);
@@ -885,6 +671,21 @@ static tb_status ossl_session_get(void *conn, void **session, char *err) {
 }
 
 static void ossl_session_free(void *session) { SSL_SESSION_free(session); }
+
+/* The library's TLS, as the scenarios use it. */
+static const tb_tls_class kTls = {
+    .ctx_new = tb_ossl_ctx_new,
+    .ctx_free = tb_ossl_ctx_free,
+    .conn_new = tb_ossl_conn_new,
+    .conn_free = ossl_conn_free,
+    .handshake = ossl_handshake,
+    .write = tb_ossl_write,
+    .read = tb_ossl_read,
+    .close = tb_ossl_close,
+    .negotiated = ossl_negotiated,
+    .session_get = ossl_session_get,
+    .session_free = ossl_session_free,
+};
 
 /* ------------------------------------------------------------------------- AEAD */
 
@@ -924,7 +725,7 @@ static tb_status ossl_aead_new(tb_aead_alg alg, const unsigned char *key, size_t
 #else
   EVP_CIPHER *cipher = EVP_CIPHER_fetch(NULL, name, NULL);
 #endif
-  if (cipher == NULL) return ossl_fail(err, TB_UNSUPPORTED, name);
+  if (cipher == NULL) return tb_ossl_fail(err, TB_UNSUPPORTED, name);
   if ((size_t)EVP_CIPHER_get_key_length(cipher) != key_len) {
     EVP_CIPHER_free(cipher);
     return tb_fail(err, TB_FAILED, "%s takes a %d-byte key, not %zu", name,
@@ -946,7 +747,7 @@ static tb_status ossl_aead_new(tb_aead_alg alg, const unsigned char *key, size_t
   EVP_CIPHER_free(cipher); /* the contexts hold their own references */
   if (!ok) {
     ossl_aead_free(a);
-    return ossl_fail(err, TB_FAILED, name);
+    return tb_ossl_fail(err, TB_FAILED, name);
   }
   *out = a;
   return TB_OK;
@@ -963,7 +764,7 @@ static tb_status ossl_aead_seal(void *aead, const unsigned char nonce[TB_AEAD_NO
       (len > 0 && EVP_EncryptUpdate(ctx, out, &n, in, (int)len) != 1) ||
       EVP_EncryptFinal_ex(ctx, out + len, &n) != 1 ||
       EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, TB_AEAD_TAG_LEN, out + len) != 1) {
-    return ossl_fail(err, TB_FAILED, "seal");
+    return tb_ossl_fail(err, TB_FAILED, "seal");
   }
   return TB_OK;
 }
@@ -979,13 +780,21 @@ static tb_status ossl_aead_open(void *aead, const unsigned char nonce[TB_AEAD_NO
       (ad_len > 0 && EVP_DecryptUpdate(ctx, NULL, &n, ad, (int)ad_len) != 1) ||
       (len > 0 && EVP_DecryptUpdate(ctx, out, &n, in, (int)len) != 1) ||
       EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, TB_AEAD_TAG_LEN, (void *)(in + len)) != 1)
-    return ossl_fail(err, TB_FAILED, "open");
+    return tb_ossl_fail(err, TB_FAILED, "open");
   if (EVP_DecryptFinal_ex(ctx, out + len, &n) != 1) {
     ERR_clear_error();
     return tb_fail(err, TB_FAILED, "open: the tag does not verify");
   }
   return TB_OK;
 }
+
+/* The library's own AEAD API, as the aead scenario uses it. */
+static const tb_aead_class kAead = {
+    .create = ossl_aead_new,
+    .seal = ossl_aead_seal,
+    .open = ossl_aead_open,
+    .free = ossl_aead_free,
+};
 
 /* ------------------------------------------------------------------------- info */
 
@@ -1082,7 +891,7 @@ static tb_status ossl_info(tb_info *out, char *err) {
   if (ctx == NULL || probe == NULL) {
     SSL_CTX_free(ctx);
     SSL_CTX_free(probe);
-    return ossl_fail(err, TB_FAILED, "SSL_CTX_new");
+    return tb_ossl_fail(err, TB_FAILED, "SSL_CTX_new");
   }
   snprintf(out->version, sizeof(out->version), "%s", OpenSSL_version(OPENSSL_VERSION));
   fill_build_options(ctx);
@@ -1119,39 +928,15 @@ static void ossl_cpu_paths(char *out, size_t len) {
     snprintf(out, len, "OpenSSL capability vector: not exposed by this (shared) libcrypto");
     return;
   }
-  const unsigned int *cap = OPENSSL_ia32cap_P;
-  uint64_t word1 = (uint64_t)cap[1] << 32 | cap[0]; /* CPUID.1: ECX:EDX */
-  uint64_t word2 = (uint64_t)cap[3] << 32 | cap[2]; /* CPUID.7: ECX:EBX */
-#define TB_BIT(w, b) (((w) >> (b)) & 1 ? "on" : "off")
-  snprintf(out, len,
-           "OpenSSL ia32cap 0x%016llx:0x%016llx: AES-NI %s, PCLMULQDQ %s, SSSE3 %s, AVX %s, "
-           "AVX2 %s, AVX-512F %s, VAES %s, VPCLMULQDQ %s, SHA %s, ADX %s",
-           (unsigned long long)word1, (unsigned long long)word2, TB_BIT(word1, 57),
-           TB_BIT(word1, 33), TB_BIT(word1, 41), TB_BIT(word1, 60), TB_BIT(word2, 5),
-           TB_BIT(word2, 16), TB_BIT(word2, 41), TB_BIT(word2, 42), TB_BIT(word2, 29),
-           TB_BIT(word2, 19));
-#undef TB_BIT
+  tb_ossl_describe_ia32cap(out, len, "OpenSSL", OPENSSL_ia32cap_P, "");
 }
 
 const tb_adapter tb_adapter_impl = {
     .name = "openssl",
     .global_init = ossl_global_init,
-    .global_cleanup = ossl_global_cleanup,
+    .global_cleanup = tb_ossl_global_cleanup,
     .info = ossl_info,
-    .ctx_new = ossl_ctx_new,
-    .ctx_free = ossl_ctx_free,
-    .conn_new = ossl_conn_new,
-    .conn_free = ossl_conn_free,
-    .close = ossl_close,
-    .handshake = ossl_handshake,
-    .write = ossl_write,
-    .read = ossl_read,
-    .negotiated = ossl_negotiated,
-    .session_get = ossl_session_get,
-    .session_free = ossl_session_free,
-    .aead_new = ossl_aead_new,
-    .aead_seal = ossl_aead_seal,
-    .aead_open = ossl_aead_open,
-    .aead_free = ossl_aead_free,
     .cpu_paths = ossl_cpu_paths,
+    .tls = &kTls,
+    .aead = &kAead,
 };

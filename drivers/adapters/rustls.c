@@ -35,7 +35,9 @@
 #include <openssl/hmac.h>
 
 #include "rustls.h"
+#include "tls_wire.h"
 #include "tlsbench/driver.h"
+#include "tlsbench/names.h"
 
 #ifndef TB_RUSTLS_PROVIDER
 #define TB_RUSTLS_PROVIDER "aws-lc-rs"
@@ -48,54 +50,27 @@
 
 /* ------------------------------------------------------------------------- names */
 
-typedef struct code_name {
-  uint16_t id;
-  const char *name;
-} code_name;
-
-/* The suites rustls implements (aws-lc-rs and ring alike), by IANA name. */
-static const code_name kSuites[] = {
-    {0x1301, "TLS_AES_128_GCM_SHA256"},
-    {0x1302, "TLS_AES_256_GCM_SHA384"},
-    {0x1303, "TLS_CHACHA20_POLY1305_SHA256"},
-    {0xC02B, "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"},
-    {0xC02C, "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"},
-    {0xCCA9, "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256"},
-    {0xC02F, "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"},
-    {0xC030, "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"},
-    {0xCCA8, "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256"},
-};
-
-/* Groups, as tb_config names them. */
-static const code_name kGroups[] = {
-    {0x001D, "x25519"},    {0x0017, "secp256r1"},      {0x0018, "secp384r1"},
-    {0x0019, "secp521r1"}, {0x11EC, "X25519MLKEM768"}, {0x11EB, "SecP256r1MLKEM768"},
-    {0x0200, "MLKEM512"},  {0x0201, "MLKEM768"},       {0x0202, "MLKEM1024"},
-};
-
-static const code_name kSigalgs[] = {
-    {0x0401, "rsa_pkcs1_sha256"},       {0x0501, "rsa_pkcs1_sha384"},
-    {0x0601, "rsa_pkcs1_sha512"},       {0x0804, "rsa_pss_rsae_sha256"},
-    {0x0805, "rsa_pss_rsae_sha384"},    {0x0806, "rsa_pss_rsae_sha512"},
-    {0x0403, "ecdsa_secp256r1_sha256"}, {0x0503, "ecdsa_secp384r1_sha384"},
-    {0x0603, "ecdsa_secp521r1_sha512"}, {0x0807, "ed25519"},
-};
-
-static const char *name_of(const code_name *table, size_t n, uint16_t id) {
-  for (size_t i = 0; i < n; i++)
-    if (table[i].id == id) return table[i].name;
-  return NULL;
+/* Names and code points of suites, groups and signature schemes are the core's
+ * (tlsbench/names.h); a code point the core does not name is shown in hex. */
+static const char *name_of(const tb_name *table, uint16_t id) {
+  const tb_name *n = tb_name_of_code(table, id);
+  return n != NULL ? n->name : NULL;
 }
 
-static int id_of(const code_name *table, size_t n, const char *name) {
-  for (size_t i = 0; name != NULL && i < n; i++)
-    if (strcmp(table[i].name, name) == 0) return table[i].id;
-  return -1;
-}
+#define SUITE_NAME(id) name_of(tb_suite_names, id)
+#define GROUP_NAME(id) name_of(tb_group_names, id)
+#define SIGALG_NAME(id) name_of(tb_sigalg_names, id)
 
-#define SUITE_NAME(id) name_of(kSuites, ARRAY_LEN(kSuites), id)
-#define GROUP_NAME(id) name_of(kGroups, ARRAY_LEN(kGroups), id)
-#define SIGALG_NAME(id) name_of(kSigalgs, ARRAY_LEN(kSigalgs), id)
+/* The signature schemes rustls implements (aws-lc-rs and ring alike), by code point. */
+static const uint16_t kSigalgs[] = {0x0401, 0x0501, 0x0601, 0x0804, 0x0805,
+                                    0x0806, 0x0403, 0x0503, 0x0603, 0x0807};
+
+static int rustls_signs(const char *name) {
+  const tb_name *n = name != NULL ? tb_name_find(tb_sigalg_names, name) : NULL;
+  for (size_t i = 0; n != NULL && i < ARRAY_LEN(kSigalgs); i++)
+    if (kSigalgs[i] == n->code) return 1;
+  return 0;
+}
 
 /* The group this build sends its key share for and a rustls server picks first. */
 static const char *first_group(void) { return TB_RUSTLS_PREFER_PQ ? "X25519MLKEM768" : "x25519"; }
@@ -152,9 +127,6 @@ static const keylog_entry *keylog_find(const unsigned char random[32], int serve
 /* ------------------------------------------------------------------------- wire observer */
 
 #define HS_HEAD 160 /* bytes kept of each plaintext handshake message */
-#define CERTIFICATE_VERIFY 15
-#define SERVER_KEY_EXCHANGE 12
-#define CLIENT_HELLO 1
 
 /* TLS 1.3 protected handshake records, as they passed, for one side and direction. They are
  * kept in static storage, not on the heap, so that the read-back adds nothing to the heap
@@ -204,25 +176,23 @@ typedef struct wire_dir {
   hs_stream hs;
 } wire_dir;
 
+/* One message's head, read by the shared reader (tls_wire.c). */
 static void hs_message_done(const hs_stream *h, wire_seen *seen, int tls13) {
-  const unsigned char *m = h->head;
-  size_t have = h->head_have; /* includes the 4-byte header */
+  const unsigned char *body = h->head + 4; /* past the 4-byte header */
+  size_t len = h->head_have - 4;
+  tb_key_exchange kx;
   switch (h->hdr[0]) {
-    case CLIENT_HELLO: /* version(2) random(32) */
-      if (h->from_client && have >= 4 + 2 + 32) {
-        memcpy(seen->client_random, m + 6, 32);
+    case TB_HS_CLIENT_HELLO:
+      if (h->from_client && tb_hs_client_random(body, len, seen->client_random) == 0)
         seen->have_random = 1;
-      }
       break;
-    case SERVER_KEY_EXCHANGE: /* ECDHE: curve_type(1) curve(2) point<1..255> scheme(2) */
-      if (!h->from_client && !tls13 && have >= 8 && m[4] == 3) {
-        size_t at = 4 + 3 + 1 + m[7];
-        if (have >= at + 2) seen->server_sigalg = (uint16_t)(m[at] << 8 | m[at + 1]);
-      }
+    case TB_HS_SERVER_KEY_EXCHANGE: /* ECDHE: the scheme after the curve and point */
+      if (!h->from_client && !tls13 && tb_hs_server_key_exchange(body, len, 0, &kx) == 0)
+        seen->server_sigalg = kx.sigalg;
       break;
-    case CERTIFICATE_VERIFY: /* scheme(2) signature<..>, in both versions */
-      if (have >= 6) {
-        uint16_t scheme = (uint16_t)(m[4] << 8 | m[5]);
+    case TB_HS_CERTIFICATE_VERIFY: /* the scheme, then the signature, in both versions */
+      if (len >= 2) {
+        uint16_t scheme = tb_hs_certificate_verify(body, len);
         if (h->from_client)
           seen->client_sigalg = scheme;
         else
@@ -267,9 +237,9 @@ static void wire_feed(wire_dir *d, wire_seen *seen, const unsigned char *p, size
       n--;
       if (d->rec_hdr_have < 5) continue;
       d->rec_left = (size_t)d->rec_hdr[3] << 8 | d->rec_hdr[4];
-      if (d->rec_hdr[0] == 20) d->ccs_seen = 1;
+      if (d->rec_hdr[0] == TB_REC_CHANGE_CIPHER_SPEC) d->ccs_seen = 1;
       d->keep = 0;
-      if (d->rec_hdr[0] == 23) {
+      if (d->rec_hdr[0] == TB_REC_APPLICATION_DATA) {
         if (cap->n_records < CAPTURE_RECORDS && cap->len + d->rec_left <= CAPTURE_BYTES) {
           cap->records[cap->n_records].start = cap->len;
           cap->records[cap->n_records].len = d->rec_left;
@@ -283,7 +253,7 @@ static void wire_feed(wire_dir *d, wire_seen *seen, const unsigned char *p, size
       if (d->rec_left > 0) continue;
     }
     size_t take = n < d->rec_left ? n : d->rec_left;
-    if (d->rec_hdr[0] == 22 && !d->ccs_seen) hs_feed(&d->hs, seen, 0, p, take);
+    if (d->rec_hdr[0] == TB_REC_HANDSHAKE && !d->ccs_seen) hs_feed(&d->hs, seen, 0, p, take);
     if (d->keep) {
       memcpy(cap->bytes + cap->len, p, take);
       cap->len += take;
@@ -294,23 +264,17 @@ static void wire_feed(wire_dir *d, wire_seen *seen, const unsigned char *p, size
   }
 }
 
-/* HKDF-Expand-Label (RFC 8446 7.1) with an empty context, for outputs up to one hash. */
+static int evp_hmac(const void *md, const unsigned char *key, size_t key_len,
+                    const unsigned char *data, size_t len, unsigned char *out) {
+  unsigned int n = 0;
+  return HMAC(md, key, (int)key_len, data, len, out, &n) != NULL ? 0 : -1;
+}
+
+/* HKDF-Expand-Label with the suite's hash; 1 on success. */
 static int expand_label(const EVP_MD *md, const unsigned char *secret, size_t secret_len,
                         const char *label, unsigned char *out, size_t out_len) {
-  unsigned char info[64], full[EVP_MAX_MD_SIZE];
-  size_t label_len = strlen(label), n = 0;
-  info[n++] = (unsigned char)(out_len >> 8);
-  info[n++] = (unsigned char)out_len;
-  info[n++] = (unsigned char)(6 + label_len);
-  memcpy(info + n, "tls13 ", 6), n += 6;
-  memcpy(info + n, label, label_len), n += label_len;
-  info[n++] = 0; /* context: empty */
-  info[n++] = 1; /* HKDF-Expand's first block counter */
-  unsigned int full_len = 0;
-  if (HMAC(md, secret, (int)secret_len, info, n, full, &full_len) == NULL || full_len < out_len)
-    return 0;
-  memcpy(out, full, out_len);
-  return 1;
+  return tb_hkdf_expand_label(evp_hmac, md, (size_t)EVP_MD_size(md), secret, secret_len, label, out,
+                              out_len) == 0;
 }
 
 /* Opens one protected record (AEAD with its tag checked): returns the inner plaintext's
@@ -365,7 +329,7 @@ static uint16_t tls13_certificate_verify(const capture *cap, unsigned long owner
         open_record(suite, k, seq, cap->records[seq].header, cap->bytes + cap->records[seq].start,
                     cap->records[seq].len, plain, &type);
     if (n == 0) break; /* the handshake key's records end here */
-    if (type == 22) hs_feed(&hs, &found, 1, plain, n);
+    if (type == TB_REC_HANDSHAKE) hs_feed(&hs, &found, 1, plain, n);
   }
   return from_client ? found.client_sigalg : found.server_sigalg;
 }
@@ -512,8 +476,9 @@ static const char *signer_scheme(const char *key_file, char *err) {
 }
 
 static tb_status make_provider(rl_ctx *c, char *err) {
-  int suite = id_of(kSuites, ARRAY_LEN(kSuites), c->cfg.suite);
-  if (suite < 0) return tb_fail(err, TB_UNSUPPORTED, "rustls has no suite '%s'", c->cfg.suite);
+  const tb_name *named = c->cfg.suite != NULL ? tb_name_find(tb_suite_names, c->cfg.suite) : NULL;
+  if (named == NULL) return tb_fail(err, TB_UNSUPPORTED, "rustls has no suite '%s'", c->cfg.suite);
+  unsigned suite = named->code;
   if ((suite >> 8 == 0x13) != (c->cfg.tls_version == 13))
     return tb_fail(err, TB_UNSUPPORTED, "'%s' is not a TLS 1.%d suite", c->cfg.suite,
                    c->cfg.tls_version == 13 ? 3 : 2);
@@ -556,7 +521,7 @@ static tb_status check_offer(const rl_ctx *c, char *err) {
                    c->cfg.key_share);
   if (c->cfg.tls_version == 12 && strstr(first_group(), "MLKEM") != NULL)
     return tb_fail(err, TB_UNSUPPORTED, "TLS 1.2 has no post-quantum groups");
-  if (c->cfg.sigalg == NULL || id_of(kSigalgs, ARRAY_LEN(kSigalgs), c->cfg.sigalg) < 0)
+  if (!rustls_signs(c->cfg.sigalg))
     return tb_fail(err, TB_UNSUPPORTED, "rustls cannot sign with '%s'",
                    c->cfg.sigalg ? c->cfg.sigalg : "(none)");
   if (c->cfg.client_sigalg != NULL && strcmp(c->cfg.client_sigalg, c->cfg.sigalg) != 0)
@@ -961,6 +926,21 @@ static tb_status rl_session_get(void *conn, void **session, char *err) {
 
 static void rl_session_free(void *session) { client_cfg_release(session); }
 
+/* The library's TLS, as the scenarios use it. */
+static const tb_tls_class kTls = {
+    .ctx_new = rl_ctx_new,
+    .ctx_free = rl_ctx_free,
+    .conn_new = rl_conn_new,
+    .conn_free = rl_conn_free,
+    .handshake = rl_handshake,
+    .write = rl_write,
+    .read = rl_read,
+    .close = rl_close,
+    .negotiated = rl_negotiated,
+    .session_get = rl_session_get,
+    .session_free = rl_session_free,
+};
+
 /* ------------------------------------------------------------------------- AEAD */
 
 static tb_status rl_aead_new(tb_aead_alg alg, const unsigned char *key, size_t key_len, void **aead,
@@ -978,13 +958,21 @@ static tb_status rl_aead_none(void *aead, const unsigned char nonce[TB_AEAD_NONC
 
 static void rl_aead_free(void *aead) { (void)aead; }
 
+/* The library's own AEAD API, as the aead scenario uses it. */
+static const tb_aead_class kAead = {
+    .create = rl_aead_new,
+    .seal = rl_aead_none,
+    .open = rl_aead_none,
+    .free = rl_aead_free,
+};
+
 /* ------------------------------------------------------------------------- info */
 
 static char g_version[TB_NAME_LEN];
 static char g_build_text[3][160];
 static const char *g_build_options[4];
 static const char *g_versions[3];
-static const char *g_suites[ARRAY_LEN(kSuites) + 1];
+static const char *g_suites[32];
 static const char *g_groups[2];
 static const char *g_sigalgs[ARRAY_LEN(kSigalgs) + 1];
 
@@ -1014,7 +1002,7 @@ static tb_status rl_info(tb_info *out, char *err) {
   for (size_t i = 0; i < ARRAY_LEN(kSigalgs); i++) {
     /* What a rustls signer produces: RSA only with PSS-SHA512, never PKCS#1 or PSS-256/384;
      * ecdsa_secp521r1_sha512 only with aws-lc-rs. */
-    const char *s = kSigalgs[i].name;
+    const char *s = SIGALG_NAME(kSigalgs[i]);
     if (strncmp(s, "rsa_", 4) == 0 && strcmp(s, "rsa_pss_rsae_sha512") != 0) continue;
     if (strcmp(s, "ecdsa_secp521r1_sha512") == 0 && strcmp(TB_RUSTLS_PROVIDER, "ring") == 0)
       continue;
@@ -1035,20 +1023,7 @@ const tb_adapter tb_adapter_impl = {
     .global_init = rl_global_init,
     .global_cleanup = rl_global_cleanup,
     .info = rl_info,
-    .ctx_new = rl_ctx_new,
-    .ctx_free = rl_ctx_free,
-    .conn_new = rl_conn_new,
-    .conn_free = rl_conn_free,
-    .close = rl_close,
-    .handshake = rl_handshake,
-    .write = rl_write,
-    .read = rl_read,
-    .negotiated = rl_negotiated,
-    .session_get = rl_session_get,
-    .session_free = rl_session_free,
-    .aead_new = rl_aead_new,
-    .aead_seal = rl_aead_none,
-    .aead_open = rl_aead_none,
-    .aead_free = rl_aead_free,
     .cpu_paths = NULL,
+    .tls = &kTls,
+    .aead = &kAead,
 };

@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "tlsbench/driver.h"
+#include "tlsbench/names.h"
 
 #if !defined(NO_AES) && defined(HAVE_AESGCM)
 #define TB_WOLF_HAVE_GCM 1
@@ -90,67 +91,65 @@ static tb_status fail_code(char *err, tb_status status, const char *what, int co
 
 /* ------------------------------------------------------------------------- names */
 
-typedef struct name_code {
-  const char *name;
-  int code;
-} name_code;
-
-/* Groups as tlsbench names them, with wolfSSL's ids (the TLS NamedGroup code points).
- * X25519MLKEM768 does not exist in wolfSSL 5.7.2 (only draft Kyber hybrids via liboqs). */
-static const name_code kGroups[] = {
+/* The groups and signature schemes this build has, by code point (wolfSSL's group ids are
+ * the TLS NamedGroup code points, and it keeps its signature algorithm lists
+ * (Suites.hashSigAlgo) in the SignatureScheme wire format); 0 ends a list. Their names are
+ * the core's (tlsbench/names.h). X25519MLKEM768 does not exist in wolfSSL 5.7.2 (only
+ * draft Kyber hybrids via liboqs). */
+static const int kGroups[] = {
 #ifdef HAVE_CURVE25519
-    {"x25519", WOLFSSL_ECC_X25519},
+    WOLFSSL_ECC_X25519,
 #endif
 #if defined(HAVE_ECC) && !defined(NO_ECC256)
-    {"secp256r1", WOLFSSL_ECC_SECP256R1},
+    WOLFSSL_ECC_SECP256R1,
 #endif
 #if defined(HAVE_ECC) && (defined(HAVE_ECC384) || defined(HAVE_ALL_CURVES))
-    {"secp384r1", WOLFSSL_ECC_SECP384R1},
+    WOLFSSL_ECC_SECP384R1,
 #endif
 #if !defined(NO_DH) && defined(HAVE_FFDHE_2048)
-    {"ffdhe2048", WOLFSSL_FFDHE_2048},
+    WOLFSSL_FFDHE_2048,
 #endif
 #if !defined(NO_DH) && defined(HAVE_FFDHE_3072)
-    {"ffdhe3072", WOLFSSL_FFDHE_3072},
+    WOLFSSL_FFDHE_3072,
 #endif
-    {NULL, 0},
+    0,
 };
 
-/* TLS SignatureScheme code points (RFC 8446 4.2.3). wolfSSL keeps its signature algorithm
- * lists (Suites.hashSigAlgo) in exactly this wire format. */
-static const name_code kSigalgs[] = {
+static const int kSigalgs[] = {
 #ifndef NO_RSA
-    {"rsa_pkcs1_sha256", 0x0401},
-    {"rsa_pkcs1_sha384", 0x0501},
-    {"rsa_pkcs1_sha512", 0x0601},
+    0x0401, 0x0501, 0x0601, /* rsa_pkcs1_sha256..512 */
 #ifdef WC_RSA_PSS
-    {"rsa_pss_rsae_sha256", 0x0804},
-    {"rsa_pss_rsae_sha384", 0x0805},
-    {"rsa_pss_rsae_sha512", 0x0806},
-    {"rsa_pss_pss_sha256", 0x0809},
-    {"rsa_pss_pss_sha384", 0x080a},
-    {"rsa_pss_pss_sha512", 0x080b},
+    0x0804, 0x0805, 0x0806, /* rsa_pss_rsae_sha256..512 */
+    0x0809, 0x080a, 0x080b, /* rsa_pss_pss_sha256..512 */
 #endif
 #endif
 #ifdef HAVE_ECC
-    {"ecdsa_secp256r1_sha256", 0x0403},
-    {"ecdsa_secp384r1_sha384", 0x0503},
-    {"ecdsa_secp521r1_sha512", 0x0603},
+    0x0403, 0x0503, 0x0603, /* ecdsa_secp256r1_sha256, ..384r1_sha384, ..521r1_sha512 */
 #endif
 #ifdef HAVE_ED25519
-    {"ed25519", 0x0807},
+    0x0807, /* ed25519 */
 #endif
 #ifdef HAVE_ED448
-    {"ed448", 0x0808},
+    0x0808, /* ed448 */
 #endif
-    {NULL, 0},
+    0,
 };
 
-static int code_of(const name_code *table, const char *name) {
-  for (; table->name != NULL; table++) {
-    if (strcmp(table->name, name) == 0) return table->code;
-  }
-  return -1;
+/* The core's table of a list (groups or signature schemes). */
+static const tb_name *names_of(const int *list) {
+  return list == kGroups ? tb_group_names : tb_sigalg_names;
+}
+
+static int in_list(const int *list, int code) {
+  for (; *list != 0; list++)
+    if (*list == code) return 1;
+  return 0;
+}
+
+/* The code point of a name this build has, or -1. */
+static int code_of(const int *list, const char *name) {
+  const tb_name *n = tb_name_find(names_of(list), name);
+  return n != NULL && in_list(list, (int)n->code) ? (int)n->code : -1;
 }
 
 static void copy_name(char *dst, size_t len, const char *src) {
@@ -340,9 +339,11 @@ static void info_suites(void) {
   g_suites[n] = NULL;
 }
 
-static void info_table(const name_code *table, const char **out) {
+static void info_table(const int *list, const char **out) {
+  const tb_name *table = names_of(list);
   size_t n = 0;
-  for (; table->name != NULL && n + 1 < MAX_LIST; table++) out[n++] = table->name;
+  for (; *list != 0 && n + 1 < MAX_LIST; list++)
+    out[n++] = tb_name_of_code(table, (unsigned)*list)->name;
   out[n] = NULL;
 }
 
@@ -385,11 +386,8 @@ static tb_status wolf_info(tb_info *out, char *err) {
 
 #ifdef TB_WOLF_PRIVATE
 
-static const char *name_of(const name_code *table, int code) {
-  for (; table->name != NULL; table++) {
-    if (table->code == code) return table->name;
-  }
-  return NULL;
+static const char *name_of(const int *list, int code) {
+  return in_list(list, code) ? tb_name_of_code(names_of(list), (unsigned)code)->name : NULL;
 }
 
 /* Exactly one signature scheme, offered (client) and accepted (server). Without
@@ -1072,6 +1070,22 @@ static void wolf_session_free(void *session) {
   if (session != NULL) wolfSSL_SESSION_free((WOLFSSL_SESSION *)session);
 }
 
+/* The library's TLS, as the scenarios use it. */
+static const tb_tls_class kTls = {
+    .ctx_new = wolf_ctx_new,
+    .ctx_free = wolf_ctx_free,
+    .conn_new = wolf_conn_new,
+    .conn_free = wolf_conn_free,
+    .handshake = wolf_handshake,
+    .write = wolf_write,
+    .read = wolf_read,
+    .close = wolf_close,
+    .negotiated = wolf_negotiated,
+    .session_get = wolf_session_get,
+    .session_free = wolf_session_free,
+    .pool_use = wolf_pool_use,
+};
+
 /* ------------------------------------------------------------------------- AEAD */
 
 static tb_status wolf_aead_new(tb_aead_alg alg, const unsigned char *key, size_t key_len,
@@ -1161,6 +1175,14 @@ static void wolf_aead_free(void *aead) {
   free(a);
 }
 
+/* The library's own AEAD API, as the aead scenario uses it. */
+static const tb_aead_class kAead = {
+    .create = wolf_aead_new,
+    .seal = wolf_aead_seal,
+    .open = wolf_aead_open,
+    .free = wolf_aead_free,
+};
+
 /* ------------------------------------------------------------------------- the adapter */
 
 const tb_adapter tb_adapter_impl = {
@@ -1168,20 +1190,6 @@ const tb_adapter tb_adapter_impl = {
     .global_init = wolf_global_init,
     .global_cleanup = wolf_global_cleanup,
     .info = wolf_info,
-    .ctx_new = wolf_ctx_new,
-    .ctx_free = wolf_ctx_free,
-    .conn_new = wolf_conn_new,
-    .conn_free = wolf_conn_free,
-    .close = wolf_close,
-    .handshake = wolf_handshake,
-    .write = wolf_write,
-    .read = wolf_read,
-    .negotiated = wolf_negotiated,
-    .session_get = wolf_session_get,
-    .session_free = wolf_session_free,
-    .aead_new = wolf_aead_new,
-    .aead_seal = wolf_aead_seal,
-    .aead_open = wolf_aead_open,
-    .aead_free = wolf_aead_free,
-    .pool_use = wolf_pool_use,
+    .tls = &kTls,
+    .aead = &kAead,
 };

@@ -9,6 +9,7 @@
 #include "tlsbench/driver.h"
 #include "tlsbench/json.h"
 #include "tlsbench/measure.h"
+#include "tlsbench/names.h"
 #include "tlsbench/transport.h"
 
 /* Exit codes of the driver (documented in the README). */
@@ -22,21 +23,8 @@ enum {
   TB_EXIT_DATA = 6,      /* application data or an AEAD known answer was wrong */
 };
 
-/* A name tlsbench accepts, with its IANA code point where it has one (names.c). */
-typedef struct tb_name {
-  const char *name;
-  unsigned code;
-  int tls; /* cipher suites: 12 or 13 */
-} tb_name;
-
-extern const tb_name tb_suite_names[], tb_group_names[], tb_sigalg_names[], tb_aead_names[],
-    tb_cert_kinds[];
-const tb_name *tb_name_find(const tb_name *table, const char *name);
-
-int tb_fault_known(const char *name);
-
-#define TB_N_SCENARIOS 9
-extern const char *const tb_scenario_names[TB_N_SCENARIOS];
+/* The --fault names (session.c), a table like those of names.h, without code points. */
+extern const tb_name tb_fault_names[];
 
 /* Ranges of the numeric options (also declared by `info --json`). Record sizes: RFC 8449's
  * record_size_limit allows 64..16384 bytes of plaintext; a library may accept fewer
@@ -49,6 +37,69 @@ extern const char *const tb_scenario_names[TB_N_SCENARIOS];
 #define TB_PAYLOAD_MAX (64L * 1024 * 1024)
 #define TB_BYTES_MAX (1L << 40)
 
+/* Every option, by its place in the option table (and in the usage text). */
+typedef enum tb_option_id {
+  /* every scenario */
+  TB_OPT_ITERATIONS,
+  TB_OPT_WARMUP,
+  TB_OPT_VARIANT,
+  TB_OPT_JSON,
+  /* the TLS scenarios */
+  TB_OPT_TLS,
+  TB_OPT_SUITE,
+  TB_OPT_GROUP,
+  TB_OPT_KEY_SHARE,
+  TB_OPT_SIGALG,
+  TB_OPT_CERT,
+  TB_OPT_CHAIN,
+  TB_OPT_AUTH,
+  TB_OPT_WRONG_CA,
+  TB_OPT_FAULT,
+  TB_OPT_CERT_DIR,
+  TB_OPT_RECORD_SIZE,
+  TB_OPT_TRANSPORT,
+  TB_OPT_IO,
+  /* the scenarios that name them */
+  TB_OPT_PAYLOAD,
+  TB_OPT_BYTES,
+  TB_OPT_AEAD,
+  TB_OPT_ROLE,
+  TB_OPT_CONNECT,
+  TB_OPT_LISTEN,
+  TB_OPT_PORT_FILE,
+  TB_OPT_PEER_TIMEOUT,
+  TB_OPT_PEER_RESUME,
+  TB_OPT_BODY,
+  TB_OPT_WORKERS,
+  TB_OPT_DURATION,
+  TB_OPT_CONNECTIONS,
+  TB_OPT_PATTERN,
+  TB_OPT_REQUESTS,
+  TB_OPT_RATE,
+  TB_OPT_REQUEST_SIZE,
+  TB_OPT_LATENCIES,
+  TB_N_OPTIONS,
+  TB_OPT_END = -1, /* ends a scenario's list of options */
+} tb_option_id;
+
+/* --io: who reads and writes the connection's bytes. */
+typedef enum tb_io {
+  TB_IO_CALLBACKS = 0, /* the library calls tlsbench's transport callbacks */
+  TB_IO_FD = 1,        /* the library's own socket I/O on the TCP connection */
+  TB_IO_BIO = 2,       /* tlsbench's callbacks reached through the library's BIO layer */
+} tb_io;
+
+/* --pattern: what a load transaction is. */
+typedef enum tb_pattern {
+  TB_PATTERN_NEW = 0,       /* a new connection and full handshake */
+  TB_PATTERN_RESUME = 1,    /* a new connection resuming the slot's newest session */
+  TB_PATTERN_KEEPALIVE = 2, /* the next request on the slot's one connection */
+} tb_pattern;
+
+/* A scenario: one entry of the registry (scenario.h). */
+typedef struct tb_scenario tb_scenario;
+
+/* The parsed command line (options.h reads it; the table there says what each field is). */
 typedef struct tb_options {
   const char *scenario;
   const char *variant; /* label for the output only */
@@ -59,40 +110,42 @@ typedef struct tb_options {
   const char *sigalg;
   const char *cert;
   int chain;
-  tb_auth auth;
+  int auth; /* tb_auth */
   int wrong_ca;
   size_t record_size;
   size_t payload;
-  uint64_t bytes;  /* bulk: application bytes per iteration; peer: the response size */
-  int bytes_given; /* --bytes was given (peer: a download) */
+  uint64_t bytes; /* bulk: application bytes per iteration; peer and load: the response size */
   long iterations;
   long warmup;
   const char *aead; /* aead: one algorithm only (NULL = all) */
   /* Test hook (--fault NAME): misconfigure on purpose so that a check must fire. NULL in
-   * every measurement; the runner never passes it. See tb_apply_fault (session.c). */
+   * every measurement; the runner never passes it. See apply_fault (session.c). */
   const char *fault;
   const char *cert_dir;
-  tb_link_kind transport;
-  int io_fd;  /* --io fd: the library's own socket I/O (TCP only) instead of callbacks */
-  int io_bio; /* --io bio: the callbacks reached through the library's BIO layer */
+  int transport; /* tb_link_kind */
+  int io;        /* tb_io */
   /* peer: this process is one side (--role), the other is in another process. */
-  tb_role role;
+  int role;              /* tb_role */
   const char *connect;   /* client: HOST:PORT of the server */
   const char *listen;    /* server: HOST:PORT to listen on (port 0: the kernel's choice) */
   const char *port_file; /* server: where the listening port is written once it listens */
   long peer_timeout;     /* seconds without progress before the connection fails */
   int peer_resume;       /* connections after the first resume the previous session */
   int body_pattern;      /* client: the response body is the known pattern (checked) */
-  /* serve and load (load.c) */
+  /* serve and load */
   long workers;          /* serve: worker processes */
   long duration;         /* serve: seconds before it stops by itself; load: seconds of load */
   long connections;      /* load: concurrent connections */
-  const char *pattern;   /* load: new, resume or keepalive */
+  int pattern;           /* load: tb_pattern */
   long requests;         /* load: transactions in total (0: until --duration) */
   long rate;             /* load: transactions started per second (0: as fast as it can) */
   size_t request_size;   /* load: bytes per request (padded; 0: the shortest) */
   const char *latencies; /* load: file for every transaction's latency in ns */
   int json;
+  /* Which options the user gave (not a default): a scenario's rules and its output need
+   * to tell "--bytes 16777216" from nothing. */
+  unsigned char given[TB_N_OPTIONS];
+  /* The certificate files, from --cert-dir, --cert and --chain (TLS scenarios). */
   char ca_file[PATH_MAX];
   char server_chain[PATH_MAX], server_key[PATH_MAX];
   char client_chain[PATH_MAX], client_key[PATH_MAX];
@@ -135,11 +188,16 @@ typedef struct tb_wire_report {
 typedef struct tb_run {
   const tb_adapter *ad;
   const tb_options *opt;
+  const tb_scenario *scenario;        /* the one running */
+  const tb_scenario *const *registry; /* every scenario (info declares them) */
   tb_config client_cfg, server_cfg;
   void *client_ctx, *server_ctx;
   tb_link link; /* memory pair or loopback TCP (--transport) */
   char err[TB_ERR_LEN];
   char stage[96]; /* where it failed, e.g. "handshake (client)" */
+  /* Two-process scenarios: the side this process plays (the other is another process's);
+   * its readback is the one in the output. */
+  tb_role local_role;
   tb_negotiated client_neg, server_neg;
   int have_negotiated;
   tb_heap_report heap_client, heap_server;
@@ -152,10 +210,25 @@ typedef struct tb_run {
   const char *warnings[TB_MAX_WARNINGS];
   int n_warnings;
   double tsc_hz;
-  unsigned peer_port;           /* peer server: the port it listened on */
+  unsigned listen_port;         /* a server: the port it listens on (net.c) */
   uint64_t peer_bytes_received; /* peer: bytes received during the first handshake */
-  tb_json *extra_json; /* scenario-specific output (aead results) written by the scenario */
 } tb_run;
+
+/* run.c: the run's record (failures, samples, warnings) and the harness's own memory. */
+/* Notes where the run failed; returns `code` (a TB_EXIT_*). */
+int tb_fail_stage(tb_run *r, int code, const char *stage);
+/* The series `name` the scenario declares (created on first use), with its declared
+ * unit; NULL for a name the scenario does not declare, which tb_series_add refuses: what a
+ * scenario emits cannot differ from what `info --json` says it emits. */
+tb_series *tb_series_get(tb_run *r, const char *name);
+int tb_series_add(tb_series *s, double value);
+void tb_warn(tb_run *r, const char *warning);
+/* A usage error: "tlsbench-driver: <message>" on stderr; returns -1. */
+int tb_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Memory for the harness's own buffers, never charged to a side. */
+unsigned char *tb_harness_alloc(size_t len);
+void tb_harness_free(void *p);
+double tb_ticks_to_ns(const tb_run *r, uint64_t ticks);
 
 /* session.c: contexts, connections, handshakes, checks. Return a TB_EXIT_* code. */
 int tb_setup_contexts(tb_run *r, int resumption);
@@ -174,48 +247,22 @@ int tb_check_negotiated(tb_run *r, tb_conn_pair *conns, int expect_resumed);
 int tb_transfer(tb_run *r, tb_conn_pair *conns, int to_server, const unsigned char *data,
                 size_t len, unsigned char *scratch, uint64_t *send_ticks, uint64_t *recv_ticks,
                 uint64_t *send_allocs, uint64_t *recv_allocs);
-int tb_fail_stage(tb_run *r, int code, const char *stage);
 /* One side's configuration from the options (certificates, the pinned offer). */
 void tb_fill_config(tb_run *r, tb_config *cfg, tb_role role, int resumption);
+/* A context for one side of a two-process scenario, with its heap start and ctx figures
+ * into `heap` (NULL: not kept); the exit code of a failure names the side. */
+int tb_side_context(tb_run *r, tb_role role, int resumption, tb_heap_report *heap);
+/* The exit code for an adapter's status: unsupported (3) or a library failure (5). */
+int tb_status_exit(tb_status st);
 /* Checks one side's read-back parameters against the request. */
 int tb_check_side(tb_run *r, const char *side, const tb_negotiated *n, int verifies,
                   int expect_resumed);
-/* Checks the client's CertificateVerify scheme as one side read it back (mutual auth). */
+/* Checks that a --key-share run took the HelloRetryRequest's extra round trip. */
 int tb_check_hello_retry(tb_run *r, uint64_t client_round_trips);
+/* Checks the client's CertificateVerify scheme as one side read it back (mutual auth). */
 int tb_check_client_sigalg(tb_run *r, const char *side, const tb_negotiated *n, int expect_resumed);
-
-/* scenarios.c */
-/* Heap of one side's first connection: peak from connection creation to handshake end,
- * what it retains, and its allocations (`before`: the counters at its start). */
-void tb_heap_after_handshake(tb_side side, tb_heap_report *h, const tb_heap_counters *before);
-int tb_scenario_handshake(tb_run *r);
-int tb_scenario_resume(tb_run *r);
-int tb_scenario_records(tb_run *r);
-int tb_scenario_bulk(tb_run *r);
-int tb_scenario_aead(tb_run *r, tb_json *j);
-int tb_scenario_info(tb_run *r, tb_json *j);
-/* peer.c: one side here, the other in another process over TCP. */
-int tb_scenario_peer(tb_run *r);
-struct addrinfo;
-/* "HOST:PORT" to an IPv4 address (passive: to listen on); a usage error otherwise. */
-int tb_resolve_address(tb_run *r, const char *hostport, int passive, struct addrinfo **out);
-/* Writes r->peer_port to --port-file (if given), atomically; -1 with errno on failure. */
-int tb_write_port_file(const tb_run *r);
-/* The response body's byte pattern: tb_pattern_at(offset) points at 64 KiB of it that
- * start at `offset` of a body. */
-void tb_pattern_init(void);
-const unsigned char *tb_pattern_at(uint64_t offset);
-/* The response size a client asks for: --bytes for a download (beyond --payload's range),
- * else --payload (peer and load). */
-uint64_t tb_response_size(const tb_options *o);
-/* load.c: a server of many connections, and a load generator (both over TCP). */
-int tb_scenario_serve(tb_run *r, tb_json *j);
-int tb_scenario_load(tb_run *r, tb_json *j);
-
-/* series helpers (main.c) */
-tb_series *tb_series_get(tb_run *r, const char *name, const char *unit);
-int tb_series_add(tb_series *s, double value);
-void tb_warn(tb_run *r, const char *warning);
+/* Whether the side playing `role` verifies its peer's chain under the run's --auth. */
+int tb_verifies(const tb_options *o, tb_role role);
 
 /* Calls an adapter function on behalf of `side`: allocations are charged to it. */
 #define TB_ON(side, expr)                      \

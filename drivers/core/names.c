@@ -3,14 +3,15 @@
  * signature schemes (TLS Parameters registries), AEADs and certificate kinds. One table in
  * the core, so that a typo is a usage error everywhere (exit 2) and a known name that one
  * library lacks is that library's "unsupported" (exit 3). `info --json` prints them under
- * "declared", which is what the runner validates experiments against.
+ * "declared", which is what the runner validates experiments against. Adapters reach them
+ * through tlsbench/names.h rather than keeping copies.
  *
  * The cipher suites are those of mbedTLS 3.6's ssl_ciphersuites.h (the widest list of the
  * pinned libraries), under their IANA names.
  */
 #include <string.h>
 
-#include "core.h"
+#include "tlsbench/names.h"
 
 const tb_name tb_suite_names[] = {{"TLS_AES_128_GCM_SHA256", 0x1301, 13},
                                   {"TLS_AES_256_GCM_SHA384", 0x1302, 13},
@@ -210,22 +211,22 @@ const tb_name tb_group_names[] = {{"x25519", 0x001D, 0},         {"secp256r1", 0
                                   {"ffdhe3072", 0x0101, 0},      {"ffdhe4096", 0x0102, 0},
                                   {"X25519MLKEM768", 0x11EC, 0}, {NULL, 0, 0}};
 
-const tb_name tb_sigalg_names[] = {{"rsa_pkcs1_sha1", 0x0201, 0},
-                                   {"ecdsa_sha1", 0x0203, 0},
-                                   {"rsa_pkcs1_sha256", 0x0401, 0},
-                                   {"ecdsa_secp256r1_sha256", 0x0403, 0},
-                                   {"rsa_pkcs1_sha384", 0x0501, 0},
-                                   {"ecdsa_secp384r1_sha384", 0x0503, 0},
-                                   {"rsa_pkcs1_sha512", 0x0601, 0},
-                                   {"ecdsa_secp521r1_sha512", 0x0603, 0},
-                                   {"rsa_pss_rsae_sha256", 0x0804, 0},
-                                   {"rsa_pss_rsae_sha384", 0x0805, 0},
-                                   {"rsa_pss_rsae_sha512", 0x0806, 0},
-                                   {"ed25519", 0x0807, 0},
-                                   {"ed448", 0x0808, 0},
-                                   {"rsa_pss_pss_sha256", 0x0809, 0},
-                                   {"rsa_pss_pss_sha384", 0x080A, 0},
-                                   {"rsa_pss_pss_sha512", 0x080B, 0},
+const tb_name tb_sigalg_names[] = {{"rsa_pkcs1_sha1", 0x0201, 12},
+                                   {"ecdsa_sha1", 0x0203, 12},
+                                   {"rsa_pkcs1_sha256", 0x0401, 12},
+                                   {"ecdsa_secp256r1_sha256", 0x0403, 13},
+                                   {"rsa_pkcs1_sha384", 0x0501, 12},
+                                   {"ecdsa_secp384r1_sha384", 0x0503, 13},
+                                   {"rsa_pkcs1_sha512", 0x0601, 12},
+                                   {"ecdsa_secp521r1_sha512", 0x0603, 13},
+                                   {"rsa_pss_rsae_sha256", 0x0804, 13},
+                                   {"rsa_pss_rsae_sha384", 0x0805, 13},
+                                   {"rsa_pss_rsae_sha512", 0x0806, 13},
+                                   {"ed25519", 0x0807, 13},
+                                   {"ed448", 0x0808, 13},
+                                   {"rsa_pss_pss_sha256", 0x0809, 13},
+                                   {"rsa_pss_pss_sha384", 0x080A, 13},
+                                   {"rsa_pss_pss_sha512", 0x080B, 13},
                                    {NULL, 0, 0}};
 
 const tb_name tb_aead_names[] = {
@@ -235,12 +236,16 @@ const tb_name tb_cert_kinds[] = {{"rsa1024", 0, 0},    {"rsa2048", 0, 0}, {"rsa3
                                  {"rsa4096", 0, 0},    {"rsa8192", 0, 0}, {"ecdsa-p256", 0, 0},
                                  {"ecdsa-p384", 0, 0}, {"ed25519", 0, 0}, {NULL, 0, 0}};
 
-const char *const tb_scenario_names[TB_N_SCENARIOS] = {
-    "handshake", "resume", "records", "bulk", "aead", "info", "peer", "serve", "load"};
-
 const tb_name *tb_name_find(const tb_name *table, const char *name) {
   for (const tb_name *n = table; n->name != NULL; n++) {
     if (strcmp(n->name, name) == 0) return n;
+  }
+  return NULL;
+}
+
+const tb_name *tb_name_of_code(const tb_name *table, unsigned code) {
+  for (const tb_name *n = table; n->name != NULL; n++) {
+    if (n->code == code) return n;
   }
   return NULL;
 }

@@ -7,12 +7,7 @@
 /* A handshake that makes no progress for this many rounds is a failure, not a hang. */
 #define MAX_HANDSHAKE_ROUNDS 1000
 
-int tb_fail_stage(tb_run *r, int code, const char *stage) {
-  snprintf(r->stage, sizeof(r->stage), "%s", stage);
-  return code;
-}
-
-static int status_exit(tb_status st) {
+int tb_status_exit(tb_status st) {
   switch (st) {
     case TB_UNSUPPORTED:
       return TB_EXIT_UNSUPPORTED;
@@ -58,16 +53,17 @@ void tb_fill_config(tb_run *r, tb_config *cfg, tb_role role, int resumption) {
  * CertificateVerify to the other scheme of the pair: the server must accept it, so both
  * configurations carry it as client_sigalg (one pinned scheme per side could not differ
  * and still complete the handshake). */
-static const char *const fault_names[] = {
-    "server-tickets", "suite",  "group",         "sigalg",    "version",
-    "verify",         "resume", "client-sigalg", "key-share", "key-share-readback"};
-
-int tb_fault_known(const char *name) {
-  for (size_t i = 0; i < sizeof(fault_names) / sizeof(fault_names[0]); i++) {
-    if (strcmp(name, fault_names[i]) == 0) return 1;
-  }
-  return 0;
-}
+const tb_name tb_fault_names[] = {{"server-tickets", 0, 0},
+                                  {"suite", 0, 0},
+                                  {"group", 0, 0},
+                                  {"sigalg", 0, 0},
+                                  {"version", 0, 0},
+                                  {"verify", 0, 0},
+                                  {"resume", 0, 0},
+                                  {"client-sigalg", 0, 0},
+                                  {"key-share", 0, 0},
+                                  {"key-share-readback", 0, 0},
+                                  {NULL, 0, 0}};
 
 static int fault_is(const tb_run *r, const char *name) {
   return r->opt->fault != NULL && strcmp(r->opt->fault, name) == 0;
@@ -153,6 +149,26 @@ no_fault:
   return tb_fail_stage(r, TB_EXIT_USAGE, "fault");
 }
 
+/* One side's context, with the side's live heap before (start) and after it (ctx). */
+static int side_context(tb_run *r, tb_role role, tb_heap_report *heap) {
+  tb_side side = role == TB_SERVER ? TB_SIDE_SERVER : TB_SIDE_CLIENT;
+  tb_config *cfg = role == TB_SERVER ? &r->server_cfg : &r->client_cfg;
+  void **ctx = role == TB_SERVER ? &r->server_ctx : &r->client_ctx;
+  tb_heap_counters c;
+  tb_heap_get(side, &c);
+  heap->start = c.live;
+  heap->start_usable = c.live_usable;
+  tb_status st = TB_ON(side, r->ad->tls->ctx_new(cfg, ctx, r->err));
+  if (st != TB_OK) {
+    return tb_fail_stage(r, tb_status_exit(st),
+                         role == TB_SERVER ? "context (server)" : "context (client)");
+  }
+  tb_heap_get(side, &c);
+  heap->ctx = c.live;
+  heap->ctx_usable = c.live_usable;
+  return TB_EXIT_OK;
+}
+
 int tb_setup_contexts(tb_run *r, int resumption) {
   tb_fill_config(r, &r->server_cfg, TB_SERVER, resumption);
   tb_fill_config(r, &r->client_cfg, TB_CLIENT, resumption);
@@ -160,30 +176,23 @@ int tb_setup_contexts(tb_run *r, int resumption) {
   if (fault != TB_EXIT_OK) return fault;
   if (tb_link_init(&r->link, r->opt->transport, r->err, sizeof(r->err)) != 0)
     return tb_fail_stage(r, TB_EXIT_ERROR, "transport");
-  tb_heap_counters c;
-  tb_heap_get(TB_SIDE_SERVER, &c);
-  r->heap_server.start = c.live;
-  r->heap_server.start_usable = c.live_usable;
-  tb_status st = TB_ON(TB_SIDE_SERVER, r->ad->ctx_new(&r->server_cfg, &r->server_ctx, r->err));
-  if (st != TB_OK) return tb_fail_stage(r, status_exit(st), "context (server)");
-  tb_heap_get(TB_SIDE_SERVER, &c);
-  r->heap_server.ctx = c.live;
-  r->heap_server.ctx_usable = c.live_usable;
+  int code = side_context(r, TB_SERVER, &r->heap_server);
+  return code == TB_EXIT_OK ? side_context(r, TB_CLIENT, &r->heap_client) : code;
+}
 
-  tb_heap_get(TB_SIDE_CLIENT, &c);
-  r->heap_client.start = c.live;
-  r->heap_client.start_usable = c.live_usable;
-  st = TB_ON(TB_SIDE_CLIENT, r->ad->ctx_new(&r->client_cfg, &r->client_ctx, r->err));
-  if (st != TB_OK) return tb_fail_stage(r, status_exit(st), "context (client)");
-  tb_heap_get(TB_SIDE_CLIENT, &c);
-  r->heap_client.ctx = c.live;
-  r->heap_client.ctx_usable = c.live_usable;
-  return TB_EXIT_OK;
+int tb_side_context(tb_run *r, tb_role role, int resumption, tb_heap_report *heap) {
+  tb_heap_report unused;
+  tb_fill_config(r, role == TB_SERVER ? &r->server_cfg : &r->client_cfg, role, resumption);
+  return side_context(r, role, heap != NULL ? heap : &unused);
+}
+
+int tb_verifies(const tb_options *o, tb_role role) {
+  return role == TB_SERVER ? o->auth == TB_AUTH_MUTUAL : o->auth != TB_AUTH_NONE;
 }
 
 void tb_teardown(tb_run *r) {
-  if (r->client_ctx) TB_ON(TB_SIDE_CLIENT, (r->ad->ctx_free(r->client_ctx), TB_OK));
-  if (r->server_ctx) TB_ON(TB_SIDE_SERVER, (r->ad->ctx_free(r->server_ctx), TB_OK));
+  if (r->client_ctx) TB_ON(TB_SIDE_CLIENT, (r->ad->tls->ctx_free(r->client_ctx), TB_OK));
+  if (r->server_ctx) TB_ON(TB_SIDE_SERVER, (r->ad->tls->ctx_free(r->server_ctx), TB_OK));
   r->client_ctx = r->server_ctx = NULL;
   tb_link_free(&r->link);
 }
@@ -199,16 +208,16 @@ int tb_connect(tb_run *r, void *session, tb_conn_pair *conns, uint64_t *client_n
                          {NULL, NULL, NULL, r->link.tcp.server_fd}};
   /* --io bio: the same counted callbacks, through the library's BIO layer. */
   tb_transport bios[2] = {r->link.counted[0], r->link.counted[1]};
-  bios[0].bio = bios[1].bio = r->opt->io_bio;
-  const tb_transport *client_io = r->opt->io_fd ? &fds[0] : &bios[0];
-  const tb_transport *server_io = r->opt->io_fd ? &fds[1] : &bios[1];
+  bios[0].bio = bios[1].bio = r->opt->io == TB_IO_BIO;
+  const tb_transport *client_io = r->opt->io == TB_IO_FD ? &fds[0] : &bios[0];
+  const tb_transport *server_io = r->opt->io == TB_IO_FD ? &fds[1] : &bios[1];
   tb_status st =
       TB_ON_TIMED(TB_SIDE_SERVER, server_ns,
-                  r->ad->conn_new(r->server_ctx, server_io, NULL, &conns->server, r->err));
-  if (st != TB_OK) return tb_fail_stage(r, status_exit(st), "connection (server)");
+                  r->ad->tls->conn_new(r->server_ctx, server_io, NULL, &conns->server, r->err));
+  if (st != TB_OK) return tb_fail_stage(r, tb_status_exit(st), "connection (server)");
   st = TB_ON_TIMED(TB_SIDE_CLIENT, client_ns,
-                   r->ad->conn_new(r->client_ctx, client_io, session, &conns->client, r->err));
-  if (st != TB_OK) return tb_fail_stage(r, status_exit(st), "connection (client)");
+                   r->ad->tls->conn_new(r->client_ctx, client_io, session, &conns->client, r->err));
+  if (st != TB_OK) return tb_fail_stage(r, tb_status_exit(st), "connection (client)");
 
   int client_done = 0, server_done = 0;
   uint64_t client_rtt = 0;
@@ -218,34 +227,34 @@ int tb_connect(tb_run *r, void *session, tb_conn_pair *conns, uint64_t *client_n
       return tb_fail_stage(r, TB_EXIT_HANDSHAKE, "handshake");
     }
     if (!client_done) {
-      st = TB_ON_TIMED(TB_SIDE_CLIENT, client_ns, r->ad->handshake(conns->client, r->err));
+      st = TB_ON_TIMED(TB_SIDE_CLIENT, client_ns, r->ad->tls->handshake(conns->client, r->err));
       if (st == TB_OK) {
         client_done = 1;
         /* The client may send application data now: each server flight it waited for is
          * one round trip (1 for TLS 1.3, 2 with a HelloRetryRequest or in TLS 1.2). */
         client_rtt = r->link.wire.server.flights;
       } else if (st != TB_WANT_IO) {
-        return tb_fail_stage(r, status_exit(st), "handshake (client)");
+        return tb_fail_stage(r, tb_status_exit(st), "handshake (client)");
       }
     }
     if (!server_done) {
-      st = TB_ON_TIMED(TB_SIDE_SERVER, server_ns, r->ad->handshake(conns->server, r->err));
+      st = TB_ON_TIMED(TB_SIDE_SERVER, server_ns, r->ad->tls->handshake(conns->server, r->err));
       if (st == TB_OK) {
         server_done = 1;
       } else if (st != TB_WANT_IO) {
-        return tb_fail_stage(r, status_exit(st), "handshake (server)");
+        return tb_fail_stage(r, tb_status_exit(st), "handshake (server)");
       }
     }
   }
   /* The first full and the first resumed handshake's wire figures (all are alike). */
   tb_wire_report *w = session ? &r->wire_resumed : &r->wire_full;
-  if (!w->valid && !r->opt->io_fd) *w = (tb_wire_report){1, r->link.wire, client_rtt};
+  if (!w->valid && r->opt->io != TB_IO_FD) *w = (tb_wire_report){1, r->link.wire, client_rtt};
   return session ? TB_EXIT_OK : tb_check_hello_retry(r, client_rtt);
 }
 
 void tb_disconnect(tb_run *r, tb_conn_pair *conns) {
-  if (conns->client) TB_ON(TB_SIDE_CLIENT, (r->ad->conn_free(conns->client), TB_OK));
-  if (conns->server) TB_ON(TB_SIDE_SERVER, (r->ad->conn_free(conns->server), TB_OK));
+  if (conns->client) TB_ON(TB_SIDE_CLIENT, (r->ad->tls->conn_free(conns->client), TB_OK));
+  if (conns->server) TB_ON(TB_SIDE_SERVER, (r->ad->tls->conn_free(conns->server), TB_OK));
   conns->client = conns->server = NULL;
 }
 
@@ -333,10 +342,11 @@ int tb_check_negotiated(tb_run *r, tb_conn_pair *conns, int expect_resumed) {
     int quiet = check_quiet(r);
     if (quiet != TB_EXIT_OK) return quiet;
   }
-  tb_status st = TB_ON(TB_SIDE_CLIENT, r->ad->negotiated(conns->client, &r->client_neg, r->err));
-  if (st != TB_OK) return tb_fail_stage(r, status_exit(st), "negotiated (client)");
-  st = TB_ON(TB_SIDE_SERVER, r->ad->negotiated(conns->server, &r->server_neg, r->err));
-  if (st != TB_OK) return tb_fail_stage(r, status_exit(st), "negotiated (server)");
+  tb_status st =
+      TB_ON(TB_SIDE_CLIENT, r->ad->tls->negotiated(conns->client, &r->client_neg, r->err));
+  if (st != TB_OK) return tb_fail_stage(r, tb_status_exit(st), "negotiated (client)");
+  st = TB_ON(TB_SIDE_SERVER, r->ad->tls->negotiated(conns->server, &r->server_neg, r->err));
+  if (st != TB_OK) return tb_fail_stage(r, tb_status_exit(st), "negotiated (server)");
   r->have_negotiated = 1;
   int code =
       tb_check_side(r, "client", &r->client_neg, r->opt->auth != TB_AUTH_NONE, expect_resumed);
@@ -365,9 +375,9 @@ int tb_transfer(tb_run *r, tb_conn_pair *conns, int to_server, const unsigned ch
   while (sent < len) {
     size_t done = 0;
     if (send_ticks) tb_collect(from);
-    tb_status st = TB_ON(from, r->ad->write(writer, data + sent, len - sent, &done, r->err));
+    tb_status st = TB_ON(from, r->ad->tls->write(writer, data + sent, len - sent, &done, r->err));
     if (send_ticks) tb_collect(from);
-    if (st != TB_OK && st != TB_WANT_IO) return tb_fail_stage(r, status_exit(st), "write");
+    if (st != TB_OK && st != TB_WANT_IO) return tb_fail_stage(r, tb_status_exit(st), "write");
     if (st == TB_WANT_IO && done == 0) {
       snprintf(r->err, sizeof(r->err), "write accepted nothing (transport full)");
       return tb_fail_stage(r, TB_EXIT_HANDSHAKE, "write");
@@ -385,13 +395,13 @@ int tb_transfer(tb_run *r, tb_conn_pair *conns, int to_server, const unsigned ch
   while (got < len) {
     size_t done = 0;
     if (recv_ticks) tb_collect(to);
-    tb_status st = TB_ON(to, r->ad->read(reader, scratch + got, len - got, &done, r->err));
+    tb_status st = TB_ON(to, r->ad->tls->read(reader, scratch + got, len - got, &done, r->err));
     if (recv_ticks) tb_collect(to);
     if (st == TB_WANT_IO && done == 0) {
       snprintf(r->err, sizeof(r->err), "%zu of %zu bytes arrived", got, len);
       return tb_fail_stage(r, TB_EXIT_DATA, "read");
     }
-    if (st != TB_OK && st != TB_WANT_IO) return tb_fail_stage(r, status_exit(st), "read");
+    if (st != TB_OK && st != TB_WANT_IO) return tb_fail_stage(r, tb_status_exit(st), "read");
     got += done;
   }
   t1 = tb_tsc();

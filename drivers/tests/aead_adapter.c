@@ -58,22 +58,22 @@ int main(void) {
     if (unhex(hn, nonce, sizeof(nonce)) != TB_AEAD_NONCE_LEN) return fail("input", "nonce");
     size_t ad_len = unhex(ha, aad, sizeof(aad)), len = unhex(hp, pt, sizeof(pt));
     void *aead = NULL;
-    if (ad->aead_new(TB_CHACHA20_POLY1305, key, key_len, &aead, err) != TB_OK) {
+    if (ad->aead->create(TB_CHACHA20_POLY1305, key, key_len, &aead, err) != TB_OK) {
       return fail("aead_new", err);
     }
-    if (ad->aead_seal(aead, nonce, aad, ad_len, pt, len, sealed, err) != TB_OK) {
+    if (ad->aead->seal(aead, nonce, aad, ad_len, pt, len, sealed, err) != TB_OK) {
       code = fail("seal", err);
-    } else if (ad->aead_open(aead, nonce, aad, ad_len, sealed, len, back, err) != TB_OK ||
+    } else if (ad->aead->open(aead, nonce, aad, ad_len, sealed, len, back, err) != TB_OK ||
                memcmp(back, pt, len) != 0) {
       code = fail("open", err[0] ? err : "opened bytes differ from the plaintext");
     } else {
       sealed[len] ^= 0x80;
-      if (ad->aead_open(aead, nonce, aad, ad_len, sealed, len, back, err) == TB_OK) {
+      if (ad->aead->open(aead, nonce, aad, ad_len, sealed, len, back, err) == TB_OK) {
         code = fail("open", "a flipped tag bit was accepted");
       }
       sealed[len] ^= 0x80;
     }
-    ad->aead_free(aead);
+    ad->aead->free(aead);
     for (size_t i = 0; code == 0 && i < len + TB_AEAD_TAG_LEN; i++) printf("%02x", sealed[i]);
     if (code == 0) putchar('\n');
   }

@@ -4,7 +4,7 @@ A point's variant plays one side (`role`, client by default) and `peer` plays th
 tlsbench variant (its own driver, built from its own pinned sources) or a real program from
 Debian (`openssl s_server` / `s_client`, `gnutls-serv` / `gnutls-cli`). They meet on a
 loopback TCP connection, a new one per handshake, and exchange a minimal HTTP/1.0 request and
-response (drivers/core/peer.c).
+response (drivers/core/scenarios/peer.c).
 
 The runner starts the server first and waits for the port it listens on (a driver writes it
 to a file once it accepts connections; a program gets a port chosen here), then the client;
@@ -523,7 +523,7 @@ def wait_for_port(server: Side, port_file: Path, deadline: float) -> int | None:
 
 
 def _body(length: int) -> str:
-    """The body a tlsbench server sends (body_byte in drivers/core/peer.c)."""
+    """The body a tlsbench server sends (the pattern of drivers/core/exchange.c)."""
     return "".join(chr(ord("a") + (i * 7) % 26) for i in range(length))
 
 

@@ -61,7 +61,7 @@ LOAD_KEYS = ("client", "server", "pattern", "connections", "rate", "duration_s",
              "workers", "heap", "accel", "payload")  # fmt: skip
 # TLS options passed to both tlsbench sides.
 TLS_ARG_KEYS = ("tls", "suite", "group", "sigalg", "cert", "chain", "auth", "record_size")
-# Bounds of the load keys (the driver's own: drivers/core/main.c).
+# Bounds of the load keys (the driver's own: drivers/core/options.c, `info --json` ranges).
 RANGES = {"connections": (1, 10000), "rate": (1, 10_000_000), "workers": (1, 64),
           "request_size": (1, 4096),
           "duration_s": (1, 3600)}  # fmt: skip

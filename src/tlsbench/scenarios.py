@@ -1,9 +1,11 @@
 """What the driver accepts, as it declares it: the one source of valid names and ranges.
 
-`tlsbench-driver info --json` prints a "declared" object (drivers/core/names.c and the
-TB_*_MIN/MAX ranges of core.h): the scenarios, the IANA cipher suites (with the TLS
-version each belongs to), groups, signature schemes, AEADs, certificate kinds and the
-ranges of the numeric options. The tables live in the driver core, not per library, so
+`tlsbench-driver info --json` prints a "declared" object, written from the driver core's
+own tables (drivers/core/declare.c): the scenarios, the IANA cipher suites (with the TLS
+version each belongs to), groups, signature schemes, AEADs, certificate kinds, the ranges
+of the numeric options, and each scenario's declaration ("scenario_table": its flags, the
+options it takes beyond the common ones, its defaults and the series of samples it may
+emit; drivers/core/scenarios/). The tables live in the driver core, not per library, so
 the null variant's driver (the harness baseline, quick to build) answers for all.
 
 Experiments are validated against this before anything runs: a name that is not here is a
@@ -28,6 +30,42 @@ class Range:
 
 
 @dataclass(frozen=True)
+class SeriesDecl:
+    name: str
+    unit: str
+    when: str | None  # None: always; else the condition, e.g. "--role client", "heap driver"
+
+
+@dataclass(frozen=True)
+class ScenarioDecl:
+    """One scenario as the driver declares it (drivers/core/scenario.h)."""
+
+    name: str
+    summary: str
+    # tls (takes the TLS options), one_process (both sides here), tcp (takes --transport
+    # tcp), two_process (the other side is another process), heap (the heap driver has
+    # figures of its own), instructions (deterministic mode counts its measured calls)
+    flags: frozenset[str]
+    options: tuple[str, ...]  # command-line names of the options beyond the common ones
+    defaults: dict[str, int | str]  # option (command-line name) -> the scenario's default
+    series: tuple[SeriesDecl, ...]
+
+    @classmethod
+    def from_json(cls, data: dict) -> ScenarioDecl:
+        return cls(
+            name=data["name"],
+            summary=data["summary"],
+            flags=frozenset(k for k, on in data["flags"].items() if on),
+            options=tuple(data["options"]),
+            defaults=dict(data["defaults"]),
+            series=tuple(SeriesDecl(x["name"], x["unit"], x.get("when")) for x in data["series"]),
+        )
+
+    def has(self, flag: str) -> bool:
+        return flag in self.flags
+
+
+@dataclass(frozen=True)
 class Declared:
     scenarios: tuple[str, ...]
     suites: dict[str, str]  # IANA name -> "1.2" or "1.3"
@@ -36,9 +74,11 @@ class Declared:
     aeads: tuple[str, ...]
     certs: tuple[str, ...]
     ranges: dict[str, Range]  # option (chain, record_size, payload, ...) -> allowed range
+    scenario_table: dict[str, ScenarioDecl]  # name -> declaration, in the driver's order
 
     @classmethod
     def from_json(cls, data: dict) -> Declared:
+        table = [ScenarioDecl.from_json(x) for x in data["scenario_table"]]
         return cls(
             scenarios=tuple(data["scenarios"]),
             suites={s["name"]: s["tls"] for s in data["suites"]},
@@ -47,7 +87,16 @@ class Declared:
             aeads=tuple(data["aeads"]),
             certs=tuple(data["certs"]),
             ranges={k: Range(int(v["min"]), int(v["max"])) for k, v in data["ranges"].items()},
+            scenario_table={x.name: x for x in table},
         )
+
+    def scenario(self, name: str) -> ScenarioDecl:
+        """The declaration of one of the driver's scenarios (KeyError for another name)."""
+        return self.scenario_table[name]
+
+    def with_flag(self, flag: str) -> tuple[str, ...]:
+        """The scenarios that have `flag`, in the driver's order."""
+        return tuple(s.name for s in self.scenario_table.values() if s.has(flag))
 
     def choices(self, key: str) -> tuple[str, ...] | None:
         """The allowed names of an option that takes a name, else None."""

@@ -153,17 +153,13 @@ typedef enum tb_aead_alg {
 
 /* ------------------------------------------------------------------------- the adapter */
 
-typedef struct tb_adapter {
-  const char *name; /* the library: "mbedtls", "wolfssl", "openssl", "gnutls", "null" */
+/* An adapter is three const tables of functions, each defined beside the functions it
+ * lists (as BearSSL's variants are): the library's TLS (tb_tls_class), its own AEAD API
+ * (tb_aead_class) and the library as a whole (tb_adapter). */
 
-  /* Once per process, before anything else (allocator hooks, PSA init, providers).
-   * The core charges what it allocates to neither side ("global"). */
-  tb_status (*global_init)(char *err);
-  void (*global_cleanup)(void);
-
-  /* Version and build facts (pointers stay valid until global_cleanup). */
-  tb_status (*info)(tb_info *out, char *err);
-
+/* The library's TLS: contexts, connections, handshakes, records, read-back, sessions. An
+ * AEAD-only library returns TB_UNSUPPORTED from ctx_new, with the reason. */
+typedef struct tb_tls_class {
   /* A context (SSL_CTX, mbedtls_ssl_config, ...) for one side: certificates, keys, the
    * pinned offer. Returns TB_UNSUPPORTED when the config cannot be honoured. */
   tb_status (*ctx_new)(const tb_config *cfg, void **ctx, char *err);
@@ -198,25 +194,6 @@ typedef struct tb_adapter {
   tb_status (*session_get)(void *conn, void **session, char *err);
   void (*session_free)(void *session);
 
-  /* The library's own AEAD API (not TLS). seal: out = ciphertext || 16-byte tag
-   * (len + TB_AEAD_TAG_LEN bytes). open: in = ciphertext || tag; TB_FAILED when the tag
-   * does not verify. */
-  tb_status (*aead_new)(tb_aead_alg alg, const unsigned char *key, size_t key_len, void **aead,
-                        char *err);
-  tb_status (*aead_seal)(void *aead, const unsigned char nonce[TB_AEAD_NONCE_LEN],
-                         const unsigned char *ad, size_t ad_len, const unsigned char *in,
-                         size_t len, unsigned char *out, char *err);
-  tb_status (*aead_open)(void *aead, const unsigned char nonce[TB_AEAD_NONCE_LEN],
-                         const unsigned char *ad, size_t ad_len, const unsigned char *in,
-                         size_t len, unsigned char *out, char *err);
-  void (*aead_free)(void *aead);
-
-  /* Optional (NULL when the library exposes nothing): the CPU code paths the library has
-   * selected at run time, as it reports them after global_init, e.g. OpenSSL's capability
-   * vector as read back. Written into `out` (NUL-terminated); shown with every result, so
-   * that "accel off" is seen to be in effect. */
-  void (*cpu_paths)(char *out, size_t len);
-
   /* Optional (NULL when the library allocates with malloc): a library that serves a
    * connection from a memory pool of its own (wolfSSL's static-memory build) says how many
    * bytes of its pool the connection holds now and held at most since conn_new, as the
@@ -224,6 +201,43 @@ typedef struct tb_adapter {
    * at context set-up, so without this such a connection's heap would read as ~0.
    * TB_UNSUPPORTED: this build has no pool. */
   tb_status (*pool_use)(void *conn, uint64_t *peak, uint64_t *current, char *err);
+} tb_tls_class;
+
+/* The library's own AEAD API (not TLS), which the `aead` scenario times. create: a context
+ * keyed with `key`. seal: out = ciphertext || 16-byte tag (len + TB_AEAD_TAG_LEN bytes).
+ * open: in = ciphertext || tag; TB_FAILED when the tag does not verify. A library without
+ * an AEAD API returns TB_UNSUPPORTED from create, with the reason. */
+typedef struct tb_aead_class {
+  tb_status (*create)(tb_aead_alg alg, const unsigned char *key, size_t key_len, void **aead,
+                      char *err);
+  tb_status (*seal)(void *aead, const unsigned char nonce[TB_AEAD_NONCE_LEN],
+                    const unsigned char *ad, size_t ad_len, const unsigned char *in, size_t len,
+                    unsigned char *out, char *err);
+  tb_status (*open)(void *aead, const unsigned char nonce[TB_AEAD_NONCE_LEN],
+                    const unsigned char *ad, size_t ad_len, const unsigned char *in, size_t len,
+                    unsigned char *out, char *err);
+  void (*free)(void *aead);
+} tb_aead_class;
+
+typedef struct tb_adapter {
+  const char *name; /* the library: "mbedtls", "wolfssl", "openssl", "gnutls", "null" */
+
+  /* Once per process, before anything else (allocator hooks, PSA init, providers).
+   * The core charges what it allocates to neither side ("global"). */
+  tb_status (*global_init)(char *err);
+  void (*global_cleanup)(void);
+
+  /* Version and build facts (pointers stay valid until global_cleanup). */
+  tb_status (*info)(tb_info *out, char *err);
+
+  /* Optional (NULL when the library exposes nothing): the CPU code paths the library has
+   * selected at run time, as it reports them after global_init, e.g. OpenSSL's capability
+   * vector as read back. Written into `out` (NUL-terminated); shown with every result, so
+   * that "accel off" is seen to be in effect. */
+  void (*cpu_paths)(char *out, size_t len);
+
+  const tb_tls_class *tls;
+  const tb_aead_class *aead;
 } tb_adapter;
 
 /* Provided by exactly one adapter per driver executable. */

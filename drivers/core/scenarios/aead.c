@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core.h"
+#include "scenario.h"
 
 typedef struct known_answer {
   tb_aead_alg alg;
@@ -65,11 +65,11 @@ static int check_vector(tb_run *r, const known_answer *v) {
   size_t ad_len = unhex(v->ad, ad), pt_len = unhex(v->plaintext, pt);
   unhex(v->ciphertext_and_tag, expect);
   void *aead = NULL;
-  tb_status st = TB_ON(TB_SIDE_CLIENT, r->ad->aead_new(v->alg, key, key_len, &aead, r->err));
+  tb_status st = TB_ON(TB_SIDE_CLIENT, r->ad->aead->create(v->alg, key, key_len, &aead, r->err));
   if (st == TB_UNSUPPORTED) return tb_fail_stage(r, TB_EXIT_UNSUPPORTED, v->name);
   if (st != TB_OK) return tb_fail_stage(r, TB_EXIT_HANDSHAKE, v->name);
   int code = TB_EXIT_OK;
-  st = TB_ON(TB_SIDE_CLIENT, r->ad->aead_seal(aead, nonce, ad, ad_len, pt, pt_len, out, r->err));
+  st = TB_ON(TB_SIDE_CLIENT, r->ad->aead->seal(aead, nonce, ad, ad_len, pt, pt_len, out, r->err));
   if (st != TB_OK || memcmp(out, expect, pt_len + TB_AEAD_TAG_LEN) != 0) {
     if (st == TB_OK)
       snprintf(r->err, sizeof(r->err), "%s: sealed bytes differ from %s", v->name, v->source);
@@ -77,7 +77,7 @@ static int check_vector(tb_run *r, const known_answer *v) {
   }
   if (code == TB_EXIT_OK) {
     st = TB_ON(TB_SIDE_CLIENT,
-               r->ad->aead_open(aead, nonce, ad, ad_len, expect, pt_len, back, r->err));
+               r->ad->aead->open(aead, nonce, ad, ad_len, expect, pt_len, back, r->err));
     if (st != TB_OK || memcmp(back, pt, pt_len) != 0) {
       if (st == TB_OK)
         snprintf(r->err, sizeof(r->err), "%s: opened bytes differ from %s", v->name, v->source);
@@ -88,13 +88,13 @@ static int check_vector(tb_run *r, const known_answer *v) {
     /* A flipped tag bit must be rejected. */
     expect[pt_len] ^= 1;
     st = TB_ON(TB_SIDE_CLIENT,
-               r->ad->aead_open(aead, nonce, ad, ad_len, expect, pt_len, back, r->err));
+               r->ad->aead->open(aead, nonce, ad, ad_len, expect, pt_len, back, r->err));
     if (st == TB_OK) {
       snprintf(r->err, sizeof(r->err), "%s: a forged tag was accepted", v->name);
       code = tb_fail_stage(r, TB_EXIT_DATA, "aead known answer (forged tag)");
     }
   }
-  TB_ON(TB_SIDE_CLIENT, (r->ad->aead_free(aead), TB_OK));
+  TB_ON(TB_SIDE_CLIENT, (r->ad->aead->free(aead), TB_OK));
   return code;
 }
 
@@ -127,10 +127,10 @@ static int time_batches(tb_run *r, void *aead, int open, size_t batch, long batc
     for (size_t k = 0; k < batch && st == TB_OK; k++) {
       if (open) {
         nonce_for(nonce, 0);
-        st = r->ad->aead_open(aead, nonce, ad, AD_LEN, out, len, in, r->err);
+        st = r->ad->aead->open(aead, nonce, ad, AD_LEN, out, len, in, r->err);
       } else {
         nonce_for(nonce, ++*counter); /* never the same nonce twice */
-        st = r->ad->aead_seal(aead, nonce, ad, AD_LEN, in, len, out, r->err);
+        st = r->ad->aead->seal(aead, nonce, ad, AD_LEN, in, len, out, r->err);
       }
     }
     uint64_t t1 = tb_tsc();
@@ -175,7 +175,7 @@ static int measure(tb_run *r, tb_json *j, const known_answer *v, size_t len) {
   void *aead = NULL;
   uint64_t counter = 0;
   int code = TB_EXIT_OK;
-  tb_status st = TB_ON(TB_SIDE_CLIENT, r->ad->aead_new(v->alg, key, key_len, &aead, r->err));
+  tb_status st = TB_ON(TB_SIDE_CLIENT, r->ad->aead->create(v->alg, key, key_len, &aead, r->err));
   if (st != TB_OK) code = tb_fail_stage(r, TB_EXIT_HANDSHAKE, v->name);
   /* The batch size, from one probe region of 8 seals after the warm-up. */
   size_t batch = 1;
@@ -196,13 +196,13 @@ static int measure(tb_run *r, tb_json *j, const known_answer *v, size_t len) {
    * into `in` again and again; each open checks the tag. */
   if (code == TB_EXIT_OK) {
     nonce_for(nonce, 0);
-    st = r->ad->aead_seal(aead, nonce, ad, AD_LEN, in, len, out, r->err);
+    st = r->ad->aead->seal(aead, nonce, ad, AD_LEN, in, len, out, r->err);
     if (st != TB_OK) code = tb_fail_stage(r, TB_EXIT_HANDSHAKE, "aead seal");
   }
   if (code == TB_EXIT_OK) {
     code = time_batches(r, aead, 1, batch, n, ad, in, len, out, open, &counter);
   }
-  TB_ON(TB_SIDE_CLIENT, (r->ad->aead_free(aead), TB_OK));
+  TB_ON(TB_SIDE_CLIENT, (r->ad->aead->free(aead), TB_OK));
   if (code == TB_EXIT_OK) {
     tb_summary s, o;
     tb_summarize(seal, (size_t)n, &s);
@@ -230,7 +230,7 @@ static int measure(tb_run *r, tb_json *j, const known_answer *v, size_t len) {
   return code;
 }
 
-int tb_scenario_aead(tb_run *r, tb_json *j) {
+static int run(tb_run *r, tb_json *j) {
   int matched = 0;
   for (size_t v = 0; v < sizeof(vectors) / sizeof(vectors[0]); v++) {
     if (r->opt->aead && strcmp(r->opt->aead, vectors[v].name) != 0) continue;
@@ -264,25 +264,19 @@ int tb_scenario_aead(tb_run *r, tb_json *j) {
   return code;
 }
 
-static void string_list(tb_json *j, const char *key, const char *const *items) {
-  tb_json_array(j, key);
-  for (; items && *items; items++) tb_json_str(j, NULL, *items);
-  tb_json_array_end(j);
-}
+static const tb_option_id options[] = {TB_OPT_AEAD, TB_OPT_PAYLOAD, TB_OPT_END};
+static const tb_default defaults[] = {
+    {TB_OPT_ITERATIONS, "3000"}, {TB_OPT_WARMUP, "300"}, {TB_OPT_END, NULL}};
+static const tb_series_decl series[] = {{NULL, NULL, NULL}};
 
-int tb_scenario_info(tb_run *r, tb_json *j) {
-  tb_info info;
-  memset(&info, 0, sizeof(info));
-  tb_status st = TB_ON(TB_SIDE_GLOBAL, r->ad->info(&info, r->err));
-  if (st != TB_OK) return tb_fail_stage(r, TB_EXIT_HANDSHAKE, "info");
-  tb_json_object(j, "info");
-  tb_json_str(j, "version", info.version);
-  string_list(j, "build_options", info.build_options);
-  string_list(j, "versions", info.versions);
-  string_list(j, "suites", info.suites);
-  string_list(j, "groups", info.groups);
-  string_list(j, "sigalgs", info.sigalgs);
-  if (info.no_tls != NULL) tb_json_str(j, "no_tls", info.no_tls);
-  tb_json_object_end(j);
-  return TB_EXIT_OK;
-}
+const tb_scenario tb_scenario_aead = {
+    .name = "aead",
+    .summary =
+        "the library's own AEAD API (not TLS): seal and open per payload size with a "
+        "12-byte AD, after published known answers; results under \"aead\"",
+    .flags = TB_SC_INSTRUCTIONS,
+    .options = options,
+    .defaults = defaults,
+    .series = series,
+    .run = run,
+};

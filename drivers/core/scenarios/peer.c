@@ -30,10 +30,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core.h"
-
-#define REQUEST_MAX 4096
-#define HEADER_MAX 8192
+#include "connection.h"
+#include "exchange.h"
+#include "net.h"
+#include "options.h"
+#include "scenario.h"
 
 /* One end of the TCP connection, with what crossed it. */
 typedef struct peer_socket {
@@ -90,11 +91,6 @@ static long sock_recv(void *io, unsigned char *buf, size_t len) {
   }
 }
 
-static int sys_fail(tb_run *r, const char *stage, const char *what) {
-  snprintf(r->err, sizeof(r->err), "%s: %s", what, strerror(errno));
-  return tb_fail_stage(r, TB_EXIT_ERROR, stage);
-}
-
 /* Blocking with a bound: every send and receive gives up after the peer timeout. */
 static int set_socket_options(int fd, long timeout_s) {
   struct timeval tv = {.tv_sec = timeout_s, .tv_usec = 0};
@@ -102,71 +98,6 @@ static int set_socket_options(int fd, long timeout_s) {
   return setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) ||
          setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) ||
          setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-}
-
-/* "HOST:PORT" (the last colon splits, so "[::1]:443" style is not needed: IPv4 and names). */
-int tb_resolve_address(tb_run *r, const char *hostport, int passive, struct addrinfo **out) {
-  char host[256];
-  const char *colon = strrchr(hostport, ':');
-  if (colon == NULL || (size_t)(colon - hostport) >= sizeof(host)) {
-    snprintf(r->err, sizeof(r->err), "'%s' is not HOST:PORT", hostport);
-    return tb_fail_stage(r, TB_EXIT_USAGE, "address");
-  }
-  memcpy(host, hostport, (size_t)(colon - hostport));
-  host[colon - hostport] = '\0';
-  struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM};
-  if (passive) hints.ai_flags = AI_PASSIVE;
-  int rc = getaddrinfo(host, colon + 1, &hints, out);
-  if (rc != 0) {
-    snprintf(r->err, sizeof(r->err), "'%s': %s", hostport, gai_strerror(rc));
-    return tb_fail_stage(r, TB_EXIT_USAGE, "address");
-  }
-  return TB_EXIT_OK;
-}
-
-/* The port (the kernel's choice with port 0) goes to --port-file only once accept() can
- * take a connection: whoever waits for the file never races the listener. Written to a
- * temporary name and renamed, so that a reader never sees half a number. */
-int tb_write_port_file(const tb_run *r) {
-  if (r->opt->port_file == NULL) return 0;
-  char tmp[PATH_MAX];
-  snprintf(tmp, sizeof(tmp), "%s.tmp", r->opt->port_file);
-  FILE *f = fopen(tmp, "w");
-  if (f == NULL) return -1;
-  int bad = fprintf(f, "%u\n", r->peer_port) < 0;
-  bad |= fclose(f) != 0;
-  return bad || rename(tmp, r->opt->port_file) != 0 ? -1 : 0;
-}
-
-static int open_listener(tb_run *r, int *fd_out) {
-  struct addrinfo *ai;
-  int code = tb_resolve_address(r, r->opt->listen, 1, &ai);
-  if (code != TB_EXIT_OK) return code;
-  int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  int one = 1;
-  if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
-      bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 16) != 0) {
-    freeaddrinfo(ai);
-    if (fd >= 0) close(fd);
-    return sys_fail(r, "listen", r->opt->listen);
-  }
-  freeaddrinfo(ai);
-  /* accept() gives up after the peer timeout too (SO_RCVTIMEO applies to it). */
-  struct timeval tv = {.tv_sec = r->opt->peer_timeout, .tv_usec = 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  struct sockaddr_in bound;
-  socklen_t len = sizeof(bound);
-  if (getsockname(fd, (struct sockaddr *)&bound, &len) != 0) {
-    close(fd);
-    return sys_fail(r, "listen", "getsockname");
-  }
-  r->peer_port = ntohs(bound.sin_port);
-  if (tb_write_port_file(r) != 0) {
-    close(fd);
-    return sys_fail(r, "listen", r->opt->port_file);
-  }
-  *fd_out = fd;
-  return TB_EXIT_OK;
 }
 
 /* A connected socket to --connect; refused connections are retried until the peer timeout
@@ -197,17 +128,13 @@ static int open_connection(tb_run *r, int first, int *fd_out) {
   int saved = errno;
   freeaddrinfo(ai);
   errno = saved;
-  return sys_fail(r, "connect", r->opt->connect);
+  return tb_sys_fail(r, "connect", r->opt->connect);
 }
 
 /* ------------------------------------------------------------------------- one side */
 
 static tb_side own_side(const tb_run *r) {
   return r->opt->role == TB_SERVER ? TB_SIDE_SERVER : TB_SIDE_CLIENT;
-}
-
-static int status_code(tb_status st) {
-  return st == TB_UNSUPPORTED ? TB_EXIT_UNSUPPORTED : TB_EXIT_HANDSHAKE;
 }
 
 /* The failure of a library call, or the transport's timeout behind it. */
@@ -217,25 +144,7 @@ static int io_fail(tb_run *r, peer_socket *s, tb_status st, const char *stage) {
              r->opt->peer_timeout);
     return tb_fail_stage(r, TB_EXIT_HANDSHAKE, stage);
   }
-  return tb_fail_stage(r, status_code(st), stage);
-}
-
-/* The byte pattern of a response body: 'a' + (i * 7) % 26 at offset i, the same on both
- * ends (and in interop.py). It repeats every 26 bytes, so any stretch of it is a slice of
- * one precomputed buffer: writing and checking cost a memcpy-free pointer and a memcmp. */
-#define PATTERN_PERIOD 26
-#define IO_CHUNK 65536
-static unsigned char pattern[IO_CHUNK + PATTERN_PERIOD];
-
-void tb_pattern_init(void) {
-  for (size_t i = 0; i < sizeof(pattern); i++)
-    pattern[i] = (unsigned char)('a' + (i * 7u) % PATTERN_PERIOD);
-}
-
-const unsigned char *tb_pattern_at(uint64_t offset) { return pattern + offset % PATTERN_PERIOD; }
-
-uint64_t tb_response_size(const tb_options *o) {
-  return o->bytes_given ? o->bytes : (uint64_t)o->payload;
+  return tb_fail_stage(r, tb_status_exit(st), stage);
 }
 
 static int write_all(tb_run *r, peer_socket *s, void *conn, const unsigned char *buf, size_t len,
@@ -243,8 +152,8 @@ static int write_all(tb_run *r, peer_socket *s, void *conn, const unsigned char 
   size_t sent = 0;
   while (sent < len) {
     size_t done = 0;
-    tb_status st =
-        TB_ON_TIMED(own_side(r), cpu_ns, r->ad->write(conn, buf + sent, len - sent, &done, r->err));
+    tb_status st = TB_ON_TIMED(own_side(r), cpu_ns,
+                               r->ad->tls->write(conn, buf + sent, len - sent, &done, r->err));
     if (st != TB_OK && st != TB_WANT_IO) return io_fail(r, s, st, "write");
     sent += done;
   }
@@ -256,8 +165,8 @@ static int write_all(tb_run *r, peer_socket *s, void *conn, const unsigned char 
 static int read_some(tb_run *r, peer_socket *s, void *conn, unsigned char *buf, size_t cap,
                      size_t *have, int *closed, uint64_t *cpu_ns) {
   size_t done = 0;
-  tb_status st =
-      TB_ON_TIMED(own_side(r), cpu_ns, r->ad->read(conn, buf + *have, cap - *have, &done, r->err));
+  tb_status st = TB_ON_TIMED(own_side(r), cpu_ns,
+                             r->ad->tls->read(conn, buf + *have, cap - *have, &done, r->err));
   *have += done;
   if (st == TB_CLOSED || (st != TB_OK && st != TB_WANT_IO && !s->timed_out && done == 0 &&
                           s->bytes_received > 0 && *have > 0)) {
@@ -273,34 +182,28 @@ static int read_some(tb_run *r, peer_socket *s, void *conn, unsigned char *buf, 
  * *body_cpu_ns: CPU time in the library's write calls for the body. */
 static int serve_request(tb_run *r, peer_socket *s, void *conn, uint64_t *cpu_ns,
                          uint64_t *body_cpu_ns) {
-  unsigned char req[REQUEST_MAX + 1];
+  unsigned char req[TB_REQUEST_MAX + 1];
   size_t have = 0;
   int closed = 0;
   while (!closed && (have < 4 || memmem(req, have, "\r\n\r\n", 4) == NULL)) {
-    if (have == REQUEST_MAX) {
-      snprintf(r->err, sizeof(r->err), "request longer than %d bytes", REQUEST_MAX);
+    if (have == TB_REQUEST_MAX) {
+      snprintf(r->err, sizeof(r->err), "request longer than %d bytes", TB_REQUEST_MAX);
       return tb_fail_stage(r, TB_EXIT_DATA, "request");
     }
-    int code = read_some(r, s, conn, req, REQUEST_MAX, &have, &closed, cpu_ns);
+    int code = read_some(r, s, conn, req, TB_REQUEST_MAX, &have, &closed, cpu_ns);
     if (code != TB_EXIT_OK) return code;
   }
   req[have] = '\0';
-  uint64_t n = tb_response_size(r->opt);
-  if (strncmp((char *)req, "GET /", 5) != 0) {
+  uint64_t n;
+  if (tb_requested_size((char *)req, tb_response_size(r->opt), &n) != 0) {
     snprintf(r->err, sizeof(r->err), "not a GET request: '%.40s'", req);
     return tb_fail_stage(r, TB_EXIT_DATA, "request");
   }
-  char *end;
-  unsigned long long asked = strtoull((char *)req + 5, &end, 10);
-  if (end != (char *)req + 5 && asked <= (unsigned long long)TB_BYTES_MAX) n = asked;
   char head[256];
-  int head_len = snprintf(head, sizeof(head),
-                          "HTTP/1.0 200 OK\r\nServer: tlsbench-driver\r\nContent-Type: "
-                          "application/octet-stream\r\nContent-Length: %llu\r\n\r\n",
-                          (unsigned long long)n);
-  int code = write_all(r, s, conn, (const unsigned char *)head, (size_t)head_len, cpu_ns);
-  for (uint64_t off = 0; off < n && code == TB_EXIT_OK; off += IO_CHUNK) {
-    size_t len = n - off < IO_CHUNK ? (size_t)(n - off) : IO_CHUNK;
+  size_t head_len = tb_response_head(head, sizeof(head), 0, n, 0);
+  int code = write_all(r, s, conn, (const unsigned char *)head, head_len, cpu_ns);
+  for (uint64_t off = 0; off < n && code == TB_EXIT_OK; off += TB_IO_CHUNK) {
+    size_t len = n - off < TB_IO_CHUNK ? (size_t)(n - off) : TB_IO_CHUNK;
     code = write_all(r, s, conn, tb_pattern_at(off), len, body_cpu_ns);
   }
   return code;
@@ -317,16 +220,16 @@ static int fetch_response(tb_run *r, peer_socket *s, void *conn, uint64_t *cpu_n
                          (unsigned long long)size);
   int code = write_all(r, s, conn, (const unsigned char *)req, (size_t)req_len, cpu_ns);
   if (code != TB_EXIT_OK) return code;
-  unsigned char head[HEADER_MAX + 1];
+  unsigned char head[TB_HEADER_MAX + 1];
   size_t have = 0;
   int closed = 0;
   unsigned char *body = NULL;
   while (!closed && (body = memmem(head, have, "\r\n\r\n", 4)) == NULL) {
-    if (have == HEADER_MAX) {
-      snprintf(r->err, sizeof(r->err), "response header longer than %d bytes", HEADER_MAX);
+    if (have == TB_HEADER_MAX) {
+      snprintf(r->err, sizeof(r->err), "response header longer than %d bytes", TB_HEADER_MAX);
       return tb_fail_stage(r, TB_EXIT_DATA, "response");
     }
-    code = read_some(r, s, conn, head, HEADER_MAX, &have, &closed, cpu_ns);
+    code = read_some(r, s, conn, head, TB_HEADER_MAX, &have, &closed, cpu_ns);
     if (code != TB_EXIT_OK) return code;
     if (have > 0 && *first_byte_ns == 0) *first_byte_ns = tb_mono_ns();
   }
@@ -347,7 +250,7 @@ static int fetch_response(tb_run *r, peer_socket *s, void *conn, uint64_t *cpu_n
   }
   uint64_t want = length_field ? strtoull(length_field + 16, NULL, 10) : UINT64_MAX;
   uint64_t got = 0;
-  static unsigned char buf[IO_CHUNK];
+  static unsigned char buf[TB_IO_CHUNK];
   /* The body: what came with the header, then reads until Content-Length or the close. */
   for (;;) {
     if (checked && body_have > 0 && memcmp(body, tb_pattern_at(got), body_have) != 0) {
@@ -374,43 +277,31 @@ static int fetch_response(tb_run *r, peer_socket *s, void *conn, uint64_t *cpu_n
   return TB_EXIT_OK;
 }
 
-int tb_scenario_peer(tb_run *r) {
+/* Every connection of the run, one after the other. */
+static int connections(tb_run *r) {
   const tb_options *o = r->opt;
   int server = o->role == TB_SERVER;
   tb_side side = own_side(r);
-  tb_config *cfg = server ? &r->server_cfg : &r->client_cfg;
+  r->local_role = o->role;
   tb_heap_report *heap = server ? &r->heap_server : &r->heap_client;
-  tb_fill_config(r, cfg, o->role, o->peer_resume);
-  int listener = -1;
-  int code = TB_EXIT_OK;
-
-  tb_heap_counters c;
-  tb_heap_get(side, &c);
-  heap->start = c.live;
-  heap->start_usable = c.live_usable;
-  void **ctx = server ? &r->server_ctx : &r->client_ctx;
-  tb_status st = TB_ON(side, r->ad->ctx_new(cfg, ctx, r->err));
-  if (st != TB_OK) {
-    return tb_fail_stage(r, status_code(st), server ? "context (server)" : "context (client)");
-  }
-  tb_heap_get(side, &c);
-  heap->ctx = c.live;
-  heap->ctx_usable = c.live_usable;
+  int code = tb_side_context(r, o->role, o->peer_resume, heap);
+  if (code != TB_EXIT_OK) return code;
+  void *ctx = server ? r->server_ctx : r->client_ctx;
   /* Listening (and the port file) only once the context exists: a server that cannot honour
    * the request exits before anyone connects. */
-  if (server) code = open_listener(r, &listener);
+  int listener = -1;
+  if (server) code = tb_listen(r, 0, 16, &listener);
   if (code != TB_EXIT_OK) return code;
 
-  tb_series *cpu = tb_series_get(r, server ? "server_cpu_ns" : "client_cpu_ns", "ns");
-  tb_series *wall = tb_series_get(r, server ? "server_wall_ns" : "client_wall_ns", "ns");
-  tb_series *first_byte = server ? NULL : tb_series_get(r, "client_first_byte_ns", "ns");
+  tb_series *cpu = tb_series_get(r, server ? "server_cpu_ns" : "client_cpu_ns");
+  tb_series *wall = tb_series_get(r, server ? "server_wall_ns" : "client_wall_ns");
+  tb_series *first_byte = server ? NULL : tb_series_get(r, "client_first_byte_ns");
   /* A download (--bytes): the body's throughput and CPU cost per GB on each side. */
-  tb_series *download =
-      o->bytes_given && !server ? tb_series_get(r, "download_MBps", "MB/s") : NULL;
+  int download_run = o->given[TB_OPT_BYTES];
+  tb_series *download = download_run && !server ? tb_series_get(r, "download_MBps") : NULL;
   tb_series *body_cpu =
-      o->bytes_given
-          ? tb_series_get(r, server ? "server_cpu_s_per_GB" : "client_cpu_s_per_GB", "s/GB")
-          : NULL;
+      download_run ? tb_series_get(r, server ? "server_cpu_s_per_GB" : "client_cpu_s_per_GB")
+                   : NULL;
   tb_pattern_init();
   void *session = NULL;
   long connection = 0;
@@ -427,16 +318,18 @@ int tb_scenario_peer(tb_run *r) {
                 ? (snprintf(r->err, sizeof(r->err),
                             "no client connected within %ld s (--peer-timeout)", o->peer_timeout),
                    tb_fail_stage(r, TB_EXIT_HANDSHAKE, "accept"))
-                : sys_fail(r, "accept", "accept");
+                : tb_sys_fail(r, "accept", "accept");
         break;
       }
       t0 = tb_mono_ns();
-      if (set_socket_options(s.fd, o->peer_timeout) != 0) code = sys_fail(r, "accept", "options");
+      if (set_socket_options(s.fd, o->peer_timeout) != 0)
+        code = tb_sys_fail(r, "accept", "options");
     } else {
       code = open_connection(r, i == 0, &s.fd);
     }
-    tb_transport transport = {&s, sock_send, sock_recv, -1};
+    tb_transport transport = {&s, sock_send, sock_recv, -1, 0};
     void *conn = NULL;
+    tb_status st;
     uint64_t cpu_ns = 0, handshake_done = 0, first_byte_ns = 0, last_byte_ns = 0, body_ns = 0;
     tb_heap_counters before;
     if (i == 0) {
@@ -445,11 +338,12 @@ int tb_scenario_peer(tb_run *r) {
       tb_stack_measure(1);
     }
     if (code == TB_EXIT_OK) {
-      st = TB_ON_TIMED(side, &cpu_ns, r->ad->conn_new(*ctx, &transport, session, &conn, r->err));
-      if (st != TB_OK) code = tb_fail_stage(r, status_code(st), "connection");
+      st =
+          TB_ON_TIMED(side, &cpu_ns, r->ad->tls->conn_new(ctx, &transport, session, &conn, r->err));
+      if (st != TB_OK) code = tb_fail_stage(r, tb_status_exit(st), "connection");
     }
     for (int round = 0; code == TB_EXIT_OK; round++) {
-      st = TB_ON_TIMED(side, &cpu_ns, r->ad->handshake(conn, r->err));
+      st = TB_ON_TIMED(side, &cpu_ns, r->ad->tls->handshake(conn, r->err));
       if (st == TB_OK) break;
       if (st != TB_WANT_IO) code = io_fail(r, &s, st, "handshake");
       if (round == 1000) {
@@ -465,11 +359,11 @@ int tb_scenario_peer(tb_run *r) {
         heap->stack = tb_stack_high_water(side);
       }
       tb_negotiated *n = server ? &r->server_neg : &r->client_neg;
-      st = TB_ON(side, r->ad->negotiated(conn, n, r->err));
-      if (st != TB_OK) code = tb_fail_stage(r, status_code(st), "negotiated");
-      int verifies = server ? o->auth == TB_AUTH_MUTUAL : o->auth != TB_AUTH_NONE;
+      st = TB_ON(side, r->ad->tls->negotiated(conn, n, r->err));
+      if (st != TB_OK) code = tb_fail_stage(r, tb_status_exit(st), "negotiated");
       if (code == TB_EXIT_OK)
-        code = tb_check_side(r, server ? "server" : "client", n, verifies, expect_resumed);
+        code = tb_check_side(r, server ? "server" : "client", n, tb_verifies(o, o->role),
+                             expect_resumed);
       if (code == TB_EXIT_OK)
         code = tb_check_client_sigalg(r, server ? "server" : "client", n, expect_resumed);
       r->have_negotiated = 1;
@@ -489,17 +383,17 @@ int tb_scenario_peer(tb_run *r) {
     if (code == TB_EXIT_OK && !server && o->peer_resume) {
       /* The newest session for the next connection (TLS 1.3 tickets serve one use). */
       void *next = NULL;
-      st = TB_ON(side, r->ad->session_get(conn, &next, r->err));
-      if (st != TB_OK) code = tb_fail_stage(r, status_code(st), "session");
-      TB_ON(side, (r->ad->session_free(session), TB_OK));
+      st = TB_ON(side, r->ad->tls->session_get(conn, &next, r->err));
+      if (st != TB_OK) code = tb_fail_stage(r, tb_status_exit(st), "session");
+      TB_ON(side, (r->ad->tls->session_free(session), TB_OK));
       session = next;
     }
-    if (code == TB_EXIT_OK && server && r->ad->close != NULL) {
+    if (code == TB_EXIT_OK && server && r->ad->tls->close != NULL) {
       /* The server ends each connection in order (HTTP/1.0: the response ends there). */
-      st = TB_ON(side, r->ad->close(conn, r->err));
+      st = TB_ON(side, r->ad->tls->close(conn, r->err));
       if (st != TB_OK) code = io_fail(r, &s, st, "close");
     }
-    if (conn != NULL) TB_ON(side, (r->ad->conn_free(conn), TB_OK));
+    if (conn != NULL) TB_ON(side, (r->ad->tls->conn_free(conn), TB_OK));
     if (s.fd >= 0) close(s.fd);
     if (code != TB_EXIT_OK || i < o->warmup) continue;
     double gb = (double)tb_response_size(o) / 1e9;
@@ -511,7 +405,7 @@ int tb_scenario_peer(tb_run *r) {
       code = tb_fail_stage(r, TB_EXIT_ERROR, "samples");
     }
   }
-  TB_ON(side, (r->ad->session_free(session), TB_OK));
+  TB_ON(side, (r->ad->tls->session_free(session), TB_OK));
   if (listener >= 0) close(listener);
   if (code != TB_EXIT_OK && connection > 0) {
     /* Which connection failed: the first (full handshake) or a later (resumed) one. */
@@ -521,3 +415,54 @@ int tb_scenario_peer(tb_run *r) {
   }
   return code;
 }
+
+static int run(tb_run *r, tb_json *j) {
+  int code = connections(r);
+  if (r->opt->role == TB_SERVER && r->listen_port) tb_json_u64(j, "port", r->listen_port);
+  return code;
+}
+
+static int check(tb_options *o) {
+  if (!o->given[TB_OPT_ROLE]) return tb_usage_error("peer needs --role client or --role server");
+  if (o->role == TB_CLIENT && o->connect == NULL) {
+    return tb_usage_error("peer --role client needs --connect HOST:PORT");
+  }
+  if (o->role == TB_SERVER && o->listen == NULL) o->listen = "127.0.0.1:0";
+  return 0;
+}
+
+static void params(tb_json *j, const tb_options *o) {
+  tb_json_str(j, "role", tb_choice_name(TB_OPT_ROLE, o->role));
+  tb_json_bool(j, "resume", o->peer_resume);
+  if (o->role == TB_CLIENT) tb_json_str(j, "body", tb_choice_name(TB_OPT_BODY, o->body_pattern));
+}
+
+static const tb_option_id options[] = {
+    TB_OPT_ROLE,        TB_OPT_CONNECT, TB_OPT_LISTEN,  TB_OPT_PORT_FILE, TB_OPT_PEER_TIMEOUT,
+    TB_OPT_PEER_RESUME, TB_OPT_BODY,    TB_OPT_PAYLOAD, TB_OPT_BYTES,     TB_OPT_END};
+static const tb_default defaults[] = {
+    {TB_OPT_ITERATIONS, "10"}, {TB_OPT_WARMUP, "1"}, {TB_OPT_PAYLOAD, "1024"}, {TB_OPT_END, NULL}};
+static const tb_series_decl series[] = {{"client_cpu_ns", "ns", "--role client"},
+                                        {"client_wall_ns", "ns", "--role client"},
+                                        {"client_first_byte_ns", "ns", "--role client"},
+                                        {"download_MBps", "MB/s", "--role client --bytes"},
+                                        {"client_cpu_s_per_GB", "s/GB", "--role client --bytes"},
+                                        {"server_cpu_ns", "ns", "--role server"},
+                                        {"server_wall_ns", "ns", "--role server"},
+                                        {"server_cpu_s_per_GB", "s/GB", "--role server --bytes"},
+                                        {NULL, NULL, NULL}};
+
+const tb_scenario tb_scenario_peer = {
+    .name = "peer",
+    .summary =
+        "one side of each connection (--role) here, the other in another process (a "
+        "driver or a real program) over TCP; an HTTP/1.0 GET of --payload (or --bytes) "
+        "bytes per connection",
+    .flags = TB_SC_TLS | TB_SC_TWO_PROCESS | TB_SC_HEAP,
+    .options = options,
+    .defaults = defaults,
+    .series = series,
+    .check = check,
+    .params = params,
+    .run = run,
+};

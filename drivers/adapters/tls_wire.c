@@ -1,0 +1,122 @@
+/* Handshake messages and HKDF-Expand-Label (tls_wire.h), against no library. */
+#include "tls_wire.h"
+
+#include <string.h>
+
+enum {
+  EXT_PRE_SHARED_KEY = 0x0029,
+  EXT_SUPPORTED_VERSIONS = 0x002b,
+  EXT_KEY_SHARE = 0x0033,
+  NAMED_CURVE = 3, /* ECParameters.curve_type of a ServerKeyExchange */
+};
+
+/* RFC 8446 4.1.3: a HelloRetryRequest is a ServerHello with this random. */
+static const unsigned char hrr_random[32] = {
+    0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11, 0xbe, 0x1d, 0x8c, 0x02, 0x1e, 0x65, 0xb8, 0x91,
+    0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb, 0x8c, 0x5e, 0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8, 0x33, 0x9c};
+
+void tb_hs_each_message(const unsigned char *buf, size_t len,
+                        void (*fn)(void *arg, unsigned type, const unsigned char *body, size_t len),
+                        void *arg) {
+  for (size_t p = 0; p + 4 <= len;) {
+    size_t n = tb_get24(buf + p + 1);
+    if (p + 4 + n > len) break;
+    fn(arg, buf[p], buf + p + 4, n);
+    p += 4 + n;
+  }
+}
+
+int tb_hs_server_hello(const unsigned char *b, size_t len, tb_server_hello *out) {
+  memset(out, 0, sizeof(*out));
+  if (len < 35) return -1; /* version, random, session id length */
+  if (memcmp(b + 2, hrr_random, 32) == 0) {
+    out->hrr = 1;
+    return 0;
+  }
+  size_t p = 35 + b[34]; /* past the session id */
+  if (p + 3 > len) return -1;
+  out->suite = tb_get16(b + p);
+  p += 3; /* suite, compression */
+  /* Extensions, when there are any (a TLS 1.2 ServerHello may have none). */
+  if (p + 2 > len) return 0;
+  size_t end = p + 2 + tb_get16(b + p);
+  if (end > len) return 0;
+  for (p += 2; p + 4 <= end;) {
+    uint16_t type = tb_get16(b + p);
+    size_t ext_len = tb_get16(b + p + 2);
+    const unsigned char *data = b + p + 4;
+    if (p + 4 + ext_len > end) break;
+    if (type == EXT_SUPPORTED_VERSIONS && ext_len == 2) out->tls13 = tb_get16(data) == 0x0304;
+    if (type == EXT_KEY_SHARE && ext_len >= 2) out->group = tb_get16(data);
+    if (type == EXT_PRE_SHARED_KEY) out->psk = 1;
+    p += 4 + ext_len;
+  }
+  return 0;
+}
+
+/* A vector with a `prefix`-byte length at b[*p]: its bytes, and *p past it; -1 when it runs
+ * past the end. */
+static int vector(const unsigned char *b, size_t len, size_t *p, size_t prefix,
+                  const unsigned char **data, size_t *data_len) {
+  if (*p + prefix > len) return -1;
+  size_t n = prefix == 1 ? b[*p] : tb_get16(b + *p);
+  if (*p + prefix + n > len) return -1;
+  *data = b + *p + prefix;
+  *data_len = n;
+  *p += prefix + n;
+  return 0;
+}
+
+int tb_hs_server_key_exchange(const unsigned char *b, size_t len, int dhe, tb_key_exchange *out) {
+  memset(out, 0, sizeof(*out));
+  const unsigned char *data;
+  size_t n, p = 0;
+  if (!dhe) {
+    /* ECParameters (curve type, named curve), the public point<1..255> */
+    if (len < 4 || b[0] != NAMED_CURVE) return -1;
+    out->group = tb_get16(b + 1);
+    p = 3;
+    if (vector(b, len, &p, 1, &data, &n) != 0) return -1;
+  } else {
+    /* dh_p<1..2^16-1>, dh_g, dh_Ys */
+    if (vector(b, len, &p, 2, &out->dh_p, &out->dh_p_len) != 0 ||
+        vector(b, len, &p, 2, &data, &n) != 0 || vector(b, len, &p, 2, &data, &n) != 0)
+      return -1;
+  }
+  /* Then the signature: its scheme, then the signature itself (not needed here). */
+  if (p + 2 > len) return -1;
+  out->sigalg = tb_get16(b + p);
+  return 0;
+}
+
+uint16_t tb_hs_certificate_verify(const unsigned char *b, size_t len) {
+  return len >= 2 ? tb_get16(b) : 0;
+}
+
+int tb_hs_client_random(const unsigned char *b, size_t len, unsigned char out[32]) {
+  if (len < 2 + 32) return -1; /* legacy_version, random */
+  memcpy(out, b + 2, 32);
+  return 0;
+}
+
+int tb_hkdf_expand_label(tb_hmac_fn hmac, const void *hash, size_t hash_len,
+                         const unsigned char *secret, size_t secret_len, const char *label,
+                         unsigned char *out, size_t out_len) {
+  /* HkdfLabel: uint16 length, opaque label<7..255> = "tls13 " + label, opaque context<0..255>
+   * (empty); then HKDF-Expand's counter of the first (and only) block. */
+  unsigned char info[2 + 1 + 255 + 1 + 1], block[64];
+  size_t label_len = strlen(label), n = 0;
+  if (out_len > hash_len || hash_len > sizeof(block) || 6 + label_len > 255) return -1;
+  info[n++] = (unsigned char)(out_len >> 8);
+  info[n++] = (unsigned char)out_len;
+  info[n++] = (unsigned char)(6 + label_len);
+  memcpy(info + n, "tls13 ", 6);
+  memcpy(info + n + 6, label, label_len);
+  n += 6 + label_len;
+  info[n++] = 0; /* context: empty */
+  info[n++] = 1; /* HKDF-Expand's block counter */
+  if (hmac(hash, secret, secret_len, info, n, block) != 0) return -1;
+  memcpy(out, block, out_len);
+  for (volatile unsigned char *v = block; v < block + sizeof(block); v++) *v = 0; /* kept */
+  return 0;
+}
