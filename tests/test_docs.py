@@ -44,7 +44,6 @@ PENDING_EXPERIMENTS = frozenset(
 )
 PENDING_FILES = frozenset(
     {
-        "docs/architecture.md",  # the driver-core branch (issue 25)
         "docs/own-code.md",  # the own-code branch (issue 22)
         "docs/embedded.md",  # the firmware branch (issue 23)
         "docs/img/overview.png",  # the report's overview chart (issue 24, report part)
@@ -138,16 +137,24 @@ def flags_of(verb: str) -> set[str]:
 
 
 def driver_flags() -> set[str]:
-    """The driver's long options, from its getopt table (no build needed)."""
-    source = (REPO / "drivers/core/main.c").read_text()
-    table = source[source.index("struct option longs[]") :]
+    """The driver's long options, from its option table (no build needed): each entry's first
+    string is the option's name."""
+    source = (REPO / "drivers/core/options.c").read_text()
+    table = source[source.index("tb_options_table[") :]
     table = table[: table.index("};")]
-    return {f"--{name}" for name in re.findall(r'\{"([a-z-]+)",', table)}
+    entries = re.findall(r'\[TB_OPT_\w+\]\s*=\s*\w+\([^"]*"([a-z0-9-]+)"', table)
+    assert len(entries) == table.count("[TB_OPT_"), "an option entry this test cannot read"
+    return {f"--{name}" for name in entries} | {"--help"}
 
 
 def driver_scenarios() -> set[str]:
-    usage = (REPO / "drivers/core/main.c").read_text()
-    return set(re.search(r'"scenarios: ([a-z ]+)\\n"', usage).group(1).split())  # type: ignore[union-attr]
+    """The scenarios of the driver's registry: one file each in drivers/core/scenarios/."""
+    folder = REPO / "drivers/core/scenarios"
+    return {
+        match.group(1)
+        for path in folder.glob("*.c")
+        if (match := re.search(r'\.name = "([a-z-]+)"', path.read_text()))
+    }
 
 
 def experiments() -> set[str]:
