@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tlsbench import paths
+from tlsbench import cpuprofile, paths
+from tlsbench.doctor import cpu_flags
 from tlsbench.runner import PINNED_CPU, _pin, driver_environment, run_order
 from tlsbench.store import Store
 
@@ -445,10 +446,17 @@ def test_driver_environment_drops_library_switches(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("OPENSSL_ia32cap", "~0x200000000000000")
     monkeypatch.setenv("NETTLE_FAT_OVERRIDE", "none")
     monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.tcache_count=0")
+    monkeypatch.setenv(cpuprofile.ENV_VARIABLE, "native")  # whatever the suite runs under
     env = driver_environment({"NETTLE_FAT_OVERRIDE": "x86_64"})
     assert "OPENSSL_ia32cap" not in env and "GLIBC_TUNABLES" not in env
     assert env["NETTLE_FAT_OVERRIDE"] == "x86_64"  # what the point asks for stays
     assert env["PATH"] == os.environ["PATH"]
+    # Under a CPU profile the drivers get the profile's switches, never the shell's.
+    monkeypatch.setenv(cpuprofile.ENV_VARIABLE, "sse4")
+    env = driver_environment({})
+    expected = cpuprofile.PROFILES["sse4"].environment(set(cpu_flags()))
+    assert env.get("OPENSSL_ia32cap") == expected.get("OPENSSL_ia32cap") != "~0x200000000000000"
+    assert driver_environment({"OPENSSL_ia32cap": "~0x1"})["OPENSSL_ia32cap"] == "~0x1"
 
 
 def test_drivers_are_pinned_to_one_cpu_where_allowed() -> None:
