@@ -3,6 +3,7 @@ QEMU's mps2-an500 with -icount; one TLS 1.2 handshake per run, measured per side
 
 from __future__ import annotations
 
+import os
 import subprocess
 
 import pytest
@@ -96,6 +97,24 @@ def test_cli_refuses_a_variant_without_the_feature_and_prints_figures() -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert ECDHE in done.stdout and "CPI 1.0 / 216 MHz" in done.stdout
+
+
+def test_a_suite_that_is_no_suite_is_a_usage_error_before_anything_is_built(tmp_path) -> None:
+    """A typo is refused with the valid spellings (exit 2), and the cache stays untouched:
+    nothing was built or run."""
+    cache = tmp_path / "cache"
+    done = subprocess.run(
+        [str(paths.REPO / "tlsbench"), "cortex-m", VARIANT, "--suite", "NOPE", "--quiet"],
+        capture_output=True, text=True, check=False,
+        env={**os.environ, "TLSBENCH_CACHE": str(cache)},
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "--suite NOPE" in done.stderr and ECDHE in done.stderr
+    assert "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256" in done.stderr  # the other spelling
+    assert "Traceback" not in done.stderr
+    assert not (cache / "builds").exists()
+    # Both spellings name the same suite.
+    assert cortexm.check_suite("tls_ecdhe_rsa_with_aes_128_gcm_sha256") == ECDHE
 
 
 TINY = """

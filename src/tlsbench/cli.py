@@ -80,7 +80,7 @@ def cmd_cortex_m(args: argparse.Namespace) -> int:
         cortexm.check_variant(variant)
     if args.runs < 1:
         raise UserError("--runs must be at least 1")
-    suites = args.suite or list(cortexm.DEFAULT_SUITES)
+    suites = [cortexm.check_suite(s) for s in args.suite or cortexm.DEFAULT_SUITES]
     builder = Builder(quiet=args.quiet)
     rows = []
     for variant in variants:

@@ -163,6 +163,22 @@ DEFAULT_SUITES = (
     "TLS-ECDHE-RSA-WITH-AES-256-GCM-SHA384",
 )
 
+# Every suite a firmware image can be asked for: the seed question's suites and ChaCha20.
+KNOWN_SUITES = (*DEFAULT_SUITES, "TLS-ECDHE-RSA-WITH-CHACHA20-POLY1305-SHA256")
+
+
+def check_suite(suite: str) -> str:
+    """A suite as the image spells it (IANA name with dashes), or a usage error naming the
+    valid spellings: checked before anything is built or run."""
+    spelled = suite.strip().upper().replace("_", "-")
+    if spelled not in KNOWN_SUITES:
+        raise UserError(
+            f"--suite {suite}: not a cipher suite the firmware images know. Spell it as its "
+            f"IANA name, with dashes or underscores (TLS-ECDHE-RSA-WITH-AES-128-GCM-SHA256 or "
+            f"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256); known: {', '.join(KNOWN_SUITES)}"
+        )
+    return spelled
+
 
 def check_variant(variant: Any) -> None:
     """Refuses, before anything is built, a variant that yields no firmware image."""
