@@ -162,34 +162,37 @@ def handshake_time(model: RunModel) -> Plot | None:
 
 
 def projected_handshake(model: RunModel) -> Plot | None:
-    """Firmware points: the client's projected handshake time per suite, the server's apart."""
-    rows = [r for r in model.instructions if r.projected_ms is not None]
+    """Firmware points: each side's handshake time on its core's reference part, as the range
+    the core's cycles per instruction allow (a line from low to high), log scale."""
+    rows = model.firmware
     if not rows:
         return None
     colours = _colours(model)
-    categories = list(dict.fromkeys(_firmware_case(r.point) for r in rows))
-    fig = _figure(11.0, 7.5)
-    axes = fig.subplots(2, 1, sharex=True)
+    labels = list(dict.fromkeys(f"{r.core} {r.job}" for r in rows))
+    fig = _figure(11.0, 1.5 + 0.22 * len(labels) * 2)
+    axes = fig.subplots(1, 2, sharey=True)
+    variants = list(dict.fromkeys(r.variant for r in rows))
+    step = 0.8 / max(1, len(variants))
     for ax, side in zip(axes, ("client", "server"), strict=True):
-        series: list[Series] = []
-        for variant in dict.fromkeys(r.variant for r in rows):
-            values = {
-                _firmware_case(r.point): float(r.projected_ms or 0.0)
-                for r in rows
-                if r.variant == variant and r.side == side
-            }
-            series.append((variant, values, {}, {"color": colours[variant]}))
-        _grouped_bars(ax, categories, series)
-        ax.set_ylabel(f"{side} ms (projected)")
-        ax.set_title(f"{side}" + (" (the question)" if side == "client" else " (apart)"))
-    axes[0].legend(fontsize="small")
-    fig.suptitle("Cortex-M7 handshake per suite: instructions at 216 MHz, CPI 1.0")
-    return Plot("projected_handshake", "Cortex-M7 projected handshake", "instructions", fig)
-
-
-def _firmware_case(point: str) -> str:
-    """A firmware point's suite (what varies): handshake_1.2_ecdhe_rsa_aes_128_gcm_..."""
-    return point.removeprefix("handshake_1.2_").split("_rsa2048")[0].replace("_secp256r1", "")
+        for k, variant in enumerate(variants):
+            for r in rows:
+                if r.variant != variant or r.side != side:
+                    continue
+                y = labels.index(f"{r.core} {r.job}") + k * step
+                ax.plot([r.ms_low, r.ms_high], [y, y], color=colours[variant], linewidth=3,
+                        solid_capstyle="butt", label=variant)  # fmt: skip
+        ax.set_xscale("log")
+        ax.set_xlabel(f"{side} handshake ms (projected range)")
+        ax.grid(alpha=0.3, axis="x")
+    axes[0].set_yticks(range(len(labels)), labels, fontsize="x-small")
+    axes[0].invert_yaxis()
+    handles, names = axes[0].get_legend_handles_labels()
+    unique = dict(zip(names, handles, strict=True))
+    fig.legend(unique.values(), unique.keys(), fontsize="x-small", loc="outside lower center",
+               ncols=min(4, len(unique)))  # fmt: skip
+    fig.suptitle("Firmware handshake: instructions x the core's CPI range at its reference "
+                 "part's clock", fontsize="small")  # fmt: skip
+    return Plot("projected_handshake", "Firmware projected handshake", "firmware", fig)
 
 
 def record_latency_cdf(model: RunModel) -> Plot | None:
