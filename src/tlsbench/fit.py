@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from tlsbench import cortexm
-from tlsbench.errors import UserError
+from tlsbench.errors import BuildError, UserError
 
 KIB = 1024
 LINES = ("mbedtls-3.6.6", "mbedtls-2.28.x", "wolfssl-5.7.2")
@@ -167,7 +167,12 @@ def measure_all(candidates: list[Candidate], quiet: bool = False) -> list[Outcom
         if not quiet:
             print(f"[{number}/{len(candidates)}] {candidate.spec} {candidate.job.describe()}",
                   file=sys.stderr, flush=True)  # fmt: skip
-        build = builder.build(catalog.resolve(candidate.spec))
+        try:
+            build = builder.build(catalog.resolve(candidate.spec))
+        except BuildError as exc:  # a candidate that does not build is an answer too
+            first = str(exc).splitlines()[0]
+            outcomes.append(Outcome(candidate, why_not=f"the build failed: {first}"))
+            continue
         try:
             outcomes.append(Outcome(candidate, cortexm.measured(build, candidate.job)))
         except cortexm.Unsupported as exc:

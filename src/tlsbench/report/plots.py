@@ -162,36 +162,36 @@ def handshake_time(model: RunModel) -> Plot | None:
 
 
 def projected_handshake(model: RunModel) -> Plot | None:
-    """Firmware points: each side's handshake time on its core's reference part, as the range
-    the core's cycles per instruction allow (a line from low to high), log scale."""
-    rows = model.firmware
+    """Firmware points: the client's handshake time on its core's reference part, as the
+    range the core's cycles per instruction allow (a bar from low to high), per core and job,
+    a colour per library build; log scale."""
+    rows = [r for r in model.firmware if r.side == "client"]
     if not rows:
         return None
-    colours = _colours(model)
-    labels = list(dict.fromkeys(f"{r.core} {r.job}" for r in rows))
-    fig = _figure(11.0, 1.5 + 0.22 * len(labels) * 2)
-    axes = fig.subplots(1, 2, sharey=True)
-    variants = list(dict.fromkeys(r.variant for r in rows))
-    step = 0.8 / max(1, len(variants))
-    for ax, side in zip(axes, ("client", "server"), strict=True):
-        for k, variant in enumerate(variants):
-            for r in rows:
-                if r.variant != variant or r.side != side:
-                    continue
-                y = labels.index(f"{r.core} {r.job}") + k * step
-                ax.plot([r.ms_low, r.ms_high], [y, y], color=colours[variant], linewidth=3,
-                        solid_capstyle="butt", label=variant)  # fmt: skip
-        ax.set_xscale("log")
-        ax.set_xlabel(f"{side} handshake ms (projected range)")
-        ax.grid(alpha=0.3, axis="x")
-    axes[0].set_yticks(range(len(labels)), labels, fontsize="x-small")
-    axes[0].invert_yaxis()
-    handles, names = axes[0].get_legend_handles_labels()
-    unique = dict(zip(names, handles, strict=True))
-    fig.legend(unique.values(), unique.keys(), fontsize="x-small", loc="outside lower center",
-               ncols=min(4, len(unique)))  # fmt: skip
-    fig.suptitle("Firmware handshake: instructions x the core's CPI range at its reference "
-                 "part's clock", fontsize="small")  # fmt: skip
+    ordered = sorted(rows, key=lambda r: (r.job, int("".join(c for c in r.core if c.isdigit()))))
+    labels = list(dict.fromkeys(f"{r.core}  {r.job}" for r in ordered))
+    # A colour per library line: the same library on every core reads as one.
+    lines = list(dict.fromkeys(r.variant.split(":")[0] for r in rows))
+    cmap = matplotlib.colormaps["tab10"]
+    colours = {line: cmap(i % 10) for i, line in enumerate(lines)}
+    step = 0.8 / max(1, len(lines))
+    fig = _figure(11.0, 1.5 + 0.2 * len(labels))
+    ax = fig.subplots()
+    for r in rows:
+        offset = (lines.index(r.variant.split(":")[0]) - (len(lines) - 1) / 2) * step
+        y = labels.index(f"{r.core}  {r.job}") + offset
+        ax.plot([r.ms_low, r.ms_high], [y, y], color=colours[r.variant.split(":")[0]],
+                linewidth=3, solid_capstyle="butt")  # fmt: skip
+    for line in lines:
+        ax.plot([], [], color=colours[line], linewidth=3, label=line)
+    ax.set_xscale("log")
+    ax.set_xlabel("client handshake ms (projected range)")
+    ax.set_yticks(range(len(labels)), labels, fontsize="xx-small")
+    ax.invert_yaxis()
+    ax.grid(alpha=0.3, axis="x")
+    ax.legend(fontsize="x-small")
+    ax.set_title("Firmware handshake, client: instructions x the core's CPI range at its "
+                 "reference part's clock", fontsize="small")  # fmt: skip
     return Plot("projected_handshake", "Firmware projected handshake", "firmware", fig)
 
 

@@ -384,6 +384,7 @@ def _firmware_views(model: RunModel) -> list[View]:
     if not model.firmware:
         return []
     clients = [r for r in model.firmware if r.side == "client"]
+    parts = {r.core: r for r in clients}
     answer = View(
         "firmware_answer",
         "Firmware: does the TLS client fit, and how long does its handshake take?",
@@ -392,15 +393,16 @@ def _firmware_views(model: RunModel) -> list[View]:
         "high-water + .data + .bss of the client-only image; flash = its .text + .data + the "
         "job's credentials (DER); ms = the client's handshake instructions x the core's "
         "cycles-per-instruction range at the reference part's clock (docs/embedded.md gives "
-        "the sources); fits = within that part's RAM and flash. The server's figures are in "
-        "the detail table below.",
-        ["core", "job", "variant", "RAM KiB", "flash KiB", "client ms", "part", "fits"],
-        [False, False, False, True, True, True, False, False],
+        "the sources); fits = within that part's RAM and flash. Reference parts: "
+        + "; ".join(f"{core}: {r.part}, {fmt_kib(r.part_ram)} KiB RAM, "
+                    f"{fmt_kib(r.part_flash)} KiB flash"
+                    for core, r in sorted(parts.items(), key=lambda kv: _core_order(kv[0])))
+        + ". The server's figures are in the detail table below.",
+        ["core", "job", "variant", "RAM KiB", "flash KiB", "client ms", "fits the part"],
+        [False, False, False, True, True, True, False],
         [
             [r.core, r.job, _variant(r), fmt_kib(r.ram), fmt_kib(r.flash),
-             fmt_range(r.ms_low, r.ms_high),
-             f"{r.part} ({fmt_kib(r.part_ram)} KiB RAM, {fmt_kib(r.part_flash)} KiB flash)",
-             _fits(r.ram, r.part_ram, r.flash, r.part_flash)]
+             fmt_range(r.ms_low, r.ms_high), _fits(r.ram, r.part_ram, r.flash, r.part_flash)]
             for r in sorted(clients, key=lambda r: (_core_order(r.core), r.job, r.variant))
         ],
     )  # fmt: skip
