@@ -200,25 +200,38 @@ def verdict(outcome: Outcome, budget: Budget, role: str) -> Verdict | None:
                    budget.flash - flash)  # fmt: skip
 
 
+# Handshake counts closer than this are the same time: the CPI range spans far more.
+SAME_TIME = 0.01
+
+
 def pareto(outcomes: list[Outcome], role: str) -> list[Outcome]:
     """The measured candidates no other one beats on RAM, flash and handshake instructions
-    at once (less or equal in all three, less in one)."""
+    at once (no worse in all three, better in one; counts within 1 % are the same time).
+    Of candidates alike in all three, the one with the smallest record buffer stands for
+    them."""
     points = [o for o in outcomes if o.measured is not None]
 
     def key(o: Outcome) -> tuple[int, int, int]:
         assert o.measured is not None
         return (o.ram(role)["total"], o.flash(role)["total"], o.measured.instructions(role))
 
-    front = []
-    for o in points:
-        mine = key(o)
-        dominated = any(
-            all(a <= b for a, b in zip(key(other), mine, strict=True)) and key(other) != mine
-            for other in points
-        )
-        if not dominated:
-            front.append(o)
-    return sorted(front, key=key)
+    def no_worse(a: Outcome, b: Outcome) -> bool:
+        (ra, fa, ia), (rb, fb, ib) = key(a), key(b)
+        return ra <= rb and fa <= fb and ia <= ib * (1 + SAME_TIME)
+
+    def better(a: Outcome, b: Outcome) -> bool:
+        (ra, fa, ia), (rb, fb, ib) = key(a), key(b)
+        return ra < rb or fa < fb or ia * (1 + SAME_TIME) < ib
+
+    front: list[Outcome] = []
+    # Alike candidates: the one with the smaller record buffer stands for them.
+    for o in sorted(points, key=lambda o: (key(o)[:2], o.candidate.record, key(o)[2])):
+        if any(no_worse(x, o) and better(x, o) for x in points):
+            continue
+        if any(no_worse(f, o) and no_worse(o, f) for f in front):
+            continue  # alike in all three to one already on the front
+        front.append(o)
+    return front
 
 
 def smallest_fitting_record(outcomes: list[Outcome], budget: Budget,
@@ -374,14 +387,20 @@ def plot(outcomes: list[Outcome], budget: Budget, role: str, path: Path) -> Path
     colours = dict(zip(lines, ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple"),
                        strict=False))  # fmt: skip
     slowest = max((o.measured.instructions(role) for o in measured if o.measured), default=1)
+    labels: dict[tuple[str, str, float, float], list[int]] = {}
     for o in measured:
         assert o.measured is not None
         x, y = o.ram(role)["total"] / KIB, o.flash(role)["total"] / KIB
         size = 30 + 300 * o.measured.instructions(role) / slowest
         ax.scatter([x], [y], s=size, color=colours.get(o.candidate.line, "grey"), alpha=0.6,
                    edgecolors="black" if id(o) in front else "none", linewidths=1.5)  # fmt: skip
-        ax.annotate(f"{o.candidate.configuration} {o.candidate.record}", (x, y),
-                    fontsize="x-small", xytext=(4, 4), textcoords="offset points")  # fmt: skip
+        spot = (o.candidate.line, o.candidate.configuration, round(x, 1), round(y, 1))
+        labels.setdefault(spot, []).append(o.candidate.record)
+    # One label per spot: candidates alike in RAM and flash share it ("small 512-16384").
+    for (_, configuration, x, y), records in labels.items():
+        span = str(records[0]) if len(records) == 1 else f"{min(records)}-{max(records)}"
+        ax.annotate(f"{configuration} {span}", (x, y), fontsize="x-small", xytext=(4, 4),
+                    textcoords="offset points")  # fmt: skip
     ax.axvline(budget.ram / KIB, color="black", linestyle="--", linewidth=0.8)
     ax.axhline(budget.flash / KIB, color="black", linestyle="--", linewidth=0.8)
     for line in lines:
