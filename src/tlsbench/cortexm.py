@@ -870,8 +870,3 @@ def point_output(result: dict[str, Any], options: dict[str, Any], sizes: dict[st
         "sizes": {role: asdict(s) for role, s in sizes.items()},
         "credentials": {role: credential_bytes(job, role) for role in SIDES},
     }
-
-
-def mbedtls_suite(iana: str) -> str:
-    """TLS_RSA_WITH_AES_128_GCM_SHA256 spelled as the images do: TLS-RSA-WITH-AES-128-GCM-SHA256."""
-    return iana.replace("_", "-")
