@@ -33,7 +33,6 @@ PAGES = [REPO / "README.md", *sorted(DOCS.glob("*.md"))]
 # test_pending_entries_do_not_exist_yet, so none outlives its merge.
 PENDING_VERBS = frozenset(
     {
-        "fit",  # `tlsbench fit --ram --flash --core`: the firmware branch (issue 23)
         "ab",  # `tlsbench ab BASE CANDIDATE`: the own-code branch (issue 22)
     }
 )
@@ -45,7 +44,6 @@ PENDING_EXPERIMENTS = frozenset(
 PENDING_FILES = frozenset(
     {
         "docs/own-code.md",  # the own-code branch (issue 22)
-        "docs/embedded.md",  # the firmware branch (issue 23)
         "docs/img/overview.png",  # the report's overview chart (issue 24, report part)
     }
 )
@@ -55,6 +53,7 @@ OTHER_PROGRAMS_FLAGS = {
     "--enable-intelasm", "--enable-aesni", "--enable-ticket-nonce-malloc",  # wolfSSL configure
     "--enable-curl", "--enable-opensslextra", "--enable-staticmemory",
     "--host", "--disable-filesystem", "--enable-singlethreaded", "--with-arm-target",
+    "--enable-sp", "--enable-sp-asm", "--enable-psk",
     "--peak-inaccuracy", "--heap-admin",  # valgrind massif
     "--print-uris",  # apt-get source
     "--locked", "--offline", "--release", "--print",  # cargo, rustc

@@ -380,26 +380,19 @@ class Builder:
     def _build_firmware(
         variant: Variant, folder: Path, ctx: BuildContext, bin_folder: Path
     ) -> dict[str, Any]:
-        """A bare-metal target's one program: the firmware image (no probe runs there)."""
+        """A bare-metal target's programs: its firmware images (no probe runs there)."""
         from tlsbench import cortexm
 
         bin_folder.mkdir(parents=True, exist_ok=True)
         manifest = json.loads((folder / MANIFEST).read_text())
-        image = bin_folder / cortexm.IMAGE
         target = arches.arch(variant.arch)
-        ctx.log.step("firmware image")
-        ctx.run(
-            cortexm.build_image(
-                ctx.cc, list(target.flags), manifest["link"], variant.library, image
-            ),
-            cwd=bin_folder,
-        )
-        return {
-            "library": variant.library,
-            "version": manifest["version"],
-            "firmware": cortexm.IMAGE,
-            "machine": cortexm.MACHINE,
-        }
+        ctx.log.step("firmware images")
+        for command in cortexm.build_commands(
+            ctx.cc, variant.arch, list(target.flags), manifest["link"], variant.library,
+            bin_folder,
+        ):  # fmt: skip
+            ctx.run(command, cwd=bin_folder)
+        return cortexm.probe(variant.arch, variant.library, manifest["version"])
 
     @staticmethod
     def _run_probe(command: list[str], log: BuildLog) -> dict[str, Any]:

@@ -52,7 +52,7 @@ SCENARIOS = ("handshake", "resume", "records", "bulk", "aead", "interop", "code-
 
 # Option keys of a point, in the order they appear in names; value -> name fragment.
 OPTION_ORDER = (
-    "tls", "suite", "group", "key_share", "sigalg", "cert", "chain", "auth", "record_size",
+    "tls", "suite", "kx", "group", "key_share", "sigalg", "cert", "chain", "auth", "record_size",
     "payload", "bytes", "aead", "accel", "transport", "io", "role", "peer", "resume", "rtt_ms",
     "loss", "server", "client", "pattern", "connections", "rate", "request_size", "workers",
     "server_host", "generator_hosts", "server_address",
@@ -65,7 +65,9 @@ TOP_KEYS = {"question", "description", "repetitions", "timeout", "defaults", "pe
 # Options that mean something to a scenario (others set by [defaults] are dropped).
 # key_share: the client's first key share, a group the server does not offer, so that it
 # answers with a HelloRetryRequest (TLS 1.3; the driver checks the extra round trip).
-TLS_KEYS = ("tls", "suite", "group", "key_share", "sigalg", "cert", "chain", "auth",
+# kx: how keys are agreed (ecdhe, rsa, psk = TLS 1.3 psk_ke or a TLS 1.2 PSK suite,
+# psk_dhe = psk_dhe_ke or ECDHE-PSK); measured on Cortex-M firmware variants (cortexm.py).
+TLS_KEYS = ("tls", "suite", "kx", "group", "key_share", "sigalg", "cert", "chain", "auth",
             "record_size", "accel", "transport", "io")  # fmt: skip
 SCENARIO_KEYS = {
     "handshake": (*TLS_KEYS, *TUNING_KEYS),
@@ -134,6 +136,7 @@ CHOICES = {
     # A load point's transaction pattern and server program (load.py).
     "pattern": ("new", "resume", "keepalive"),
     "server": ("self", "nginx"),
+    "kx": ("ecdhe", "rsa", "psk", "psk_dhe"),
 }
 MAX_REPETITIONS = 1000
 MAX_TIMEOUT_S = 24 * 3600
@@ -403,10 +406,11 @@ class _Loader:
         for entry in raw:
             point = self.point(entry)
             if point.key in seen:
-                if negotiates_no_key_exchange(point.options) and (
-                    "group" in entry or "sigalg" in entry
-                ):
-                    continue  # the same point once its group / sigalg were dropped
+                if (negotiates_no_key_exchange(point.options)
+                        and ("group" in entry or "sigalg" in entry)) or (
+                        authenticates_by_psk(point.options)
+                        and ("cert" in entry or "chain" in entry)):  # fmt: skip
+                    continue  # the same point once its group / sigalg / cert were dropped
                 raise self.error(f"two points are the same: {point.name} on {point.variant}")
             seen[point.key] = point
             points.append(point)
@@ -455,6 +459,7 @@ class _Loader:
                 )
                 raise self.value_error("variant", raw["variant"], allowed)
         self.check_combination(scenario, values)
+        self.check_firmware(scenario, values, variant)
         relevant = SCENARIO_KEYS[scenario]
         options = {k: values[k] for k in (*OPTION_ORDER, *TUNING_KEYS)
                    if k in values and k in relevant}  # fmt: skip
@@ -465,10 +470,14 @@ class _Loader:
         if scenario == "load":
             self.check_load(options, values, variant)
         if negotiates_no_key_exchange(options):
-            # Static RSA: no group is negotiated and nothing is signed, so neither belongs
-            # in the point's name or stored options.
+            # Static RSA or PSK alone: no group is negotiated and nothing is signed, so neither
+            # belongs in the point's name or stored options.
             options.pop("group", None)
             options.pop("sigalg", None)
+        if authenticates_by_psk(options):
+            # The key authenticates: no certificate is sent.
+            options.pop("cert", None)
+            options.pop("chain", None)
         return RunPoint(
             name=point_name(scenario, options),
             variant=variant.name,
@@ -574,6 +583,26 @@ class _Loader:
                     "write; bulk measures larger writes",
                 )
 
+    def check_firmware(self, scenario: str, values: dict[str, Any], variant: Any) -> None:
+        """A Cortex-M firmware point's job, said wrong before anything runs (cortexm.make_job:
+        a suite and kx that disagree, a certificate the suite cannot use); `kx` on any other
+        variant, which no native driver takes yet."""
+        from tlsbench import arches, cortexm
+
+        if not arches.arch(variant.arch).firmware:
+            if "kx" in values:
+                raise self.value_error("kx", values["kx"], "on Cortex-M firmware variants only "
+                                       "(the native drivers take no kx yet)")  # fmt: skip
+            return
+        if scenario != "handshake" or "suite" not in values:
+            return  # the point is unsupported there, with the reason (cortexm.run_point)
+        try:
+            cortexm.job_of(values)
+        except UserError as exc:
+            raise self.value_error(
+                "suite", values["suite"], f"a job the firmware can run: {exc}"
+            ) from None
+
     def check_key_share(self, scenario: str, values: dict[str, Any]) -> None:
         key_share = values.get("key_share")
         if key_share is None:
@@ -629,8 +658,20 @@ def check_capabilities(points: list[RunPoint], infos: dict[str, dict[str, Any]])
 
 
 def negotiates_no_key_exchange(options: dict[str, Any]) -> bool:
-    """TLS 1.2 static-RSA suites: the key is transported, no group, no signature."""
-    return options.get("tls") == "1.2" and str(options.get("suite", "")).startswith("TLS_RSA_WITH_")
+    """TLS 1.2 static-RSA and PSK suites, TLS 1.3 psk_ke: no group, no signature."""
+    suite = str(options.get("suite", ""))
+    return options.get("kx") == "psk" or (
+        options.get("tls") == "1.2" and suite.startswith(("TLS_RSA_WITH_", "TLS_PSK_WITH_"))
+    )
+
+
+def authenticates_by_psk(options: dict[str, Any]) -> bool:
+    """PSK key exchanges (kx psk or psk_dhe, TLS 1.2 PSK and ECDHE-PSK suites): no
+    certificate."""
+    suite = str(options.get("suite", ""))
+    return options.get("kx") in ("psk", "psk_dhe") or (
+        options.get("tls") == "1.2" and suite.startswith(("TLS_PSK_WITH_", "TLS_ECDHE_PSK_"))
+    )
 
 
 def _short(choices: tuple[str, ...] | None, limit: int = 12) -> str:

@@ -356,24 +356,15 @@ def run_code_size(point: RunPoint, build: Build) -> Outcome:
 
 
 def run_firmware(point: RunPoint, build: Build, timeout: float) -> Outcome:
-    """A repetition of a firmware variant (cortex-m7): one handshake of its image under
-    qemu-system-arm; instructions per side (deterministic), heap and stack per side."""
+    """A repetition of a firmware variant (a Cortex-M core): one handshake of its image under
+    qemu-system-arm; instructions per side (deterministic), heap and stack per side, and
+    the one-role images' sizes (cortexm.run_point)."""
     from tlsbench import cortexm
 
-    reason = cortexm.unsupported_reason(point.scenario, point.options)
-    if reason is not None:
-        return Outcome("unsupported", 3, None, 0.0, {"error": {"message": reason}}, reason)
-    suite = cortexm.mbedtls_suite(str(point.options["suite"]))
-    group = point.options.get("group")
     started = time.monotonic()
-    try:
-        result = cortexm.run(cortexm.image_of(build), suite, group and str(group), timeout)
-    except UserError as exc:
-        message = str(exc)
-        return Outcome("failed", 1, None, time.monotonic() - started,
-                       {"error": {"message": message}}, message)  # fmt: skip
-    output = cortexm.point_output(result, point.options)
-    return Outcome("ok", 0, None, time.monotonic() - started, output, "")
+    status, output, message = cortexm.run_point(point.scenario, point.options, build, timeout)
+    code = {"ok": 0, "unsupported": 3}.get(status, 1)
+    return Outcome(status, code, None, time.monotonic() - started, output, message)
 
 
 # What the driver reports about its clocks: meaningless under emulation, so not stored.
@@ -582,7 +573,7 @@ def refuse_impossible(points: list[RunPoint], builds: dict[str, Build]) -> None:
     """Refuses, before anything is stored or runs, what a build declares it can never run:
     TLS points (an interop peer included) of a variant whose driver's `info` declares no TLS
     version, an AEAD-only library (experiments.check_capabilities)."""
-    # Firmware images (cortex-m7) have no driver to ask: their points say what they refuse.
+    # Firmware images (Cortex-M) have no driver to ask: their points say what they refuse.
     users = [spec for spec in tls_variants(points)
              if spec in builds and not arches.arch(builds[spec].variant.arch).firmware]  # fmt: skip
     check_capabilities(points, {spec: builds[spec].info() for spec in users})

@@ -283,6 +283,13 @@ class Catalog:
             )
             raise UserError(f"{line.name} is {what}; it takes no options")
         named.sort()
+        targets = {f: library.features[f].arch for f in named if library.features[f].arch}
+        if len(set(targets.values())) > 1:
+            shown = ", ".join(f"{arch} (feature {f})" for f, arch in targets.items())
+            raise UserError(
+                f"{line.name}:{','.join(options)} names two targets: {shown}. A variant is "
+                "built for one target: keep one of those features"
+            )
         arch = "x86_64"
         macros = dict(library.base.macros)
         configure = list(library.base.configure)

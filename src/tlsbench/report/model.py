@@ -230,8 +230,41 @@ class InstructionRow:
     identical: bool  # every repetition gave the same count
     failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
     machine: str = ""  # where the run spans several machines: the one(s) this row ran on
-    # Firmware (cortex-m7) points: the count projected to a clock and CPI (cortexm.py).
+    # Firmware (Cortex-M) points: the count projected to ms at a reference part's clock, low
+    # and high end of the core's CPI range (cortexm.py); the firmware table has the rest.
     projected_ms: float | None = None
+    projected_ms_high: float | None = None
+
+
+@dataclass(frozen=True)
+class FirmwareRow:
+    """A firmware point (a Cortex-M image under QEMU), one side: what a device playing that
+    side needs (cortexm.Measured) and how long its handshake takes on the core's reference
+    part. The same figures in every repetition (`identical`)."""
+
+    variant: str
+    library: str
+    point: str
+    core: str  # cortex-m4
+    job: str  # TLS 1.3 TLS-AES-128-GCM-SHA256 (ecdsa-p256 chain 1, x25519)
+    side: str
+    instructions: int
+    identical: bool
+    ms_low: float
+    ms_high: float
+    part: str  # the reference part the time is projected to, and its budget
+    heap: int  # peak, with what the library's global set-up keeps
+    stack: int
+    data: int
+    bss: int
+    ram: int  # heap + stack + data + bss
+    text: int
+    credentials: int
+    flash: int  # text + data + credentials
+    part_ram: int
+    part_flash: int
+    fits: bool
+    failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
 
 
 @dataclass(frozen=True)
@@ -390,6 +423,7 @@ class RunModel:
     throughput: list[ThroughputRow] = field(default_factory=list)
     aead: list[AeadRow] = field(default_factory=list)
     instructions: list[InstructionRow] = field(default_factory=list)
+    firmware: list[FirmwareRow] = field(default_factory=list)
     interop: list[InteropRow] = field(default_factory=list)
     load: list[LoadRow] = field(default_factory=list)
     problems: list[ProblemRow] = field(default_factory=list)
@@ -413,6 +447,7 @@ class RunModel:
             Table("bulk_throughput", "Bulk throughput (MB/s)", ThroughputRow, self.throughput),
             Table("aead", "AEAD cost", AeadRow, self.aead),
             Table("instructions", "Instructions", InstructionRow, self.instructions),
+            Table("firmware", "Firmware (Cortex-M)", FirmwareRow, self.firmware),
             Table("interop", "Interop", InteropRow, self.interop),
             Table("load", "Under load", LoadRow, self.load),
             Table("problems", "Unsupported and failed points", ProblemRow, self.problems),
@@ -847,14 +882,48 @@ class _Loader:
                     continue
                 counts = self.store.samples(p.id, series)
                 side = series.removesuffix("_instructions")
-                projected = self.store.samples(p.id, f"{side}_projected_ms")
+                projected = _projected_ms(self.ok(p), side)
                 if counts:
                     rows.append(InstructionRow(
                         variant=p.variant, library=p.library, point=p.name, side=side,
                         instructions=statistics.median(counts), repetitions=len(counts),
                         identical=len(set(counts)) == 1,
-                        projected_ms=statistics.median(projected) if projected else None,
+                        projected_ms=projected[0] if projected else None,
+                        projected_ms_high=projected[1] if projected else None,
                     ))  # fmt: skip
+        return rows
+
+    def firmware(self) -> list[FirmwareRow]:
+        """Firmware points, a row per side, in point order (cortexm.point_output)."""
+        from tlsbench import cortexm
+
+        rows = []
+        for p in self.points:
+            outputs = [r.output for r in self.ok(p) if r.output and "firmware" in r.output]
+            if not outputs:
+                continue
+            figures = [cortexm.Measured.from_output(p.variant, o) for o in outputs]
+            first = figures[0]
+            core = cortexm.core_of(first.core)
+            for side in cortexm.SIDES:
+                ram, flash = first.ram(side), first.flash(side)
+                low, high = first.ms(side)
+                identical = all(
+                    (f.ram(side), f.flash(side), f.instructions(side))
+                    == (ram, flash, first.instructions(side))
+                    for f in figures
+                )
+                rows.append(FirmwareRow(
+                    variant=p.variant, library=p.library, point=p.name, core=core.arch,
+                    job=first.job.describe().replace(", records 16384", ""), side=side,
+                    instructions=first.instructions(side), identical=identical,
+                    ms_low=low, ms_high=high,
+                    part=f"{core.part.name}, {core.part.mhz:g} MHz",
+                    heap=ram["heap"], stack=ram["stack"], data=ram["data"], bss=ram["bss"],
+                    ram=ram["total"], text=flash["text"], credentials=flash["credentials"],
+                    flash=flash["total"], part_ram=core.part.ram, part_flash=core.part.flash,
+                    fits=ram["total"] <= core.part.ram and flash["total"] <= core.part.flash,
+                ))  # fmt: skip
         return rows
 
     def aead(self) -> list[AeadRow]:
@@ -1210,6 +1279,7 @@ class _Loader:
             throughput=self.throughput(),
             aead=self.aead(),
             instructions=self.instructions(),
+            firmware=self.firmware(),
             interop=self.interop(),
             load=self.load(),
             problems=self.problems(),
@@ -1240,7 +1310,7 @@ class _Loader:
         if not marks:
             return
         for name in ("memory", "handshakes", "wire", "code_size", "latency", "throughput", "aead",
-                     "instructions", "interop", "load"):  # fmt: skip
+                     "instructions", "firmware", "interop", "load"):  # fmt: skip
             rows = getattr(model, name)
             setattr(
                 model,
@@ -1268,6 +1338,16 @@ def _heap_peak(outputs: list[dict[str, Any]], side: str) -> float | None:
         if o.get("heap") and (o["heap"].get(side) or {}).get("conn_peak") is not None
     ]
     return statistics.median(peaks) if peaks else None
+
+
+def _projected_ms(results: list[_Result], side: str) -> tuple[float, float] | None:
+    """A firmware point's projection of one side's count (low and high), as stored."""
+    for result in results:
+        figures = ((result.output or {}).get("firmware") or {}).get(side) or {}
+        projected = figures.get("projected_ms")
+        if isinstance(projected, list) and len(projected) == 2:
+            return float(projected[0]), float(projected[1])
+    return None
 
 
 def _number(value: Any) -> float | None:
