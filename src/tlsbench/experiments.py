@@ -425,7 +425,7 @@ class _Loader:
             raise self.value_error("variant", raw["variant"], "a variant name (tlsbench list "
                                    "variants)")  # fmt: skip
         try:
-            variant = self.catalog.resolve(raw["variant"])
+            variant = self.catalog.resolve(raw["variant"], self.path.parent)
         except UserError as exc:  # unknown line or feature: say where it is asked for
             raise self.value_error("variant", raw["variant"], str(exc)) from None
         scenario = values["scenario"]
@@ -480,7 +480,7 @@ class _Loader:
                 raise self.value_error("peer", peer, f"with role = {role!r}, {allowed}")
             return peer
         try:
-            return self.catalog.resolve(peer).name
+            return self.catalog.resolve(peer, self.path.parent).name
         except UserError as exc:
             raise self.value_error("peer", peer, f"{allowed} ({exc})") from None
 
@@ -521,7 +521,7 @@ class _Loader:
             options["client"] = variant.name
         elif client not in load.GENERATOR_PROGRAMS:
             try:
-                options["client"] = self.catalog.resolve(client).name
+                options["client"] = self.catalog.resolve(client, self.path.parent).name
             except UserError as exc:
                 raise self.value_error("client", client, f"{allowed} ({exc})") from None
         refused = load.refusal(options, variant.line.name)

@@ -1,8 +1,9 @@
 """Variants as data: `variants.toml` parsed, specs resolved into build options.
 
 A spec is `LINE[:OPTION,OPTION...]` or the name of a variant declared in `[variants]`
-(optionally followed by more options). An OPTION is a named feature of the library or
-`MACRO=VALUE`; the value `!` undefines the macro (mbedTLS config) instead.
+(optionally followed by more options). LINE is a pin, a `system` line, or a local source
+(`LIBRARY@PATH`, `LIBRARY@PATH#REV`, `@PATH`: localsource.py). An OPTION is a named feature
+of the library or `MACRO=VALUE`; the value `!` undefines the macro (mbedTLS config) instead.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tlsbench import arches, paths
+from tlsbench import arches, localsource, paths
 from tlsbench.errors import UserError, read_user_file
 from tlsbench.sources import Pin, load_pins
 
@@ -46,12 +47,24 @@ class Library:
 
 @dataclass(frozen=True)
 class Line:
-    """A buildable source of a library: a pin, or the machine's own package."""
+    """A buildable source of a library: a pin, the machine's own package, or a local tree
+    or commit (the user's own code)."""
 
-    name: str  # "openssl-3.5.x", "openssl-system"
+    name: str  # "openssl-3.5.x", "openssl-system", "mbedtls@/src/mbedtls#my-branch"
     library: Library
-    pin: Pin | None  # None for a system line
+    pin: Pin | None  # None for a system line and a local source
     system_package: str | None = None
+    local: localsource.LocalSource | None = None
+
+    @property
+    def from_source(self) -> bool:
+        """Built by tlsbench from a source tree (so it takes build options)."""
+        return self.pin is not None or self.local is not None
+
+    @property
+    def folder_name(self) -> str:
+        """How the cache names its builds (a local line's name holds a path)."""
+        return f"{self.library.name}-local" if self.local is not None else self.name
 
 
 @dataclass(frozen=True)
@@ -121,9 +134,13 @@ class Catalog:
                 name = f"{library.name}-system"
                 self.lines[name] = Line(name, library, None, library.system_package)
         self.named: dict[str, str] = dict(data.get("variants", {}))
-        self.defaults: list[str] = list(data.get("defaults", []))
-        for spec in [*self.named.values(), *self.defaults]:
-            self.resolve(spec)  # a broken default or alias is reported at load time
+        for spec in self.named.values():
+            self.resolve(spec, self.file.parent)  # a broken alias is reported at load time
+        # Canonical names: a local source's path is relative to this file, not to where
+        # tlsbench runs.
+        self.defaults: list[str] = [
+            self.resolve(spec, self.file.parent).name for spec in data.get("defaults", [])
+        ]
 
     def _check_types(self, data: dict[str, Any]) -> None:
         """The shape of the file, so that a wrong type is a message, not a traceback."""
@@ -234,7 +251,9 @@ class Catalog:
 
     # -- resolving specs --------------------------------------------------------------------
 
-    def resolve(self, spec: str) -> Variant:
+    def resolve(self, spec: str, base: Path | None = None) -> Variant:
+        """The variant a spec names. Relative paths in it (a local source) are relative to
+        `base` (default: the current folder); a named variant's, to variants.toml's folder."""
         spec = spec.strip()
         head, _, tail = spec.partition(":")
         extra = [o.strip() for o in tail.split(",") if o.strip()] if tail else []
@@ -242,6 +261,9 @@ class Catalog:
             alias = self.named[head]
             head, _, alias_tail = alias.partition(":")
             extra = [o.strip() for o in alias_tail.split(",") if o.strip()] + extra
+            base = self.file.parent
+        if localsource.is_local_spec(head):
+            return self._apply(self._local_line(head, base or Path.cwd()), extra)
         line = self.lines.get(head)
         if line is None:
             choices = sorted([*self.lines, *self.named])
@@ -251,6 +273,10 @@ class Catalog:
                 f"unknown variant {head!r}.{hint} Known lines and variants: {', '.join(choices)}"
             )
         return self._apply(line, extra)
+
+    def _local_line(self, head: str, base: Path) -> Line:
+        source = localsource.resolve(head, base, list(self.libraries))
+        return Line(source.spec, self.libraries[source.library], None, local=source)
 
     def _apply(self, line: Line, options: list[str]) -> Variant:
         library = line.library
@@ -275,7 +301,7 @@ class Catalog:
                 )
             if option not in named:
                 named.append(option)
-        if line.pin is None and (named or user_macros):
+        if not line.from_source and (named or user_macros):
             what = (
                 f"the machine's own build ({line.system_package})"
                 if line.system_package

@@ -1,8 +1,15 @@
-"""mbedTLS: CMake, static libraries, config macros through a generated user config file."""
+"""mbedTLS: CMake, static libraries, config macros through a generated user config file.
+
+A tree from git (a branch, not a release) lacks the files mbedTLS generates (error.c,
+version_features.c, the PSA driver wrappers...: library/.gitignore lists them between its
+GENERATED_FILES markers): the build then generates them (CMake's GEN_FILES, perl and
+python with jinja2 and jsonschema, tlsbench's own interpreter) into the build folder.
+"""
 
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 from tlsbench.recipes.base import BuildContext, LinkInfo, tool_version
@@ -29,15 +36,36 @@ def user_config(macros: dict[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def generated_files(source: Path) -> list[str]:
+    """The library's generated files its tree lacks (library/.gitignore names them between
+    markers, commented out in a release, where they are shipped)."""
+    ignore = source / "library" / ".gitignore"
+    text = ignore.read_text(errors="replace") if ignore.exists() else ""
+    block = re.search(r"###START_(?:COMMENTED_)?GENERATED_FILES###\n(.*?)###END_", text, re.S)
+    names = [line.lstrip("#").strip().lstrip("/") for line in (block.group(1) if block else "")
+             .splitlines()]  # fmt: skip
+    return [name for name in names if name and not (source / "library" / name).exists()]
+
+
 class MbedtlsRecipe:
     library = "mbedtls"
 
     def key_inputs(self, variant: Variant) -> dict[str, str]:
-        return {"cmake": tool_version(["cmake", "--version"])}
+        inputs = {"cmake": tool_version(["cmake", "--version"])}
+        if variant.line.local is not None:  # may generate files: the generators count
+            inputs["generators"] = tool_version(
+                [sys.executable, "-c", "import sys, importlib.metadata as m; print(sys.version"
+                 ".split()[0], m.version('jinja2'), m.version('jsonschema'))"]
+            ) + "; " + tool_version(["perl", "-e", "print $^V"])  # fmt: skip
+        return inputs
 
     def build(self, ctx: BuildContext) -> LinkInfo:
         assert ctx.source is not None
         self._check_macros(ctx)
+        missing = generated_files(ctx.source)
+        if missing:
+            ctx.log.note(f"the tree lacks generated files, built with GEN_FILES: {missing}")
+            ctx.facts["generated_files"] = missing
         include = ctx.prefix / "include"
         include.mkdir(parents=True, exist_ok=True)
         (include / USER_CONFIG).write_text(user_config(ctx.variant.macros))
@@ -56,7 +84,9 @@ class MbedtlsRecipe:
                 "-DCMAKE_BUILD_TYPE=None", f"-DCMAKE_C_FLAGS={flags}",
                 f"-DCMAKE_INSTALL_PREFIX={ctx.prefix}", "-DCMAKE_INSTALL_LIBDIR=lib",
                 f"-DCMAKE_PROJECT_INCLUDE={hook}", f"-DCMAKE_C_COMPILER={ctx.cc}",
-                "-DENABLE_PROGRAMS=OFF", "-DENABLE_TESTING=OFF", "-DGEN_FILES=OFF",
+                "-DENABLE_PROGRAMS=OFF", "-DENABLE_TESTING=OFF",
+                *(["-DGEN_FILES=ON", f"-DPython3_EXECUTABLE={sys.executable}"] if missing
+                  else ["-DGEN_FILES=OFF"]),
                 "-DMBEDTLS_FATAL_WARNINGS=OFF", "-DUSE_SHARED_MBEDTLS_LIBRARY=OFF",
                 "-DUSE_STATIC_MBEDTLS_LIBRARY=ON",
                 # Bare metal: no Linux link flags (-rdynamic, which arm-none-eabi-gcc refuses).

@@ -315,6 +315,10 @@ class BuildRow:
     version: str
     cache_key: str
     compile_flags: str
+    # Where the code came from: a pinned archive and its sha256, or a local tree or commit
+    # (path, commit, tree id or digest of its files, dirty).
+    source: str = "-"
+    dirty: bool | None = None  # a local work tree with changes not committed
 
 
 @dataclass(frozen=True)
@@ -402,6 +406,27 @@ def describe_compile_flags(recorded: dict[str, Any] | None) -> str:
     if some:
         text += "; in some: " + " ".join(some[:8]) + (" ..." if len(some) > 8 else "")
     return text
+
+
+def describe_source(source: dict[str, Any]) -> str:
+    """One line naming where a build's code came from (its manifest's `source`)."""
+    kind = str(source.get("kind", ""))
+    if kind.startswith("local-"):
+        where = str(source.get("path"))
+        commit = str(source.get("commit") or "")[:12]
+        if source.get("tree"):
+            content = f"tree {str(source['tree'])[:12]}"
+        else:
+            content = f"files sha256 {str(source.get('sha256'))[:12]}"
+        if kind == "local-commit":
+            return f"git {where}#{source.get('rev')}: commit {commit}, {content}"
+        if kind == "local-worktree":
+            state = "dirty" if source.get("dirty") else "clean"
+            return f"git work tree {where} at {commit or 'no commit'}, {state}: {content}"
+        return f"folder {where} (not in git): {content}"
+    if kind in ("debian", "crate"):
+        return f"{source.get('file')} sha256 {str(source.get('sha256'))[:12]}"
+    return "-"
 
 
 @dataclass
@@ -1077,11 +1102,14 @@ class _Loader:
         for p in self.points:
             if p.variant in rows or not p.build:
                 continue
+            source = p.build.get("source") or {}
             rows[p.variant] = BuildRow(
                 variant=p.variant,
                 version=str(p.build.get("version") or "-"),
                 cache_key=str(p.build.get("cache_key") or "-")[:16],
                 compile_flags=describe_compile_flags(p.build.get("compile_flags")),
+                source=describe_source(source),
+                dirty=source.get("dirty"),
             )
         return list(rows.values())
 

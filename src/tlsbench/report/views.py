@@ -342,13 +342,19 @@ def _views(model: RunModel) -> list[View]:
             View(
                 "builds",
                 "Builds",
-                "The build of each variant: its cache key (source hash, options, compiler, "
-                "recipe) and the code-shaping flags its compiles really used, as recorded "
-                "from the compiler's command lines (flags of every compile, then the others "
-                "with how many compiles had them).",
-                ["variant", "version", "cache key", "compile flags"],
-                [False, False, False, False],
-                [[b.variant, b.version, b.cache_key, b.compile_flags] for b in model.builds],
+                "The build of each variant: where its code came from (a pinned archive and "
+                "its sha256, or a local tree or git commit: path, commit, tree id or digest "
+                "of its files, and `dirty` for a work tree with changes not committed), its "
+                "cache key (source hash, options, compiler, recipe) and the code-shaping "
+                "flags its compiles really used, as recorded from the compiler's command "
+                "lines (flags of every compile, then the others with how many compiles had "
+                "them).",
+                ["variant", "version", "source", "cache key", "compile flags"],
+                [False, False, False, False, False],
+                [
+                    [b.variant, b.version, b.source, b.cache_key, b.compile_flags]
+                    for b in model.builds
+                ],
             )
         )
     if model.environment:
