@@ -111,6 +111,12 @@ class Build:
             # commit (path, commit, tree id or digest, dirty).
             "source": self.manifest.get("source"),
             "build_facts": self.manifest.get("build_facts"),
+            # The variant's own config files, whole (a report shows them).
+            **(
+                {"config_files": [f.describe() for f in self.variant.files]}
+                if self.variant.files
+                else {}
+            ),
             # The flags the library's compiles really used, as its build system passed them
             # (None: built before tlsbench recorded them, or by a build without C compiles).
             "compile_flags": self.manifest.get("compile_flags"),

@@ -26,6 +26,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     for variant in variants:
         build = builder.build(variant)
         described.append(build.describe())
+        for config in described[-1].get("config_files", []):  # stored whole with runs
+            config["lines"] = len(config.pop("text").splitlines())
         if not args.json:
             probe = described[-1]["probe"]
             print(f"{variant.name}: {probe.get('version')} ({build.folder})")

@@ -319,6 +319,19 @@ class BuildRow:
     # (path, commit, tree id or digest of its files, dirty).
     source: str = "-"
     dirty: bool | None = None  # a local work tree with changes not committed
+    # The variant's own config files: "config=PATH (sha256 ...)" (ConfigFileRow: the text).
+    config: str = "-"
+
+
+@dataclass(frozen=True)
+class ConfigFileRow:
+    """A config file a variant was built with (config=FILE...), whole, as stored with the run."""
+
+    variant: str
+    option: str  # config, user-config, user-settings, configure-file
+    path: str
+    sha256: str
+    text: str
 
 
 @dataclass(frozen=True)
@@ -367,6 +380,7 @@ class RunModel:
     problems: list[ProblemRow] = field(default_factory=list)
     notes: list[NoteRow] = field(default_factory=list)
     builds: list[BuildRow] = field(default_factory=list)
+    config_files: list[ConfigFileRow] = field(default_factory=list)
     latency_samples: list[LatencySamples] = field(default_factory=list)
     variants: list[str] = field(default_factory=list)  # in point order: stable plot colours
 
@@ -387,6 +401,7 @@ class RunModel:
             Table("problems", "Unsupported and failed points", ProblemRow, self.problems),
             Table("notes", "Notes", NoteRow, self.notes),
             Table("builds", "Builds", BuildRow, self.builds),
+            Table("config_files", "Config files", ConfigFileRow, self.config_files),
             Table("environment", "Environment", EnvironmentRow, self.environment),
         ]
 
@@ -1110,7 +1125,19 @@ class _Loader:
                 compile_flags=describe_compile_flags(p.build.get("compile_flags")),
                 source=describe_source(source),
                 dirty=source.get("dirty"),
-            )
+                config="; ".join(f"{f['option']}={f['path']} (sha256 {f['sha256'][:12]})"
+                                 for f in p.build.get("config_files") or []) or "-",
+            )  # fmt: skip
+        return list(rows.values())
+
+    def config_files(self) -> list[ConfigFileRow]:
+        """Each variant's own config files, once per variant."""
+        rows: dict[tuple[str, str], ConfigFileRow] = {}
+        for p in self.points:
+            for f in p.build.get("config_files") or []:
+                rows.setdefault((p.variant, f["option"]), ConfigFileRow(
+                    p.variant, str(f["option"]), str(f["path"]), str(f["sha256"]),
+                    str(f["text"])))  # fmt: skip
         return list(rows.values())
 
     def model(self) -> RunModel:
@@ -1133,6 +1160,7 @@ class _Loader:
             load=self.load(),
             problems=self.problems(),
             builds=self.builds(),
+            config_files=self.config_files(),
             latency_samples=latency_samples,
             variants=list(dict.fromkeys(p.variant for p in self.points)),
         )
