@@ -106,12 +106,27 @@ def test_deterministic_figures_are_equal_or_changed_by_how_much() -> None:
     assert ab.deterministic_verdict([0] * 4, [1] * 4, 0.5)[0] == ab.REGRESSION
 
 
+def test_a_change_within_the_known_jitter_of_a_kind_is_no_change() -> None:
+    # mbedTLS's allocations per handshake move by one between runs of one code.
+    verdict, how = ab.deterministic_verdict([6620] * 4, [6621] * 4, 0.0, jitter=1.0)
+    assert (verdict, how) == (ab.NO_CHANGE, "changed by +1 (+0.02%), within the run-to-run "
+                              "jitter of 1")  # fmt: skip
+    assert ab.deterministic_verdict([6620] * 4, [6622] * 4, 0.0, jitter=1.0)[0] == ab.REGRESSION
+    # mbedTLS's client stack: 32 bytes apart between two names of one commit, every time.
+    noisy = ab.deterministic_verdict([4184, 4200, 4200, 4200], [4216, 4232, 4232, 4232], 0.0,
+                                     jitter=64.0)  # fmt: skip
+    assert noisy[0] == ab.NO_CHANGE and noisy[1].endswith("within the run-to-run jitter of 64")
+
+
 def test_figures_that_vary_need_a_test_and_more_than_their_own_spread() -> None:
     base = [1000.0, 1004.0, 998.0, 1002.0]
     # Within the base's own spread: noise, whatever the threshold says.
     assert ab.deterministic_verdict(base, [1003.0, 1005.0, 1004.0, 1006.0], 0.0)[0] == ab.NO_CHANGE
     verdict, how = ab.deterministic_verdict(base, [1100.0, 1102.0, 1098.0, 1101.0], 0.0)
     assert verdict == ab.REGRESSION and "Mann-Whitney p=0.0286" in how
+    # Two samples of one code that happen not to overlap are not a change.
+    assert ab.deterministic_verdict(base, [1006.0, 1008.0, 1005.0, 1009.0], 0.0)[0] \
+        == ab.NO_CHANGE  # fmt: skip
     # Three repetitions cannot reach significance: no verdict either way.
     assert ab.deterministic_verdict(base[:3], [1100.0, 1102.0, 1098.0], 0.0)[0] == ab.INCONCLUSIVE
 

@@ -58,15 +58,18 @@ def test_the_variant_macros_are_layered_on_the_users_file(catalog: Catalog, tmp_
     [
         # A record size the file sets otherwise than a feature.
         ("mbedtls-3.6.6:records-4096,config=F", "#define MBEDTLS_SSL_IN_CONTENT_LEN  2048 /* b */",
-         "sets it to '2048' where feature records-4096 wants MBEDTLS_SSL_IN_CONTENT_LEN '4096'"),
+         "my.h: #define MBEDTLS_SSL_IN_CONTENT_LEN 2048, but feature records-4096: "
+         "#define MBEDTLS_SSL_IN_CONTENT_LEN 4096"),
         ("mbedtls-3.6.6:user-config=F,MBEDTLS_SSL_OUT_CONTENT_LEN=4096",
          "#undef MBEDTLS_SSL_OUT_CONTENT_LEN",
-         "leaves it undefined where option MBEDTLS_SSL_OUT_CONTENT_LEN=4096 wants"),
+         "my.h: MBEDTLS_SSL_OUT_CONTENT_LEN undefined, but option "
+         "MBEDTLS_SSL_OUT_CONTENT_LEN=4096: #define MBEDTLS_SSL_OUT_CONTENT_LEN 4096"),
         ("mbedtls-3.6.6:no-debug,user-config=F", "#define MBEDTLS_DEBUG_C",
-         "sets it to '' where feature no-debug wants MBEDTLS_DEBUG_C undefined"),
+         "my.h: #define MBEDTLS_DEBUG_C, but feature no-debug: MBEDTLS_DEBUG_C undefined"),
         # wolfSSL: the base's -D flags count as the variant's macros.
         ("wolfssl-5.7.2:user-settings=F", "#undef WOLFSSL_STATIC_RSA",
-         "where [library.wolfssl.base] of variants.toml wants WOLFSSL_STATIC_RSA ''"),
+         "my.h: WOLFSSL_STATIC_RSA undefined, but [library.wolfssl.base] of variants.toml: "
+         "#define WOLFSSL_STATIC_RSA"),
         # Build-system options: a file against a feature, an option against the base.
         ("gnutls-3.8.x:no-hw-accel,configure-file=F", "--enable-hardware-acceleration # on",
          "gives --enable-hardware-acceleration where feature no-hw-accel gives "

@@ -239,3 +239,47 @@ def test_the_report_names_path_commit_content_and_dirty_flag(tmp_path: Path) -> 
     assert describe_source(dirty.describe()) == (
         f"git work tree {tree} at {commit[:12]}, dirty: files sha256 {str(dirty.sha256)[:12]}"
     )
+
+
+def test_a_shared_build_names_the_code_of_the_variant_that_uses_it(tmp_path: Path) -> None:
+    """A build is shared by every path and name of its content: what a point stores of its
+    source is its own variant's (path, revision), not the first builder's manifest."""
+    from tlsbench.build import Build
+
+    tree = repo_of(fake_mbedtls(tmp_path / "mbedtls"))
+    variant = Catalog().resolve(f"mbedtls@{tree}#main")
+    drivers = tmp_path / "drivers"
+    drivers.mkdir()
+    (drivers / "probe.json").write_text("{}")
+    manifest = {"version": "3.6.99", "link": {"library_files": []}, "inputs": {"compiler": "cc"},
+                "build_seconds": 1.0, "source": {"kind": "local-commit", "path": "/elsewhere",
+                                                 "rev": "old-name"}}  # fmt: skip
+    described = Build(variant, "k" * 64, tmp_path, manifest, drivers).describe()
+    assert (described["source"]["path"], described["source"]["rev"]) == (str(tree), "main")
+    assert described["source"]["commit"] == git(tree, "rev-parse", "main")
+
+
+def test_experiments_and_variants_toml_name_local_sources_relative_to_themselves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tlsbench import experiments, paths
+
+    tree = repo_of(fake_mbedtls(tmp_path / "project" / "mbedtls"))
+    experiment = tmp_path / "project" / "mine.toml"
+    experiment.write_text(
+        'question = "Does my branch cost more heap?"\n'
+        '[matrix]\nvariant = ["mbedtls@mbedtls#main", "mbedtls@./mbedtls:records-4096"]\n'
+        'scenario = ["handshake"]\n'
+    )
+    variants_file = tmp_path / "project" / "variants.toml"
+    variants_file.write_text(
+        paths.VARIANTS_FILE.read_text().replace(
+            "[variants]\n", '[variants]\nmine = "mbedtls@mbedtls#main:no-debug"\n'
+        )
+    )
+    monkeypatch.chdir(tmp_path)  # elsewhere: the paths are the files' own
+    catalog = Catalog(variants_file)
+    points = experiments.load(str(experiment), catalog).points
+    assert sorted(p.variant for p in points) == [f"mbedtls@{tree}#main",
+                                                 f"mbedtls@{tree}:records-4096"]  # fmt: skip
+    assert catalog.resolve("mine").name == f"mbedtls@{tree}#main:no-debug"

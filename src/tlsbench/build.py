@@ -108,8 +108,12 @@ class Build:
             "library_files": self.manifest["link"]["library_files"],
             "compiler": self.manifest["inputs"]["compiler"],
             # Where the code came from: a pinned archive and its hash, or a local tree or
-            # commit (path, commit, tree id or digest, dirty).
-            "source": self.manifest.get("source"),
+            # commit (path, commit, tree id or digest, dirty). A local build is shared by
+            # every path and name of its content: this variant's own, not the manifest's
+            # (the first to build it).
+            "source": self.variant.line.local.snapshot().describe()
+            if self.variant.line.local is not None
+            else self.manifest.get("source"),
             "build_facts": self.manifest.get("build_facts"),
             # The variant's own config files, whole (a report shows them).
             **(

@@ -30,7 +30,9 @@ def cmd_build(args: argparse.Namespace) -> int:
             config["lines"] = len(config.pop("text").splitlines())
         if not args.json:
             probe = described[-1]["probe"]
-            print(f"{variant.name}: {probe.get('version')} ({build.folder})")
+            dirty = " [dirty work tree]" if (described[-1]["source"] or {}).get("dirty") \
+                else ""  # fmt: skip
+            print(f"{variant.name}: {probe.get('version')}{dirty} ({build.folder})")
     if args.json:
         json.dump(described, sys.stdout, indent=2)
         print()
@@ -129,6 +131,9 @@ def cmd_list(args: argparse.Namespace) -> int:
         print()
         return 0
     print("Lines (LINE[:OPTION,...]; OPTION = feature or MACRO=VALUE):")
+    print("  (and your own code: LIBRARY@PATH, LIBRARY@PATH#REV, @PATH; and your config: "
+          "config=FILE, user-config=FILE, user-settings=FILE, configure=OPTION, "
+          "configure-file=FILE: docs/own-code.md)")  # fmt: skip
     for name, line in listing["lines"].items():
         origin = line["upstream"] or f"machine's {line['system_package']}"
         default = "  (default)" if name in listing["defaults"] else ""

@@ -156,10 +156,15 @@ def macro_contradictions(config: ConfigFile, variant: dict[str, tuple[str, str]]
             continue
         ours, origin = variant[name]
         if " ".join(ours.split()) != theirs:
-            said = "leaves it undefined" if theirs == UNDEFINED else f"sets it to {theirs!r}"
-            wants = "undefined" if ours == UNDEFINED else f"{ours!r}"
-            found.append(f"{config.path} {said} where {origin} wants {name} {wants}")
+            found.append(f"{config.path}: {_setting(name, theirs)}, but {origin}: "
+                         f"{_setting(name, ours)}")  # fmt: skip
     return found
+
+
+def _setting(name: str, value: str) -> str:
+    if value == UNDEFINED:
+        return f"{name} undefined"
+    return f"#define {name} {value}".rstrip()
 
 
 def _flag_setting(flag: str, library: str) -> tuple[str, str] | None:
