@@ -108,10 +108,14 @@ def test_deterministic_figures_are_equal_or_changed_by_how_much() -> None:
 
 def test_a_change_within_the_known_jitter_of_a_kind_is_no_change() -> None:
     # mbedTLS's allocations per handshake move by one between runs of one code.
-    verdict, how = ab.deterministic_verdict([6620] * 4, [6621] * 4, 0.0, jitter=1.0)
+    verdict, how = ab.deterministic_verdict([6620] * 4, [6621] * 4, 0.0, jitter=1.0,
+                                            jitter_when_constant=True)  # fmt: skip
     assert (verdict, how) == (ab.NO_CHANGE, "changed by +1 (+0.02%), within the run-to-run "
                               "jitter of 1")  # fmt: skip
-    assert ab.deterministic_verdict([6620] * 4, [6622] * 4, 0.0, jitter=1.0)[0] == ab.REGRESSION
+    assert ab.deterministic_verdict([6620] * 4, [6622] * 4, 0.0, jitter=1.0,
+                                    jitter_when_constant=True)[0] == ab.REGRESSION  # fmt: skip
+    # A stack depth constant on each side that changed moved for real.
+    assert ab.deterministic_verdict([3720] * 4, [3768] * 4, 0.0, jitter=64.0)[0] == ab.REGRESSION
     # mbedTLS's client stack: 32 bytes apart between two names of one commit, every time.
     noisy = ab.deterministic_verdict([4184, 4200, 4200, 4200], [4216, 4232, 4232, 4232], 0.0,
                                      jitter=64.0)  # fmt: skip

@@ -55,12 +55,15 @@ DEFAULT_THRESHOLDS = {"time": DEFAULT_THRESHOLD, "instructions": 0.01, "heap": 0
 RUN = "run"  # a point that failed, or that only one side supports
 # What a figure moves by between runs of the same code today, in its unit: a change no
 # larger is no change. An allocation more or less per handshake where the libraries'
-# randomness reaches the count (mbedTLS, OpenSSL), and four repetitions can all land on
-# one value on each side; the stack high-water by up to 48 bytes (mbedTLS's client, 32 for
-# OpenSSL's server), with random values and with the process's layout: two names of one
-# commit (`#release`, `#comment`: another argv) put mbedTLS's client 32 bytes apart in
-# every repetition. To go once the drivers fix both.
+# randomness reaches the count (mbedTLS, OpenSSL); the stack high-water by up to 48 bytes
+# (mbedTLS's client, 32 for OpenSSL's server), with random values and with the process's
+# layout: two names of one commit (`#release`, `#comment`: another argv) put mbedTLS's
+# client 32 bytes apart in every repetition. To go once the drivers fix both.
 JITTER = {"allocations": 1.0, "stack": 64.0}
+# Kinds whose jitter also covers a figure that was constant on each side: four repetitions
+# can all land on one allocation count; a stack depth that moves does so within a side too,
+# so a constant one that changed moved for real.
+JITTER_WHEN_CONSTANT = ("allocations",)
 
 REGRESSION = "regression"
 IMPROVEMENT = "improvement"
@@ -237,9 +240,11 @@ def deterministic_verdict(
     threshold: float,
     higher_is_better: bool = False,
     jitter: float = 0.0,
+    jitter_when_constant: bool = False,
 ) -> tuple[str, str]:
     """(verdict, how) for a figure that should be the same in every run; `jitter` is what
-    it is known to move by between runs of the same code today (JITTER), in its unit."""
+    it is known to move by between runs of the same code today (JITTER), in its unit, when
+    it varies within a side (or always, with `jitter_when_constant`)."""
     median_a, median_b = statistics.median(base), statistics.median(candidate)
     change = median_b - median_a
     worse = (change > 0) != higher_is_better
@@ -247,7 +252,7 @@ def deterministic_verdict(
     if len(set(base)) == 1 and len(set(candidate)) == 1:
         if change == 0:
             return NO_CHANGE, "equal (identical in every repetition)"
-        if abs(change) <= jitter:
+        if jitter_when_constant and abs(change) <= jitter:
             return NO_CHANGE, f"changed by {_relative(change, median_a)}, {within_jitter}"
         relative = abs(change) / abs(median_a) if median_a else math.inf
         if relative <= threshold:
@@ -348,7 +353,8 @@ def compare_pair(
             continue
         threshold = thresholds[fa.kind]
         verdict, how = deterministic_verdict(fa.values, fb.values, threshold, fa.higher_is_better,
-                                             JITTER.get(fa.kind, 0.0))  # fmt: skip
+                                             JITTER.get(fa.kind, 0.0),
+                                             fa.kind in JITTER_WHEN_CONSTANT)  # fmt: skip
         verdicts.append(Verdict(a.name, name, fa.kind, fa.unit, statistics.median(fa.values),
                                 statistics.median(fb.values), threshold, verdict, how,
                                 (len(fa.values), len(fb.values))))  # fmt: skip
@@ -480,6 +486,11 @@ def markdown(outcome: Outcome, db: str = "") -> str:
         + (", ".join(outcome.fail_on) or "nothing but failed points")
         + "; thresholds: "
         + ", ".join(f"{k} {v:.1%}" for k, v in outcome.thresholds.items())
+        + "; changes within today's run-to-run jitter count as none: "
+        + ", ".join(
+            f"{k} {v:g}{' bytes (where it varies within a side)' * (k == 'stack')}"
+            for k, v in JITTER.items()
+        )
         + ".",
     ]
     for title, items in (("Regressions", regressions), ("Improvements", improvements),
