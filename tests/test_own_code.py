@@ -232,3 +232,26 @@ def test_ab_of_two_config_files_gives_the_heap_verdict(work: Path) -> None:
     assert f"config={work / 'configs' / 'default.h'} (sha256 " in proc.stdout
     report = tlsbench(work, "report", "latest", "--db", str(work / "configs.db"))
     assert "#define MBEDTLS_SSL_IN_CONTENT_LEN 4096" in report.stdout
+
+
+def test_a_wolfssl_user_settings_file_builds_and_handshakes(tmp_path: Path, build_of) -> None:
+    """user-settings=FILE: configure --enable-usersettings with the file as user_settings.h.
+    The file here is what configure chose for the pinned build (its options.h), plus what
+    --enable-usersettings asks of such a file (its small-memory curve25519 / ed25519 code)."""
+    options = Path(build_of("wolfssl-5.7.2").manifest["link"]["include_dirs"][0])
+    chosen = (options / "wolfssl" / "options.h").read_text()
+    settings = tmp_path / "user_settings.h"
+    settings.write_text(re.sub(r"#(ifndef|define|endif.*) WOLFSSL_OPTIONS_H.*\n", "", chosen)
+                        + "#define CURVE25519_SMALL\n#define ED25519_SMALL\n")  # fmt: skip
+    spec = f"wolfssl-5.7.2:user-settings={settings}"
+    build = tlsbench(tmp_path, "build", spec, "--json")
+    assert build.returncode == 0, build.stderr[-3000:]
+    [described] = json.loads(build.stdout)
+    assert described["config_files"][0]["option"] == "user-settings"
+    installed = Path(described["folder"]) / "prefix" / "include"
+    assert (installed / "user_settings.h").read_text() == settings.read_text()
+    assert "#define WOLFSSL_USER_SETTINGS" in (installed / "wolfssl" / "options.h").read_text()
+    drive = tlsbench(tmp_path, "drive", spec, "handshake", "--iterations", "2", "--json")
+    assert drive.returncode == 0, drive.stderr[-3000:]
+    negotiated = json.loads(drive.stdout)["negotiated"]
+    assert (negotiated["version"], negotiated["group"]) == ("1.3", "x25519")
