@@ -178,10 +178,11 @@ def parse_thresholds(items: list[str]) -> dict[str, float]:
 
 @dataclass
 class _Figure:
+    """One figure of a point (all of these are lower-is-better), a value per repetition."""
+
     kind: str
     unit: str
     values: list[float]
-    higher_is_better: bool = False
 
 
 def _figures(store: Store, point: Point) -> dict[str, _Figure]:
@@ -352,7 +353,7 @@ def compare_pair(
         if fb is None or not fa.values or not fb.values:
             continue
         threshold = thresholds[fa.kind]
-        verdict, how = deterministic_verdict(fa.values, fb.values, threshold, fa.higher_is_better,
+        verdict, how = deterministic_verdict(fa.values, fb.values, threshold, False,
                                              JITTER.get(fa.kind, 0.0),
                                              fa.kind in JITTER_WHEN_CONSTANT)  # fmt: skip
         verdicts.append(Verdict(a.name, name, fa.kind, fa.unit, statistics.median(fa.values),
