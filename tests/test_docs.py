@@ -33,7 +33,6 @@ PAGES = [REPO / "README.md", *sorted(DOCS.glob("*.md"))]
 # test_pending_entries_do_not_exist_yet, so none outlives its merge.
 PENDING_VERBS = frozenset(
     {
-        "ab",  # `tlsbench ab BASE CANDIDATE`: the own-code branch (issue 22)
     }
 )
 PENDING_EXPERIMENTS = frozenset(
@@ -43,7 +42,6 @@ PENDING_EXPERIMENTS = frozenset(
 )
 PENDING_FILES = frozenset(
     {
-        "docs/own-code.md",  # the own-code branch (issue 22)
         "docs/img/overview.png",  # the report's overview chart (issue 24, report part)
     }
 )
@@ -60,6 +58,7 @@ OTHER_PROGRAMS_FLAGS = {
     "--specs",  # gcc (newlib)
     "--h1", "--log-file",  # h2load
     "--nonce-malloc",  # findings/wolfssl-mbedtls-ticket-nonce.sh
+    "--enable-usersettings", "--enable-x", "--disable-x",  # wolfSSL configure, in general
 }  # fmt: skip
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tlsbench import cpuprofile
-from tlsbench.dialect import DB_ENV, DEFAULT_DB, db_target
+from tlsbench.dialect import DB_ENV, DEFAULT_DB, db_target, redacted
 from tlsbench.errors import UserError
 
 
@@ -28,9 +28,13 @@ def cmd_build(args: argparse.Namespace) -> int:
     for variant in variants:
         build = builder.build(variant)
         described.append(build.describe())
+        for config in described[-1].get("config_files", []):  # stored whole with runs
+            config["lines"] = len(config.pop("text").splitlines())
         if not args.json:
             probe = described[-1]["probe"]
-            print(f"{variant.name}: {probe.get('version')} ({build.folder})")
+            dirty = " [dirty work tree]" if (described[-1]["source"] or {}).get("dirty") \
+                else ""  # fmt: skip
+            print(f"{variant.name}: {probe.get('version')}{dirty} ({build.folder})")
     if args.json:
         json.dump(described, sys.stdout, indent=2)
         print()
@@ -195,6 +199,9 @@ def cmd_list(args: argparse.Namespace) -> int:
         print()
         return 0
     print("Lines (LINE[:OPTION,...]; OPTION = feature or MACRO=VALUE):")
+    print("  (and your own code: LIBRARY@PATH, LIBRARY@PATH#REV, @PATH; and your config: "
+          "config=FILE, user-config=FILE, user-settings=FILE, configure=OPTION, "
+          "configure-file=FILE: docs/own-code.md)")  # fmt: skip
     for name, line in listing["lines"].items():
         origin = line["upstream"] or f"machine's {line['system_package']}"
         default = "  (default)" if name in listing["defaults"] else ""
@@ -432,8 +439,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if not args.partial:
         for run_id in dict.fromkeys((run_a, run_b)):
             store.check_whole(run_id, "compare")
+    variants = None
+    if args.variants:
+        variants = (_stored_name(args.variants[0]), _stored_name(args.variants[1]))
     rows = compare_runs(store, run_a, run_b, threshold=args.threshold, normalise=args.normalise,
-                        pool_machines=args.pool_machines)  # fmt: skip
+                        pool_machines=args.pool_machines, variants=variants)  # fmt: skip
     threshold = DEFAULT_THRESHOLD if args.threshold is None else args.threshold
     notes = run_warnings(store, run_a, run_b)
     render = to_json if args.json else table
@@ -442,15 +452,81 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _stored_name(spec: str) -> str:
+    """A variant as the store names it (canonical: a local source's path made absolute);
+    the spec as given when it no longer resolves (a tree since deleted)."""
+    from tlsbench.variants import Catalog
+
+    try:
+        return Catalog().resolve(spec).name
+    except UserError:
+        return spec
+
+
+def cmd_ab(args: argparse.Namespace) -> int:
+    from tlsbench import ab, experiments
+    from tlsbench.build import Builder
+    from tlsbench.runner import Runner, check_results_location, refuse_impossible, tls_variants
+    from tlsbench.store import Store
+    from tlsbench.variants import Catalog
+
+    # Everything about the request is checked before anything is built or stored.
+    thresholds = ab.parse_thresholds(args.threshold or [])
+    fail_on = ab.parse_kinds(args.fail_on)
+    db = db_target(args.db)
+    if args.run is not None:  # verdicts of a stored run: nothing runs
+        store = Store(db, readonly=True)
+        base, candidate = _stored_name(args.base), _stored_name(args.candidate)
+        run_id = int(store.run(args.run)["id"])
+    else:
+        catalog = Catalog()
+        base, candidate = catalog.resolve(args.base).name, catalog.resolve(args.candidate).name
+        if base == candidate:
+            raise UserError(
+                f"BASE and CANDIDATE are the same variant ({base}); to measure the noise of "
+                "identical code, name one commit twice by two names (e.g. #main and #HEAD)"
+            )
+        experiment = experiments.load(args.experiment or "ab", catalog, [base, candidate])
+        points = experiments.only(experiment.points, args.only or [])
+        repetitions = args.repetitions or experiment.repetitions
+        check_results_location(db)
+        builder = Builder(quiet=args.quiet)
+        refuse_impossible(
+            points, {spec: builder.build(catalog.resolve(spec)) for spec in tls_variants(points)}
+        )
+        store = Store(db)
+        runner = Runner(store, builder=builder, quiet=args.quiet)
+        runner.mode = args.mode
+        timeout = args.timeout if args.timeout is not None else experiment.timeout
+        run_id = runner.start(experiment, points, repetitions, timeout, seed=args.seed)
+        tally = runner.execute(run_id, timeout)
+        print(f"run {run_id}: {tally.ok} ok, {tally.unsupported} unsupported, "
+              f"{len(tally.failed)} failed ({store.path})", file=sys.stderr)  # fmt: skip
+    outcome = ab.compare_variants(store, run_id, base, candidate, thresholds, fail_on)
+    summary = ab.markdown(outcome, redacted(db))
+    if args.summary:
+        _write_text(Path(args.summary), summary, "--summary")
+    print(ab.to_json(outcome) if args.json else summary, end="")
+    return outcome.exit_status
+
+
+def _write_text(path: Path, text: str, flag: str) -> None:
+    try:
+        with path.open("a", encoding="utf-8") as out:  # a CI job summary is appended to
+            out.write(text)
+    except OSError as exc:
+        raise UserError(f"{flag} {path}: cannot write there ({exc.strerror or exc})") from exc
+
+
 def cmd_report(args: argparse.Namespace) -> int:
-    from tlsbench.report import EXPORTERS, export
+    from tlsbench.report import EXPORTERS, FORMATS, export
     from tlsbench.report.model import load_runs
     from tlsbench.report.plots import write_plots
     from tlsbench.store import Store
 
     fmt = {"md": "markdown"}.get(args.format, args.format)
     if fmt not in EXPORTERS:
-        raise UserError(f"unknown --format {args.format}; choose md, csv, json or html")
+        raise UserError(f"unknown --format {args.format}; choose md, csv, json, html, bmf or gab")
     store = Store(db_target(args.db), readonly=True)
     runs = [store.run(r)["id"] for r in args.runs or ["latest"]]
     if not args.partial:
@@ -461,6 +537,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     text = export(model, fmt, out)
     if out is None:
         print(text)
+        return 0
+    if fmt not in FORMATS:  # figures for a dashboard: no plots
+        print(f"wrote {out}", file=sys.stderr)
         return 0
     plots = write_plots(model, out.parent / "plots")
     print(f"wrote {out}" + (f" and {len(plots)} plot files in {out.parent / 'plots'}"
@@ -519,6 +598,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": cmd_run,
     "runs": cmd_runs,
     "compare": cmd_compare,
+    "ab": cmd_ab,
     "report": cmd_report,
     "drive": cmd_drive,
     "host-info": cmd_host_info,
@@ -814,12 +894,91 @@ def parser() -> argparse.ArgumentParser:
         help="compare a sharded run before all its shards are done (what is there)",
     )
     cmp.add_argument(
+        "--variants",
+        nargs=2,
+        metavar=("BASE", "CANDIDATE"),
+        help="pair the points of variant BASE in A with the same points of variant CANDIDATE "
+        "in B (A and B may be one run, e.g. tlsbench ab's); default: the same variant, or, "
+        "when each run holds one variant, those two",
+    )
+    cmp.add_argument(
         "--normalise",
         action="store_true",
         help="divide each repetition's time figures by its calibration workload time (relative "
         "to A's median) before comparing, instead of reporting 'machine drift'",
     )
     _db_option(cmp, reads_only=True)
+
+    abv = verb(
+        "ab",
+        "Build BASE and CANDIDATE, run an experiment's points for both interleaved in one "
+        "run, and give every figure a verdict",
+        "BASE and CANDIDATE are any two variants: two commits (mbedtls@REPO#main, "
+        "mbedtls@REPO#HEAD), two config files, two pins, a pin and a tree. Times are judged "
+        "by their statistics; instructions, heap, stack, allocations, wire bytes and code "
+        "size as figures that should not move (equal, or changed by how much). Prints a "
+        "Markdown summary (regressions first). Exit 0: no regression of a kind in "
+        "--fail-on; 1: a regression beyond its threshold, or a failed point; 2: bad input.",
+    )
+    abv.add_argument("base", metavar="BASE", help="the baseline variant")
+    abv.add_argument("candidate", metavar="CANDIDATE", help="the variant judged against it")
+    abv.add_argument(
+        "experiment",
+        nargs="?",
+        help="an experiment (a name in experiments/ or a .toml file) whose points run for both "
+        "in place of its own variants (default: ab)",
+    )
+    abv.add_argument(
+        "--mode",
+        choices=["time", "instructions"],
+        default="time",
+        help="time (default): clocks, heap and the rest; instructions: instruction counts "
+        "under callgrind in place of times (heap and the rest as in time mode)",
+    )
+    abv.add_argument(
+        "--fail-on",
+        default="all",
+        metavar="KINDS",
+        help="figure kinds whose regression exits 1, comma-separated: time, instructions, heap, "
+        "stack, allocations, wire, code-size, or all (default), none (a failed point always "
+        "exits 1)",
+    )
+    abv.add_argument(
+        "--threshold",
+        action="append",
+        metavar="KIND=FRACTION",
+        help="practical threshold of a kind, a fraction of the base's figure (repeatable); "
+        "defaults: time=0.05, instructions=0.01, every other kind 0 (any change beyond the "
+        "figure's run-to-run spread)",
+    )
+    abv.add_argument(
+        "--repetitions",
+        type=_whole(1, 1000),
+        help="driver processes per point and variant (default: the experiment's); a time or "
+        "a varying figure needs 4 per side for a verdict",
+    )
+    abv.add_argument(
+        "--only",
+        action="append",
+        metavar="KEY=VALUE",
+        help="keep the experiment's points whose KEY is VALUE (as tlsbench run --only)",
+    )
+    abv.add_argument("--timeout", type=_seconds, help="seconds per driver process")
+    abv.add_argument("--seed", type=_whole(0, 2**32 - 1), help="seed of the run order")
+    abv.add_argument("--json", action="store_true", help="print the verdicts as JSON")
+    abv.add_argument(
+        "--summary",
+        metavar="FILE",
+        help="also append the Markdown summary to FILE (e.g. $GITHUB_STEP_SUMMARY)",
+    )
+    abv.add_argument(
+        "--run",
+        metavar="RUN",
+        help="judge the variants of stored run RUN (a number or 'latest') instead of running "
+        "anything (e.g. with other thresholds)",
+    )
+    abv.add_argument("--quiet", action="store_true", help="no progress line")
+    _db_option(abv, reads_only=False)
 
     report = verb(
         "report",
@@ -835,7 +994,11 @@ def parser() -> argparse.ArgumentParser:
         "several machines, say) are reported side by side, each row as `variant @ machine`",
     )
     report.add_argument(
-        "--format", default="md", help="md (default), csv, json or html (one self-contained page)"
+        "--format",
+        default="md",
+        help="md (default), csv, json, html (one self-contained page), or the figures for a "
+        "dashboard: bmf (Bencher Metric Format), gab (github-action-benchmark, "
+        "customSmallerIsBetter)",
     )
     report.add_argument("--out", metavar="FILE", help="write to FILE instead of the terminal")
     report.add_argument(

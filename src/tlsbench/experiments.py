@@ -256,11 +256,13 @@ def _describe(value: Any) -> str:
 
 
 class _Loader:
-    def __init__(self, path: Path, catalog: Catalog) -> None:
+    def __init__(self, path: Path, catalog: Catalog, variants: list[str] | None = None) -> None:
         self.path = path
         self.catalog = catalog
         self.text = read_user_file(path)
         self.declared = declared()
+        # `tlsbench ab`: every point of the experiment for each of these variants instead.
+        self.variants = variants
 
     def error(self, message: str, pattern: str | None = None) -> UserError:
         line = _line_of(self.text, pattern) if pattern else None
@@ -401,10 +403,14 @@ class _Loader:
         raw = [self.merge(defaults, per_scenario, p) for p in own]
         raw = [p for p in raw if not any(_matches(p, ex) for ex in excludes)]
         raw += [self.merge(defaults, per_scenario, inc) for inc in data.get("include", [])]
+        if self.variants is not None:
+            raw = self.for_variants(raw, self.variants)
         points = []
         seen: dict[tuple[str, str], RunPoint] = {}
         for entry in raw:
             point = self.point(entry)
+            if point.key in seen and self.variants is not None:
+                continue  # the experiment's variants differed only there
             if point.key in seen:
                 if (negotiates_no_key_exchange(point.options)
                         and ("group" in entry or "sigalg" in entry)) or (
@@ -426,6 +432,19 @@ class _Loader:
             points=points,
         )
 
+    def for_variants(self, raw: list[dict[str, Any]], variants: list[str]) -> list[dict[str, Any]]:
+        """Each point once per given variant (in place of the experiment's own), but the
+        code-size points of a library that has no code-size programs."""
+        from tlsbench import codesize
+
+        libraries = {v: self.catalog.resolve(v).library for v in variants}
+        return [
+            {**entry, "variant": variant}
+            for entry in raw
+            for variant in variants
+            if entry.get("scenario") != "code-size" or codesize.supported(libraries[variant])
+        ]
+
     @staticmethod
     def merge(
         defaults: dict[str, Any], per_scenario: dict[str, Any], own: dict[str, Any]
@@ -445,7 +464,7 @@ class _Loader:
             raise self.value_error("variant", raw["variant"], "a variant name (tlsbench list "
                                    "variants)")  # fmt: skip
         try:
-            variant = self.catalog.resolve(raw["variant"])
+            variant = self.catalog.resolve(raw["variant"], self.path.parent)
         except UserError as exc:  # unknown line or feature: say where it is asked for
             raise self.value_error("variant", raw["variant"], str(exc)) from None
         scenario = values["scenario"]
@@ -505,7 +524,7 @@ class _Loader:
                 raise self.value_error("peer", peer, f"with role = {role!r}, {allowed}")
             return peer
         try:
-            return self.catalog.resolve(peer).name
+            return self.catalog.resolve(peer, self.path.parent).name
         except UserError as exc:
             raise self.value_error("peer", peer, f"{allowed} ({exc})") from None
 
@@ -546,7 +565,7 @@ class _Loader:
             options["client"] = variant.name
         elif client not in load.GENERATOR_PROGRAMS:
             try:
-                options["client"] = self.catalog.resolve(client).name
+                options["client"] = self.catalog.resolve(client, self.path.parent).name
             except UserError as exc:
                 raise self.value_error("client", client, f"{allowed} ({exc})") from None
         from tlsbench import remote
@@ -685,8 +704,12 @@ def _matches(point: dict[str, Any], pattern: dict[str, Any]) -> bool:
     return all(point.get(k) == v for k, v in pattern.items())
 
 
-def load(name_or_path: str, catalog: Catalog | None = None) -> Experiment:
-    return _Loader(find(name_or_path), catalog or Catalog()).load()
+def load(
+    name_or_path: str, catalog: Catalog | None = None, variants: list[str] | None = None
+) -> Experiment:
+    """The experiment's points; with `variants` (canonical names), its points once for each
+    of them in place of the variants it names (what `tlsbench ab` runs)."""
+    return _Loader(find(name_or_path), catalog or Catalog(), variants).load()
 
 
 def _fields(p: RunPoint) -> dict[str, str]:

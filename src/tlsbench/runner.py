@@ -289,7 +289,30 @@ def run_instructions(point: RunPoint, build: Build, timeout: float, scratch: Pat
     outcome.output["samples"] = counts
     outcome.output["summary"] = {k: {"unit": "instructions"} for k in counts}
     outcome.output["heap"] = None  # valgrind replaces malloc: the driver's counters read 0
-    return outcome
+    return with_heap_figures(point, build, timeout, outcome)
+
+
+def with_heap_figures(point: RunPoint, build: Build, timeout: float, counted: Outcome) -> Outcome:
+    """Instruction mode: the heap driver's figures (heap and stack per side, allocations)
+    beside the counts, from a run of its own outside valgrind (which replaces malloc), so
+    that `tlsbench ab --mode instructions` judges heap too. Its times are not kept."""
+    if point.scenario not in HEAP_SCENARIOS or counted.output is None:
+        return counted
+    heap = run_driver(point, build, timeout, measure="heap")
+    if heap.status != "ok" or heap.output is None:
+        heap.stderr_tail = f"(the heap run, tlsbench-driver-heap)\n{heap.stderr_tail}"
+        return heap
+    output = counted.output
+    output["heap"] = heap.output.get("heap")
+    allocs = {k: v for k, v in heap.output.get("samples", {}).items() if k.endswith("_allocs")}
+    output["samples"] = {**output["samples"], **allocs}
+    output["summary"] = {**output["summary"],
+                         **{k: v for k, v in heap.output.get("summary", {}).items()
+                            if k in allocs}}  # fmt: skip
+    output["measure"] = {"instructions": "tlsbench-driver under callgrind",
+                         "heap": "tlsbench-driver-heap", "heap_series": sorted(allocs)}  # fmt: skip
+    return Outcome("ok", 0, None, counted.seconds + heap.seconds, output,
+                   "\n".join(t for t in (counted.stderr_tail, heap.stderr_tail) if t))  # fmt: skip
 
 
 # Scenarios whose figures include heap ones (heap per side, allocations per record): their

@@ -364,6 +364,23 @@ class BuildRow:
     version: str
     cache_key: str
     compile_flags: str
+    # Where the code came from: a pinned archive and its sha256, or a local tree or commit
+    # (path, commit, tree id or digest of its files, dirty).
+    source: str = "-"
+    dirty: bool | None = None  # a local work tree with changes not committed
+    # The variant's own config files: "config=PATH (sha256 ...)" (ConfigFileRow: the text).
+    config: str = "-"
+
+
+@dataclass(frozen=True)
+class ConfigFileRow:
+    """A config file a variant was built with (config=FILE...), whole, as stored with the run."""
+
+    variant: str
+    option: str  # config, user-config, user-settings, configure-file
+    path: str
+    sha256: str
+    text: str
 
 
 @dataclass(frozen=True)
@@ -430,6 +447,7 @@ class RunModel:
     notes: list[NoteRow] = field(default_factory=list)
     builds: list[BuildRow] = field(default_factory=list)
     machines: list[MachineRow] = field(default_factory=list)
+    config_files: list[ConfigFileRow] = field(default_factory=list)
     latency_samples: list[LatencySamples] = field(default_factory=list)
     variants: list[str] = field(default_factory=list)  # in point order: stable plot colours
     # A report of several runs side by side (load_runs): every run, the first is `run`.
@@ -454,6 +472,7 @@ class RunModel:
             Table("notes", "Notes", NoteRow, self.notes),
             Table("builds", "Builds", BuildRow, self.builds),
             Table("machines", "Machines", MachineRow, self.machines),
+            Table("config_files", "Config files", ConfigFileRow, self.config_files),
             Table("environment", "Environment", EnvironmentRow, self.environment),
         ]
 
@@ -473,6 +492,27 @@ def describe_compile_flags(recorded: dict[str, Any] | None) -> str:
     if some:
         text += "; in some: " + " ".join(some[:8]) + (" ..." if len(some) > 8 else "")
     return text
+
+
+def describe_source(source: dict[str, Any]) -> str:
+    """One line naming where a build's code came from (its manifest's `source`)."""
+    kind = str(source.get("kind", ""))
+    if kind.startswith("local-"):
+        where = str(source.get("path"))
+        commit = str(source.get("commit") or "")[:12]
+        if source.get("tree"):
+            content = f"tree {str(source['tree'])[:12]}"
+        else:
+            content = f"files sha256 {str(source.get('sha256'))[:12]}"
+        if kind == "local-commit":
+            return f"git {where}#{source.get('rev')}: commit {commit}, {content}"
+        if kind == "local-worktree":
+            state = "dirty" if source.get("dirty") else "clean"
+            return f"git work tree {where} at {commit or 'no commit'}, {state}: {content}"
+        return f"folder {where} (not in git): {content}"
+    if kind in ("debian", "crate"):
+        return f"{source.get('file')} sha256 {str(source.get('sha256'))[:12]}"
+    return "-"
 
 
 @dataclass
@@ -1205,12 +1245,27 @@ class _Loader:
         for p in self.points:
             if p.variant in rows or not p.build:
                 continue
+            source = p.build.get("source") or {}
             rows[p.variant] = BuildRow(
                 variant=p.variant,
                 version=str(p.build.get("version") or "-"),
                 cache_key=str(p.build.get("cache_key") or "-")[:16],
                 compile_flags=describe_compile_flags(p.build.get("compile_flags")),
-            )
+                source=describe_source(source),
+                dirty=source.get("dirty"),
+                config="; ".join(f"{f['option']}={f['path']} (sha256 {f['sha256'][:12]})"
+                                 for f in p.build.get("config_files") or []) or "-",
+            )  # fmt: skip
+        return list(rows.values())
+
+    def config_files(self) -> list[ConfigFileRow]:
+        """Each variant's own config files, once per variant."""
+        rows: dict[tuple[str, str], ConfigFileRow] = {}
+        for p in self.points:
+            for f in p.build.get("config_files") or []:
+                rows.setdefault((p.variant, f["option"]), ConfigFileRow(
+                    p.variant, str(f["option"]), str(f["path"]), str(f["sha256"]),
+                    str(f["text"])))  # fmt: skip
         return list(rows.values())
 
     def machine_labels(self) -> dict[int, str]:
@@ -1285,6 +1340,7 @@ class _Loader:
             problems=self.problems(),
             builds=self.builds(),
             machines=self.machines(),
+            config_files=self.config_files(),
             latency_samples=latency_samples,
             variants=list(dict.fromkeys(p.variant for p in self.points)),
         )

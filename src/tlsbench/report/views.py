@@ -26,6 +26,7 @@ class View:
     numeric: list[bool]  # right-aligned columns
     rows: list[list[str]]
     # (heading, preformatted text) shown after the table, e.g. a failed point's stderr tail
+    # ("stderr of VARIANT POINT") or a variant's config file
     details: list[tuple[str, str]] = field(default_factory=list)
     # Per cell, text shown on hover in HTML (same shape as rows; "" for none).
     titles: list[list[str]] = field(default_factory=list)
@@ -340,7 +341,7 @@ def _views(model: RunModel) -> list[View]:
                      _opt(r.exit_code), _opt(r.signal), r.stage or "-", r.message]
                     for r in model.problems
                 ],
-                [(f"{r.variant} {r.point}", r.stderr_tail) for r in model.problems
+                [(f"stderr of {r.variant} {r.point}", r.stderr_tail) for r in model.problems
                  if r.stderr_tail],
             )
         )  # fmt: skip
@@ -361,13 +362,23 @@ def _views(model: RunModel) -> list[View]:
             View(
                 "builds",
                 "Builds",
-                "The build of each variant: its cache key (source hash, options, compiler, "
-                "recipe) and the code-shaping flags its compiles really used, as recorded "
-                "from the compiler's command lines (flags of every compile, then the others "
-                "with how many compiles had them).",
-                ["variant", "version", "cache key", "compile flags"],
-                [False, False, False, False],
-                [[b.variant, b.version, b.cache_key, b.compile_flags] for b in model.builds],
+                "The build of each variant: where its code came from (a pinned archive and "
+                "its sha256, or a local tree or git commit: path, commit, tree id or digest "
+                "of its files, and `dirty` for a work tree with changes not committed), its "
+                "cache key (source hash, options, compiler, recipe) and the code-shaping "
+                "flags its compiles really used, as recorded from the compiler's command "
+                "lines (flags of every compile, then the others with how many compiles had "
+                "them); a variant's own config files are shown whole below the table.",
+                ["variant", "version", "source", "config", "cache key", "compile flags"],
+                [False, False, False, False, False, False],
+                [
+                    [b.variant, b.version, b.source, b.config, b.cache_key, b.compile_flags]
+                    for b in model.builds
+                ],
+                [
+                    (f"{c.variant}: {c.option}={c.path} (sha256 {c.sha256[:12]})", c.text)
+                    for c in model.config_files
+                ],
             )
         )
     if model.machines:
