@@ -31,10 +31,7 @@ PAGES = [REPO / "README.md", *sorted(DOCS.glob("*.md"))]
 # documents it. Remove an entry once its branch is merged, so that it is checked like
 # everything else; an entry whose verb, experiment or file exists fails
 # test_pending_entries_do_not_exist_yet, so none outlives its merge.
-PENDING_VERBS = frozenset(
-    {
-    }
-)
+PENDING_VERBS = frozenset({})
 PENDING_EXPERIMENTS = frozenset(
     {
         "connections",  # memory at 10,000 connections: the driver-core branch (issue 25)
