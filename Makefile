@@ -34,7 +34,7 @@ run: deps venv
 # CPU only fails here, not on the next CI machine.
 CPU_PROFILE ?=
 test: deps venv
-	TLSBENCH_CPU_PROFILE=$(CPU_PROFILE) $(VENV)/bin/pytest -v tests
+	TLSBENCH_CPU_PROFILE=$(CPU_PROFILE) $(VENV)/bin/pytest -v --durations=25 tests
 
 # Many more mutations of the user-edited files than `make test` tries (FUZZ_COUNT per file kind,
 # seeds FUZZ_SEEDS): exit 0 or 2, never a traceback, never a store change.
