@@ -52,7 +52,7 @@ SCENARIOS = ("handshake", "resume", "records", "bulk", "aead", "interop", "code-
 
 # Option keys of a point, in the order they appear in names; value -> name fragment.
 OPTION_ORDER = (
-    "tls", "suite", "group", "key_share", "sigalg", "cert", "chain", "auth", "record_size",
+    "tls", "suite", "kx", "group", "key_share", "sigalg", "cert", "chain", "auth", "record_size",
     "payload", "bytes", "aead", "accel", "transport", "io", "role", "peer", "resume", "rtt_ms",
     "loss", "server", "client", "pattern", "connections", "rate", "request_size", "workers",
     "server_host", "generator_hosts", "server_address",
@@ -65,7 +65,9 @@ TOP_KEYS = {"question", "description", "repetitions", "timeout", "defaults", "pe
 # Options that mean something to a scenario (others set by [defaults] are dropped).
 # key_share: the client's first key share, a group the server does not offer, so that it
 # answers with a HelloRetryRequest (TLS 1.3; the driver checks the extra round trip).
-TLS_KEYS = ("tls", "suite", "group", "key_share", "sigalg", "cert", "chain", "auth",
+# kx: how keys are agreed (ecdhe, rsa, psk = TLS 1.3 psk_ke or a TLS 1.2 PSK suite,
+# psk_dhe = psk_dhe_ke or ECDHE-PSK); the driver's --kx.
+TLS_KEYS = ("tls", "suite", "kx", "group", "key_share", "sigalg", "cert", "chain", "auth",
             "record_size", "accel", "transport", "io")  # fmt: skip
 SCENARIO_KEYS = {
     "handshake": (*TLS_KEYS, *TUNING_KEYS),
@@ -134,6 +136,7 @@ CHOICES = {
     # A load point's transaction pattern and server program (load.py).
     "pattern": ("new", "resume", "keepalive"),
     "server": ("self", "nginx"),
+    "kx": ("ecdhe", "rsa", "psk", "psk_dhe"),
 }
 MAX_REPETITIONS = 1000
 MAX_TIMEOUT_S = 24 * 3600
@@ -403,10 +406,11 @@ class _Loader:
         for entry in raw:
             point = self.point(entry)
             if point.key in seen:
-                if negotiates_no_key_exchange(point.options) and (
-                    "group" in entry or "sigalg" in entry
-                ):
-                    continue  # the same point once its group / sigalg were dropped
+                if (negotiates_no_key_exchange(point.options)
+                        and ("group" in entry or "sigalg" in entry)) or (
+                        authenticates_by_psk(point.options)
+                        and any(k in entry for k in CERTIFICATE_KEYS)):  # fmt: skip
+                    continue  # the same point once its group / sigalg / cert were dropped
                 raise self.error(f"two points are the same: {point.name} on {point.variant}")
             seen[point.key] = point
             points.append(point)
@@ -465,10 +469,14 @@ class _Loader:
         if scenario == "load":
             self.check_load(options, values, variant)
         if negotiates_no_key_exchange(options):
-            # Static RSA: no group is negotiated and nothing is signed, so neither belongs
-            # in the point's name or stored options.
+            # Static RSA or PSK alone: no group is negotiated and nothing is signed, so neither
+            # belongs in the point's name or stored options.
             options.pop("group", None)
             options.pop("sigalg", None)
+        if authenticates_by_psk(options):
+            # The key authenticates both sides: no certificate is sent or verified.
+            for key in CERTIFICATE_KEYS:
+                options.pop(key, None)
         return RunPoint(
             name=point_name(scenario, options),
             variant=variant.name,
@@ -557,6 +565,7 @@ class _Loader:
             raise self.value_error("io", "fd", 'with transport = "tcp" only (the library '
                                    "needs a socket of its own)")  # fmt: skip
         self.check_key_share(scenario, values)
+        self.check_kx(scenario, values)
         suite = values.get("suite")
         if suite is not None and scenario in (*TLS_SCENARIO_NAMES, "load"):
             tls = values.get("tls", "1.3")
@@ -573,6 +582,35 @@ class _Loader:
                     f"at most the record size ({limit}): records measures one record per "
                     "write; bulk measures larger writes",
                 )
+
+    def check_kx(self, scenario: str, values: dict[str, Any]) -> None:
+        """The key exchange against the version, the suite and resumption, as the driver
+        checks them (drivers/core/cmdline.c), before anything runs."""
+        tls = values.get("tls", "1.3")
+        suite = str(values.get("suite", ""))
+        if tls == "1.2" and suite.startswith("TLS_RSA_PSK_"):
+            why = "a PSK_WITH, ECDHE_PSK or DHE_PSK suite: RSA-PSK (a certificate and a key at "
+            raise self.value_error("suite", suite, why + "once) is not run")
+        kx = values.get("kx")
+        if kx is None:
+            return
+        named = suite_kx(suite) if tls == "1.2" and suite else None
+        if named is not None and kx != named:
+            raise self.value_error("kx", kx, f'"{named}" with suite {suite} (the suite names '
+                                   "its key exchange), or another suite")  # fmt: skip
+        if kx == "rsa" and tls == "1.3":
+            raise self.value_error("kx", kx, 'with tls = "1.2" only (TLS 1.3 has no RSA key '
+                                   "exchange)")  # fmt: skip
+        resumes = (scenario == "resume" or (scenario == "interop" and values.get("resume") == "on")
+                   or (scenario == "load" and values.get("pattern") == "resume"))  # fmt: skip
+        if kx in PSK_KX and tls == "1.3" and resumes:
+            raise self.value_error("kx", kx, "without TLS 1.3 resumption: a TLS 1.3 resumption "
+                                   "is itself a pre-shared key handshake, and the client would "
+                                   "offer the ticket and the external key at once; resume TLS "
+                                   "1.3 with kx = \"ecdhe\", or a TLS 1.2 PSK suite")  # fmt: skip
+        if kx == "psk" and values.get("key_share") is not None:
+            raise self.value_error("kx", kx, '"psk_dhe" with key_share (the key alone sends '
+                                   "no key share)")  # fmt: skip
 
     def check_key_share(self, scenario: str, values: dict[str, Any]) -> None:
         key_share = values.get("key_share")
@@ -628,9 +666,44 @@ def check_capabilities(points: list[RunPoint], infos: dict[str, dict[str, Any]])
         )
 
 
+# The key exchanges keyed by the pre-shared key, and what no point of them has.
+PSK_KX = ("psk", "psk_dhe")
+CERTIFICATE_KEYS = ("cert", "chain", "sigalg", "auth")
+
+
+def suite_kx(suite: str) -> str:
+    """The key exchange a TLS 1.2 suite names (as the driver reads it)."""
+    if suite.startswith("TLS_PSK_WITH_"):
+        return "psk"
+    if suite.startswith(("TLS_ECDHE_PSK_", "TLS_DHE_PSK_")):
+        return "psk_dhe"
+    return "rsa" if suite.startswith("TLS_RSA_WITH_") else "ecdhe"
+
+
+def point_kx(options: dict[str, Any]) -> str:
+    """The key exchange a point runs: its kx, else its TLS 1.2 suite's, else ecdhe."""
+    suite = str(options.get("suite") or "")
+    if "kx" in options:
+        return str(options["kx"])
+    return suite_kx(suite) if options.get("tls") == "1.2" and suite else "ecdhe"
+
+
 def negotiates_no_key_exchange(options: dict[str, Any]) -> bool:
-    """TLS 1.2 static-RSA suites: the key is transported, no group, no signature."""
-    return options.get("tls") == "1.2" and str(options.get("suite", "")).startswith("TLS_RSA_WITH_")
+    """TLS 1.2 static-RSA and PSK suites, TLS 1.3 psk_ke: no group, no signature."""
+    suite = str(options.get("suite", ""))
+    return options.get("kx") == "psk" or (
+        options.get("tls") == "1.2" and suite.startswith(("TLS_RSA_WITH_", "TLS_PSK_WITH_"))
+    )
+
+
+def authenticates_by_psk(options: dict[str, Any]) -> bool:
+    """PSK key exchanges (kx psk or psk_dhe, TLS 1.2 PSK, ECDHE-PSK and DHE-PSK suites): no
+    certificate."""
+    suite = str(options.get("suite", ""))
+    return options.get("kx") in PSK_KX or (
+        options.get("tls") == "1.2"
+        and suite.startswith(("TLS_PSK_WITH_", "TLS_ECDHE_PSK_", "TLS_DHE_PSK_"))
+    )
 
 
 def _short(choices: tuple[str, ...] | None, limit: int = 12) -> str:
