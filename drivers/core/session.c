@@ -134,7 +134,8 @@ static int apply_fault(tb_run *r) {
       {"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"},
       {"TLS_PSK_WITH_AES_128_GCM_SHA256", "TLS_PSK_WITH_AES_256_GCM_SHA384"},
       {"TLS_PSK_WITH_AES_128_CBC_SHA256", "TLS_ECDHE_PSK_WITH_AES_128_CBC_SHA256"},
-      {"TLS_PSK_WITH_CHACHA20_POLY1305_SHA256", "TLS_ECDHE_PSK_WITH_CHACHA20_POLY1305_SHA256"}};
+      {"TLS_PSK_WITH_CHACHA20_POLY1305_SHA256", "TLS_ECDHE_PSK_WITH_CHACHA20_POLY1305_SHA256"},
+      {"TLS_PSK_WITH_AES_128_CBC_SHA", "TLS_ECDHE_PSK_WITH_AES_128_CBC_SHA"}};
   static const char *const groups[][2] = {{"x25519", "secp384r1"}};
   static const char *const sigalgs[][2] = {{"rsa_pss_rsae_sha256", "rsa_pss_rsae_sha384"},
                                            {"rsa_pkcs1_sha256", "rsa_pkcs1_sha384"}};
@@ -213,7 +214,7 @@ static int apply_fault(tb_run *r) {
     }
     return TB_EXIT_OK;
   }
-  if (fault_is(r, "suite")) other = swap(r->opt->suite, suites, 6);
+  if (fault_is(r, "suite")) other = swap(r->opt->suite, suites, 7);
   if (fault_is(r, "group") && r->opt->group) other = swap(r->opt->group, groups, 1);
   if (fault_is(r, "sigalg") && r->opt->sigalg) other = swap(r->opt->sigalg, sigalgs, 2);
   if (other == NULL) goto no_fault;

@@ -365,8 +365,6 @@ def _psk_program(name: str, executable: str, options: dict[str, Any], kx: str, p
     SHA256 session; GnuTLS: its credentials' binder hash)."""
     tls = str(options.get("tls", "1.3"))
     suite = str(options.get("suite") or "")
-    if name not in PSK_PROGRAMS:
-        return f"{name} is run with certificates only (no pre-shared key)"
     if tls == "1.3" and suite.endswith("SHA384"):
         return f"{name} binds a TLS 1.3 external PSK to SHA-256, and {suite} hashes with SHA-384"
     role = program_role(name)
@@ -414,6 +412,9 @@ def _psk_program(name: str, executable: str, options: dict[str, Any], kx: str, p
 def program_side(name: str, options: dict[str, Any], port: int | None, connections: int,
                  scratch: Path, host: str = "127.0.0.1") -> Side | str:  # fmt: skip
     """A real program as the peer, or the reason it cannot play this point."""
+    kx = point_kx(options)
+    if kx in PSK_KX and name not in PSK_PROGRAMS:
+        return f"{name} is run with certificates only (no pre-shared key)"
     executable = program_executable(name)
     if pinned_program(name):
         executable = openssl_executable(name)
@@ -423,7 +424,6 @@ def program_side(name: str, options: dict[str, Any], port: int | None, connectio
         return f"{name} is run with a one-certificate chain only"
     if options.get("resume") == "on":
         return f"{name} starts one process per connection here: nothing to resume"
-    kx = point_kx(options)
     if kx in PSK_KX:
         return _psk_program(name, executable, options, kx, port, connections, scratch, host)
     auth = str(options.get("auth", "server"))
