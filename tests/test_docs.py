@@ -53,7 +53,7 @@ PENDING_FILES = frozenset(
 # Options of other programs that the docs quote (build systems, tools, peers), by program.
 OTHER_PROGRAMS_FLAGS = {
     "--enable-intelasm", "--enable-aesni", "--enable-ticket-nonce-malloc",  # wolfSSL configure
-    "--enable-curl", "--enable-opensslextra", "--enable-staticmemory",
+    "--enable-curl", "--enable-opensslextra", "--enable-staticmemory", "--enable-psk",
     "--host", "--disable-filesystem", "--enable-singlethreaded", "--with-arm-target",
     "--peak-inaccuracy", "--heap-admin",  # valgrind massif
     "--print-uris",  # apt-get source
