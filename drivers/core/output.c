@@ -193,8 +193,13 @@ static void write_samples(tb_json *j, const tb_run *r) {
 
 void tb_print_text(const tb_run *r) {
   if (r->have_negotiated) {
-    printf("negotiated TLS %s %s group=%s sigalg=%s resumed=%d\n", r->client_neg.version,
-           r->client_neg.suite, r->client_neg.group[0] ? r->client_neg.group : "-",
+    int psk = r->client_neg.psk;
+    printf("negotiated TLS %s %s%s group=%s sigalg=%s resumed=%d\n", r->client_neg.version,
+           r->client_neg.suite,
+           psk == TB_PSK_KE    ? " psk"
+           : psk == TB_PSK_DHE ? " psk_dhe"
+                               : "",
+           r->client_neg.group[0] ? r->client_neg.group : "-",
            r->client_neg.sigalg[0] ? r->client_neg.sigalg : "-", r->client_neg.resumed);
   }
   const tb_heap_report *sides[2] = {&r->heap_client, &r->heap_server};
