@@ -89,7 +89,9 @@ typedef enum tb_psk_mode {
  * never a secret). TLS 1.3: an external PSK (not a resumption one) whose hash is `hash`,
  * the suite's; the client offers exactly this one identity and the key exchange mode
  * (psk_ke or psk_dhe_ke) of `mode` only, where the library can be held to it. TLS 1.2: the
- * suite says the mode; the server sends no identity hint. */
+ * suite says the mode; the server sends no identity hint. The core never asks a TLS 1.3 PSK
+ * run to resume (a ticket would be offered beside the key): a pre_shared_key a TLS 1.3
+ * server accepts in a PSK run is this key. */
 typedef struct tb_psk {
   tb_psk_mode mode; /* TB_PSK_NONE: the fields below are unset */
   const unsigned char *key;
