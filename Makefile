@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 
 # Debian packages the builds, drivers and tests need.
-DEBIAN_PACKAGES := gcc g++ gcc-multilib make cmake ninja-build autoconf automake libtool \
+DEBIAN_PACKAGES := gcc g++ gcc-multilib make cmake ninja-build autoconf automake libtool git \
 	perl pkgconf python3-venv valgrind bzip2 xz-utils ca-certificates debian-archive-keyring \
 	nettle-dev libgmp-dev libtasn1-6-dev libunistring-dev libssl-dev libgnutls28-dev \
 	clang-format openssl gnutls-bin chromium nginx-light nghttp2-client curl iproute2 \

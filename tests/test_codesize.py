@@ -92,3 +92,20 @@ def test_code_size_points_run_store_and_report(tmp_path, build_of) -> None:
                           'scenario = ["code-size"]\n')  # fmt: skip
     with pytest.raises(UserError, match='with scenario = "code-size", a variant of mbedtls or'):
         experiments.load(str(experiment))
+
+
+def test_a_variant_with_two_targets_is_refused_with_the_reason() -> None:
+    """cortex-m7 and armhf in one variant: one build cannot be both, so the spec is refused
+    (exit 2) instead of printing rows labelled with whichever target came last."""
+    import subprocess
+
+    from tlsbench import paths
+
+    done = subprocess.run(
+        [str(paths.REPO / "tlsbench"), "code-size", "--quiet", "mbedtls-3.6.6:cortex-m7,armhf"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout
+    assert "two targets" in done.stderr and "cortex-m7" in done.stderr
+    assert "armhf" in done.stderr and "Traceback" not in done.stderr
+    assert done.stdout == ""

@@ -1,9 +1,14 @@
-"""Cortex-M7 firmware images: built per variant with arm-none-eabi-gcc and newlib, run on
-QEMU's mps2-an500 with -icount; one TLS 1.2 handshake per run, measured per side."""
+"""Cortex-M firmware images: built per variant and core with arm-none-eabi-gcc and newlib,
+run on the core's QEMU board with -icount; one TLS handshake per run, measured per side.
+
+Images are built once per session (the build cache): the Cortex-M7 ones carry most of the
+job tests, one image per other core shows that core's handshake."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -12,9 +17,12 @@ from tlsbench.errors import UserError
 from tlsbench.variants import Catalog
 
 VARIANT = "mbedtls-3.6.6:cortex-m7"
+WOLFSSL_VARIANT = "wolfssl-5.7.2:cortex-m7"
 ECDHE = "TLS-ECDHE-RSA-WITH-AES-128-GCM-SHA256"
 RSA = "TLS-RSA-WITH-AES-256-CBC-SHA256"
+TLS13 = "TLS-AES-128-GCM-SHA256"
 ELF_MACHINE_ARM = 40
+M7 = cortexm.core_of("cortex-m7")
 
 pytestmark = pytest.mark.skipif(
     bool(arches.missing_tools("cortex-m7")),
@@ -27,6 +35,20 @@ def image(build_of):
     return cortexm.image_of(build_of(VARIANT))
 
 
+@pytest.fixture(scope="module")
+def wolfssl_image(build_of):
+    return cortexm.image_of(build_of(WOLFSSL_VARIANT))
+
+
+def run(image: Path, **job: object) -> dict:
+    return cortexm.run(image, cortexm.make_job(**job), timeout=120)  # type: ignore[arg-type]
+
+
+def elf_attributes(path: Path) -> str:
+    return subprocess.run(["arm-none-eabi-readelf", "-A", str(path)], capture_output=True,
+                          text=True, check=True).stdout  # fmt: skip
+
+
 def test_feature_is_bare_metal_with_a_test_entropy_source(catalog: Catalog) -> None:
     variant = catalog.resolve(VARIANT)
     assert variant.arch == "cortex-m7"
@@ -34,6 +56,13 @@ def test_feature_is_bare_metal_with_a_test_entropy_source(catalog: Catalog) -> N
     assert variant.macros["MBEDTLS_FS_IO"] == "!" and variant.macros["MBEDTLS_NET_C"] == "!"
     assert "MBEDTLS_DEBUG_C" not in variant.macros  # the library's default: debug module on
     assert catalog.resolve(VARIANT + ",no-debug").macros["MBEDTLS_DEBUG_C"] == "!"
+    # Every core has its own -mcpu (and FPU where it has one).
+    for arch, core in cortexm.CORES.items():
+        flags = arches.arch(arch).flags
+        assert f"-mcpu={arch}" in flags and core.arch == arch
+        assert catalog.resolve(f"mbedtls-3.6.6:{arch}").arch == arch
+    assert "-mfpu=fpv4-sp-d16" in arches.arch("cortex-m4").flags
+    assert "-mfloat-abi=soft" in arches.arch("cortex-m0").flags
 
 
 def test_image_is_a_32_bit_arm_elf_whose_vectors_start_it(image) -> None:
@@ -45,28 +74,39 @@ def test_image_is_a_32_bit_arm_elf_whose_vectors_start_it(image) -> None:
     ).stdout
     assert " T reset_handler" in symbols and "__wrap_calloc" in symbols
     assert "mbedtls_ssl_handshake" in symbols
+    # The one-role images hold one side's own code: only the server parses a private key
+    # (the library's handshake itself dispatches on the role at run time: both stay).
+    client, server = (
+        subprocess.run(["arm-none-eabi-nm", str(image.parent / f"{role}.elf")],
+                       capture_output=True, text=True, check=True).stdout
+        for role in ("client", "server")
+    )  # fmt: skip
+    assert " T mbedtls_pk_parse_key" in server and " T mbedtls_pk_parse_key" in symbols
+    assert "mbedtls_pk_parse_key" not in client and " T mbedtls_ssl_handshake" in client
 
 
 def test_one_ecdhe_handshake_negotiates_what_was_asked_and_is_measured(image) -> None:
     result = cortexm.run(image, ECDHE, "secp256r1")
-    assert (result["version"], result["suite"], result["group"]) == ("TLSv1.2", ECDHE, "secp256r1")
-    assert result["library_version"] == "3.6.6"
+    assert result["client"]["suite"] == ECDHE and result["wire"]["group"] == "secp256r1"
+    assert result["client"]["version"] == "TLSv1.2" and result["client"]["verified"] == 1
+    assert result["library_version"] == "3.6.6" and result["core"] == "cortex-m7"
     for side in cortexm.SIDES:
         figures = result[side]
         assert figures["heap_peak"] > 0 and figures["allocations"] > 0
         assert 0 < figures["stack_high_water"] < 64 * 1024
         # An ECDHE handshake with an RSA 2048 certificate is millions of instructions.
         assert figures["handshake_instructions"] > 1_000_000
-        assert figures["projected_ms"] == cortexm.projected_ms(figures["handshake_instructions"])
+        low, high = figures["projected_ms"]
+        assert (low, high) == M7.ms(figures["handshake_instructions"]) and low < high
     # The server signs with RSA 2048 (a private-key operation): it costs more than the client.
     assert result["server"]["handshake_instructions"] > result["client"]["handshake_instructions"]
 
 
 def test_group_is_read_back_from_the_wire_not_from_the_request(image) -> None:
     default = cortexm.run(image, ECDHE, None)
-    assert default["group"] == "x25519"  # mbedTLS 3.6's first preference, unasked
+    assert default["wire"]["group"] == "x25519"  # mbedTLS 3.6's first preference, unasked
     rsa = cortexm.run(image, RSA, None)
-    assert rsa["group"] == "none" and rsa["suite"] == RSA  # static RSA: no key exchange group
+    assert rsa["wire"]["group"] == "none" and rsa["client"]["suite"] == RSA  # static RSA
 
 
 def test_instruction_counts_are_identical_across_runs(image) -> None:
@@ -74,7 +114,8 @@ def test_instruction_counts_are_identical_across_runs(image) -> None:
     second = cortexm.run(image, RSA, None)
     for side in cortexm.SIDES:
         assert first[side] == second[side]
-    assert cortexm.measure(image, RSA, None, runs=2)["client"] == first["client"]
+    job = cortexm.make_job(RSA)
+    assert cortexm.measure(image, M7, job, runs=2)["client"] == first["client"]
 
 
 def test_a_suite_the_build_lacks_fails_and_qemu_is_bounded(image, monkeypatch) -> None:
@@ -93,44 +134,230 @@ def test_cli_refuses_a_variant_without_the_feature_and_prints_figures() -> None:
         [str(paths.REPO / "tlsbench"), "cortex-m", "mbedtls-3.6.6", "--suite", RSA, "--quiet"],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
-    assert refused.returncode != 0 and "cortex-m7 feature" in refused.stderr
+    assert refused.returncode == 2 and "Cortex-M feature" in refused.stderr
     done = subprocess.run(
-        [str(paths.REPO / "tlsbench"), "cortex-m", VARIANT, "--suite", ECDHE, "--quiet"],
+        [str(paths.REPO / "tlsbench"), "cortex-m", VARIANT, "--tls", "1.3", "--kx", "psk",
+         "--quiet"],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert ECDHE in done.stdout and "CPI 1.0 / 216 MHz" in done.stdout
+    assert "TLS 1.3 TLS-AES-128-GCM-SHA256 (PSK)" in done.stdout
+    assert "CPI 0.7..1 / 216 MHz (STM32F746NG)" in done.stdout
+    wrong = subprocess.run(
+        [str(paths.REPO / "tlsbench"), "cortex-m", VARIANT, "--suite", ECDHE, "--tls", "1.3"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert wrong.returncode == 2 and "is a TLS 1.2 suite" in wrong.stderr
+
+
+def test_a_suite_that_is_no_suite_is_a_usage_error_before_anything_is_built(tmp_path) -> None:
+    """A typo is refused with the valid spellings (exit 2), and the cache stays untouched:
+    nothing was built or run."""
+    cache = tmp_path / "cache"
+    done = subprocess.run(
+        [str(paths.REPO / "tlsbench"), "cortex-m", VARIANT, "--suite", "NOPE", "--quiet"],
+        capture_output=True, text=True, check=False,
+        env={**os.environ, "TLSBENCH_CACHE": str(cache)},
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "--suite NOPE" in done.stderr and ECDHE in done.stderr
+    assert "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256" in done.stderr  # the other spelling
+    assert "Traceback" not in done.stderr
+    assert not (cache / "builds").exists()
+    # Both spellings name the same suite.
+    assert cortexm.check_suite("tls_ecdhe_rsa_with_aes_128_gcm_sha256") == ECDHE
+
+
+# ---------------------------------------------------------------------------- TLS jobs
+# What devices do, on both libraries' Cortex-M7 images: TLS 1.3 and 1.2, ECDSA P-256 and RSA
+# 2048 chains of 1 and 2, pre-shared keys (psk_ke, psk_dhe_ke, TLS 1.2 PSK and ECDHE-PSK),
+# max_fragment_length.
+JOBS = {
+    "tls13-ecdsa": dict(suite=TLS13, tls="1.3", cert="ecdsa-p256", group="x25519"),
+    "tls13-rsa-chain2": dict(suite=TLS13, tls="1.3", cert="rsa2048", chain=2, group="x25519"),
+    "tls13-psk_ke": dict(suite=TLS13, tls="1.3", kx="psk"),
+    "tls13-psk_dhe_ke": dict(suite=TLS13, tls="1.3", kx="psk_dhe", group="x25519"),
+    "tls12-ecdsa-chain2": dict(suite="TLS-ECDHE-ECDSA-WITH-AES-128-GCM-SHA256",
+                               cert="ecdsa-p256", chain=2, group="secp256r1"),
+    "tls12-psk": dict(suite="TLS-PSK-WITH-AES-128-GCM-SHA256"),
+    "tls12-ecdhe-psk": dict(suite="TLS-ECDHE-PSK-WITH-AES-128-CBC-SHA256", group="secp256r1"),
+    "tls13-ecdsa-mfl1024": dict(suite=TLS13, tls="1.3", cert="ecdsa-p256", record=1024),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("library", ["mbedtls", "wolfssl"])
+@pytest.mark.parametrize("name", list(JOBS))
+def test_each_tls_job_negotiates_what_was_asked(name, library, image, wolfssl_image) -> None:
+    """Version, suite, group, PSK and verification are read back from both libraries and
+    from the server's plaintext on the wire (cortexm.check_negotiated: a mismatch fails)."""
+    job = cortexm.make_job(**JOBS[name])  # type: ignore[arg-type]
+    result = cortexm.run(image if library == "mbedtls" else wolfssl_image, job, timeout=120)
+    assert result["library"] == library
+    wire, client = result["wire"], result["client"]
+    assert wire["suite"] == cortexm.SUITES[job.suite].code and not wire["hello_retry"]
+    assert wire["version"] == (0x0304 if job.tls == "1.3" else 0x0303)
+    assert client["verified"] == (-1 if job.psk else 1)
+    assert wire["psk"] == (job.psk and job.tls == "1.3")
+    if job.kx == "psk":
+        assert wire["group"] == "none"  # psk_ke / plain PSK: no key exchange on the wire
+        # Without public-key operations a handshake is a few percent of an ECDHE one.
+        assert client["handshake_instructions"] < 3_000_000
+    else:
+        assert wire["group"] == (job.group or wire["group"]) and wire["group"] != "none"
+        assert client["handshake_instructions"] > 1_000_000
+    if job.record < 16384:
+        assert 0 < client["record"] <= job.record  # max_fragment_length was negotiated
+
+
+def test_a_longer_chain_costs_the_server_more_heap_and_the_client_more_work(image) -> None:
+    one = run(image, suite=TLS13, tls="1.3", cert="rsa2048", chain=1)
+    two = run(image, suite=TLS13, tls="1.3", cert="rsa2048", chain=2)
+    assert two["server"]["heap_peak"] > one["server"]["heap_peak"]  # the intermediate kept
+    # The client verifies one more signature (RSA public key: tens of thousands of instructions).
+    assert two["client"]["handshake_instructions"] > one["client"]["handshake_instructions"]
+
+
+def test_every_check_fires_on_a_real_result(image) -> None:
+    """check_negotiated refuses what the job did not ask for: each check, made to fire by
+    changing one fact of a real run's result."""
+    job = cortexm.make_job(TLS13, tls="1.3", kx="psk_dhe", group="x25519")
+    good = cortexm.run(image, job, timeout=120)
+    cortexm.check_negotiated(good, job)  # as run: passes
+    changes = {
+        "the client negotiated TLSv1.2": ("client", "version", "TLSv1.2"),
+        "the server negotiated TLS-AES-256": ("server", "suite", "TLS-AES-256-GCM-SHA384"),
+        "ServerHello says version": ("wire", "version", 0x0303),
+        "ServerHello says suite": ("wire", "suite", 0x1302),
+        "HelloRetryRequest": ("wire", "hello_retry", True),
+        "did not take a pre-shared key": ("wire", "psk", False),
+        "the server chose secp256r1": ("wire", "group", "secp256r1"),
+        "no (EC)DHE group": ("wire", "group", "none"),
+    }
+    for message, (where, key, value) in changes.items():
+        bad = {k: dict(v) if isinstance(v, dict) else v for k, v in good.items()}
+        bad[where][key] = value
+        with pytest.raises(UserError, match=message.replace("(", r"\(").replace(")", r"\)")):
+            cortexm.check_negotiated(bad, job)
+    cert_job = cortexm.make_job(TLS13, tls="1.3", cert="ecdsa-p256")
+    verified = cortexm.run(image, cert_job, timeout=120)
+    verified["client"]["verified"] = 0
+    with pytest.raises(UserError, match="did not verify"):
+        cortexm.check_negotiated(verified, cert_job)
+
+
+def test_jobs_that_cannot_be_are_usage_errors() -> None:
+    for wrong, message in [
+        (dict(suite=TLS13, tls="1.2"), "is a TLS 1.3 suite"),
+        (dict(suite=TLS13, tls="1.3", kx="rsa"), "kx rsa"),
+        (dict(suite="TLS-PSK-WITH-AES-128-GCM-SHA256", kx="ecdhe"), "is a psk suite"),
+        (dict(suite="TLS-ECDHE-ECDSA-WITH-AES-128-GCM-SHA256", cert="rsa2048"), "needs a"),
+        (dict(suite=TLS13, record=1000), "record size 1000"),
+        (dict(suite=TLS13, chain=3), "chain 3"),
+        (dict(suite=TLS13, group="x448"), "group x448"),
+    ]:
+        with pytest.raises(UserError, match=message) as caught:
+            cortexm.make_job(**wrong)  # type: ignore[arg-type]
+        assert caught.value.exit_code == 2
+
+
+def test_small_record_buffers_shrink_the_heap_and_a_build_without_tls13_is_unsupported(
+    build_of, image
+) -> None:
+    """mbedTLS's record buffers are a build option: 1024-byte buffers (with
+    max_fragment_length 1024 asked) take at least the two buffers' difference (2 x 15 KiB)
+    less heap per side than the default 16 KiB ones; mbedTLS 2.28 has no TLS 1.3, which its
+    image says (unsupported, not failed)."""
+    job = cortexm.make_job(TLS13, tls="1.3", cert="ecdsa-p256", group="x25519", record=1024)
+    small = cortexm.run(cortexm.image_of(build_of(VARIANT + ",records-1024")), job, timeout=120)
+    default = cortexm.run(image, job, timeout=120)
+    for side in cortexm.SIDES:
+        saved = default[side]["heap_peak"] - small[side]["heap_peak"]
+        assert saved > 2 * (16384 - 1024)
+    old = cortexm.image_of(build_of("mbedtls-2.28.x:cortex-m7"))
+    with pytest.raises(cortexm.Unsupported, match="not in this build"):
+        cortexm.run(old, cortexm.make_job(TLS13, tls="1.3", kx="psk"), timeout=120)
+
+
+# ---------------------------------------------------------------------------- the other cores
+# One image per core (the library chosen so that both are shown on ARMv6-M, v7-M, v7E-M and
+# v8-M): its code is that core's (the ELF attributes), and a TLS 1.3 handshake runs on the
+# core's board with identical counts in two runs.
+CORE_CASES = {
+    "cortex-m0": ("mbedtls-3.6.6", "v6S-M"),
+    "cortex-m3": ("wolfssl-5.7.2", "v7"),
+    "cortex-m4": ("wolfssl-5.7.2", "v7E-M"),
+    "cortex-m33": ("mbedtls-3.6.6", "v8-M.mainline"),
+    "cortex-m55": ("wolfssl-5.7.2", "v8.1-M.mainline"),
+}
+
+
+@pytest.mark.parametrize("arch", list(CORE_CASES))
+def test_a_handshake_on_each_core(arch, build_of) -> None:
+    line, tag = CORE_CASES[arch]
+    build = build_of(f"{line}:{arch}")
+    image = cortexm.image_of(build)
+    assert f"Tag_CPU_arch: {tag}\n" in elf_attributes(image)
+    core = cortexm.core_of(arch)
+    job = cortexm.make_job(TLS13, tls="1.3", cert="ecdsa-p256", group="x25519")
+    result = cortexm.measure(image, core, job, runs=2)  # refuses counts that differ
+    assert result["machine"] == core.machine and result["core"] == arch
+    for side in cortexm.SIDES:
+        assert result[side]["handshake_instructions"] > 1_000_000
+        assert result[side]["heap_peak"] > 0 and result[side]["stack_high_water"] > 0
+    sizes = {role: cortexm.role_sizes(build, role) for role in cortexm.SIDES}
+    assert all(50_000 < s.text < 1_000_000 and s.bss > 0 for s in sizes.values())
+    if line.startswith("wolfssl") and arch != "cortex-m0":
+        # wolfSSL's Cortex-M (Thumb-2) assembly is what is built, not its ARM-mode one.
+        members = subprocess.run(
+            ["arm-none-eabi-ar", "t", build.manifest["link"]["library_files"][0]],
+            capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+        assert "sp_cortexm.o" in members and "sp_arm32.o" not in members
 
 
 TINY = """
-question = "Does a Cortex-M7 firmware point run and store like the others?"
+question = "Does a firmware point run and store like the others?"
 repetitions = 2
 timeout = 120
 
 [defaults]
 scenario = "handshake"
-tls = "1.2"
-cert = "rsa2048"
 auth = "server"
 chain = 1
-group = "secp256r1"
 
 [matrix]
 variant = ["mbedtls-3.6.6:cortex-m7"]
+tls = ["1.2"]
 suite = ["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"]
+cert = ["rsa2048"]
+group = ["secp256r1"]
 
 [[include]]
 variant = "mbedtls-3.6.6:cortex-m7"
 suite = "TLS_AES_128_GCM_SHA256"
 tls = "1.3"
+kx = "psk"
+
+[[include]]
+variant = "mbedtls-2.28.x:cortex-m7"
+suite = "TLS_AES_128_GCM_SHA256"
+tls = "1.3"
+kx = "psk"
+
+[[include]]
+variant = "mbedtls-3.6.6:cortex-m7"
+suite = "TLS_AES_128_GCM_SHA256"
+tls = "1.3"
+auth = "mutual"
 """
 
 
 def test_experiment_point_stores_identical_counts_and_refuses_what_the_image_cannot_do(
-    tmp_path,
+    tmp_path, build_of
 ) -> None:
     from tlsbench.store import Store
 
+    build_of("mbedtls-2.28.x:cortex-m7")
     experiment = tmp_path / "tiny-cortexm.toml"
     experiment.write_text(TINY)
     db = tmp_path / "t.db"
@@ -140,22 +367,31 @@ def test_experiment_point_stores_identical_counts_and_refuses_what_the_image_can
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     store = Store(db)
-    points = {p.name: p for p in store.points(1)}
-    ecdhe = next(p for n, p in points.items() if "ecdhe" in n)
+    points = {(p.variant, p.name): p for p in store.points(1)}
+    ecdhe = next(p for (v, n), p in points.items() if "ecdhe_rsa" in n)
     counts = store.samples(ecdhe.id, "client_instructions")
     assert len(counts) == 2 and counts[0] == counts[1] > 1_000_000
-    assert (
-        store.samples(ecdhe.id, "client_projected_ms") == [cortexm.projected_ms(int(counts[0]))] * 2
-    )
-    tls13 = next(p for n, p in points.items() if "1.3" in n)
-    assert store.done_repetitions(tls13.id)  # stored as unsupported, with its reason
-    assert not store.samples(tls13.id, "client_instructions")
+    psk = points[("mbedtls-3.6.6:cortex-m7", "handshake_1.3_aes_128_gcm_sha256_psk")]
+    assert 0 < store.samples(psk.id, "client_instructions")[0] < counts[0]
+    for key, reason in [
+        (("mbedtls-2.28.x:cortex-m7", "handshake_1.3_aes_128_gcm_sha256_psk"),
+         "not in this build"),
+        (("mbedtls-3.6.6:cortex-m7", "handshake_1.3_aes_128_gcm_sha256_chain1_mutual"),
+         "auth = server only"),
+    ]:  # fmt: skip
+        results = store.results(points[key].id)
+        assert {r["status"] for r in results} == {"unsupported"}
+        assert reason in results[0]["output"]
     report = subprocess.run(
         [str(paths.REPO / "tlsbench"), "report", "latest", "--db", str(db), "--format", "md"],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert report.returncode == 0, report.stderr
-    assert "projected ms" in report.stdout and "runs tls = 1.2 only" in report.stdout
+    text = report.stdout
+    # The firmware section answers first: RAM, flash, ms and whether it fits, per library.
+    assert text.index("Firmware: does the TLS client fit") < text.index("Firmware detail")
+    assert "STM32F746NG" in text and "auth = server only" in text
+    assert text.index("Firmware: does the TLS client fit") < text.index("Handshake heap")
 
 
 def test_code_size_of_a_cortex_m7_variant_is_thumb_code(build_of) -> None:
@@ -168,21 +404,19 @@ def test_code_size_of_a_cortex_m7_variant_is_thumb_code(build_of) -> None:
 
 
 # ---------------------------------------------------------------------------- wolfSSL
-WOLFSSL_VARIANT = "wolfssl-5.7.2:cortex-m7"
-
-
-@pytest.fixture(scope="module")
-def wolfssl_image(build_of):
-    return cortexm.image_of(build_of(WOLFSSL_VARIANT))
 
 
 def test_wolfssl_feature_is_bare_metal_with_a_test_seed(catalog: Catalog) -> None:
     variant = catalog.resolve(WOLFSSL_VARIANT)
     assert variant.arch == "cortex-m7"
     assert "--disable-filesystem" in variant.configure
-    assert "--enable-singlethreaded" in variant.configure
+    assert "--enable-singlethreaded" in variant.configure and "--enable-psk" in variant.configure
     assert "-DWOLFSSL_USER_IO" in variant.cflags
     assert "-DCUSTOM_RAND_GENERATE_SEED=tlsbench_test_seed" in variant.cflags
+    # The Cortex-M assembly: armv7m for configure (sp_cortexm.c), Thumb-1's on the M0.
+    assert arches.arch("cortex-m7").host == "armv7m-none-eabi"
+    assert "--with-arm-target=thumb" in catalog.resolve("wolfssl-5.7.2:cortex-m0").configure
+    assert "-DWOLFSSL_SP_NO_UMAAL" in catalog.resolve("wolfssl-5.7.2:cortex-m3").cflags
 
 
 def test_wolfssl_image_is_thumb_code_with_the_library_and_the_wrapped_heap(wolfssl_image) -> None:
@@ -199,7 +433,7 @@ def test_wolfssl_image_is_thumb_code_with_the_library_and_the_wrapped_heap(wolfs
 
 def test_wolfssl_ecdhe_handshake_negotiates_what_was_asked_and_is_measured(wolfssl_image) -> None:
     result = cortexm.run(wolfssl_image, ECDHE, "secp256r1")
-    assert (result["version"], result["suite"], result["group"]) == ("TLSv1.2", ECDHE, "secp256r1")
+    assert result["client"]["suite"] == ECDHE and result["wire"]["group"] == "secp256r1"
     assert result["library"] == "wolfssl" and result["library_version"] == "5.7.2"
     for side in cortexm.SIDES:
         figures = result[side]
@@ -212,7 +446,7 @@ def test_wolfssl_ecdhe_handshake_negotiates_what_was_asked_and_is_measured(wolfs
 
 def test_wolfssl_static_rsa_counts_are_identical_across_runs(wolfssl_image) -> None:
     first = cortexm.run(wolfssl_image, RSA, None)
-    assert first["suite"] == RSA and first["group"] == "none"
+    assert first["client"]["suite"] == RSA and first["wire"]["group"] == "none"
     second = cortexm.run(wolfssl_image, RSA, None)
     for side in cortexm.SIDES:
         assert first[side] == second[side]

@@ -31,12 +31,7 @@ PAGES = [REPO / "README.md", *sorted(DOCS.glob("*.md"))]
 # documents it. Remove an entry once its branch is merged, so that it is checked like
 # everything else; an entry whose verb, experiment or file exists fails
 # test_pending_entries_do_not_exist_yet, so none outlives its merge.
-PENDING_VERBS = frozenset(
-    {
-        "fit",  # `tlsbench fit --ram --flash --core`: the firmware branch (issue 23)
-        "ab",  # `tlsbench ab BASE CANDIDATE`: the own-code branch (issue 22)
-    }
-)
+PENDING_VERBS = frozenset({})
 PENDING_EXPERIMENTS = frozenset(
     {
         "connections",  # memory at 10,000 connections: the driver-core branch (issue 25)
@@ -44,8 +39,6 @@ PENDING_EXPERIMENTS = frozenset(
 )
 PENDING_FILES = frozenset(
     {
-        "docs/own-code.md",  # the own-code branch (issue 22)
-        "docs/embedded.md",  # the firmware branch (issue 23)
         "docs/img/overview.png",  # the report's overview chart (issue 24, report part)
     }
 )
@@ -53,14 +46,16 @@ PENDING_FILES = frozenset(
 # Options of other programs that the docs quote (build systems, tools, peers), by program.
 OTHER_PROGRAMS_FLAGS = {
     "--enable-intelasm", "--enable-aesni", "--enable-ticket-nonce-malloc",  # wolfSSL configure
-    "--enable-curl", "--enable-opensslextra", "--enable-staticmemory", "--enable-psk",
+    "--enable-curl", "--enable-opensslextra", "--enable-staticmemory",
     "--host", "--disable-filesystem", "--enable-singlethreaded", "--with-arm-target",
+    "--enable-sp", "--enable-sp-asm", "--enable-psk",
     "--peak-inaccuracy", "--heap-admin",  # valgrind massif
     "--print-uris",  # apt-get source
     "--locked", "--offline", "--release", "--print",  # cargo, rustc
     "--specs",  # gcc (newlib)
     "--h1", "--log-file",  # h2load
     "--nonce-malloc",  # findings/wolfssl-mbedtls-ticket-nonce.sh
+    "--enable-usersettings", "--enable-x", "--disable-x",  # wolfSSL configure, in general
 }  # fmt: skip
 
 

@@ -11,9 +11,11 @@ the other. clang targets ARM by itself; it is called through a link named
 sees one plain compiler command), and links with binutils-arm-linux-gnueabihf against the
 armhf C library and libgcc of Debian's cross packages, none of which conflicts.
 
-cortex-m7 is a microcontroller (Thumb-2, soft float, no operating system), built with
-Debian's gcc-arm-none-eabi and newlib: its variants yield no driver programs but a firmware
-image per variant (src/tlsbench/cortexm.py), run under qemu-system-arm on an MPS2 board.
+cortex-m0, -m3, -m4, -m7, -m33 and -m55 are microcontroller cores (no operating system),
+built with Debian's gcc-arm-none-eabi and newlib, each with its own -mcpu and, where the
+core has one, its FPU and the hard-float ABI (as product builds for those parts use it; the
+TLS libraries themselves do no floating point): their variants yield no driver programs but
+firmware images (src/tlsbench/cortexm.py), run under qemu-system-arm on the core's board.
 
 Heap figures are exact under emulation (the program does the same allocations as on a real
 ARM board); time is not (qemu translates the code, so its clocks measure the translator on
@@ -67,10 +69,23 @@ ARMHF_SYSROOT = f"/usr/{ARMHF_TRIPLET}"
 ARMHF_FLAGS = ("-march=armv7-a", "-mthumb", "-mfpu=vfpv3-d16", "-mfloat-abi=hard")
 CLANG_NAMES = ("clang-14", "clang")  # Debian 12's clang first
 CORTEX_M_TRIPLET = "arm-none-eabi"
-# An STM32F746's core; soft float: TLS does no floating point, and the image then runs on
-# any M-profile board QEMU emulates. newlib's stubs for the system calls (nosys.specs) let
-# any program link, so the libraries' own build systems can test the compiler unchanged.
-CORTEX_M7_FLAGS = ("-mcpu=cortex-m7", "-mthumb", "-mfloat-abi=soft", "--specs=nosys.specs")
+CORTEX_M_SIZE = f"{CORTEX_M_TRIPLET}-size"
+# Each core's code generation: its -mcpu, and its FPU where it has one (the single-precision
+# FPUs of STM32F4 / STM32F746 / STM32L5 parts; the M55's FPU comes with -mcpu, with Helium).
+# newlib's stubs for the system calls (nosys.specs) let any program link, so the libraries'
+# own build systems can test the compiler unchanged.
+CORTEX_M_FLAGS = {
+    "cortex-m0": ("-mcpu=cortex-m0", "-mfloat-abi=soft"),
+    "cortex-m3": ("-mcpu=cortex-m3", "-mfloat-abi=soft"),
+    "cortex-m4": ("-mcpu=cortex-m4", "-mfpu=fpv4-sp-d16", "-mfloat-abi=hard"),
+    "cortex-m7": ("-mcpu=cortex-m7", "-mfpu=fpv5-sp-d16", "-mfloat-abi=hard"),
+    "cortex-m33": ("-mcpu=cortex-m33", "-mfpu=fpv5-sp-d16", "-mfloat-abi=hard"),
+    "cortex-m55": ("-mcpu=cortex-m55", "-mfloat-abi=hard"),
+}
+# The autoconf host of the Thumb-2 cores: wolfSSL's configure chooses its Cortex-M assembly
+# (sp_cortexm.c) when the host's CPU is armv7m, and its ARM-mode assembly (sp_arm32.c, which
+# no Cortex-M runs) for plain "arm". ARMv8-M Mainline runs the same Thumb-2 code.
+CORTEX_M_HOSTS = {name: "armv7m-none-eabi" for name in CORTEX_M_FLAGS if name != "cortex-m0"}
 
 ARCHES: dict[str, Arch] = {
     "x86_64": Arch("x86_64", label="x86-64"),
@@ -84,11 +99,15 @@ ARCHES: dict[str, Arch] = {
         cmake_processor="arm", emulator=("qemu-arm", "-L", ARMHF_SYSROOT), timing=False,
         label="armhf",
     ),
-    "cortex-m7": Arch(
-        "cortex-m7", flags=CORTEX_M7_FLAGS, cross=CORTEX_M_TRIPLET, host=CORTEX_M_TRIPLET,
-        cmake_processor="arm", timing=False, label="cortex-m7",
-        compiler=f"{CORTEX_M_TRIPLET}-gcc", firmware=True,
-    ),
+    **{
+        name: Arch(
+            name, flags=(*flags, "-mthumb", "--specs=nosys.specs"), cross=CORTEX_M_TRIPLET,
+            host=CORTEX_M_HOSTS.get(name, CORTEX_M_TRIPLET), cmake_processor="arm",
+            timing=False, label=name,
+            compiler=f"{CORTEX_M_TRIPLET}-gcc", firmware=True,
+        )
+        for name, flags in CORTEX_M_FLAGS.items()
+    },
 }  # fmt: skip
 
 # What each cross target needs: commands -> Debian package, files -> Debian package.
@@ -98,9 +117,12 @@ PACKAGES = {
         f"{ARMHF_TRIPLET}-ld": "binutils-arm-linux-gnueabihf",
         "qemu-arm": "qemu-user",
     },
-    "cortex-m7": {
-        f"{CORTEX_M_TRIPLET}-gcc": "gcc-arm-none-eabi",
-        "qemu-system-arm": "qemu-system-arm",
+    **{
+        name: {
+            f"{CORTEX_M_TRIPLET}-gcc": "gcc-arm-none-eabi",
+            "qemu-system-arm": "qemu-system-arm",
+        }
+        for name in CORTEX_M_FLAGS
     },
 }
 FILES = {
@@ -108,7 +130,10 @@ FILES = {
         f"{ARMHF_SYSROOT}/lib/crt1.o": "libc6-dev-armhf-cross",
         f"/usr/lib/gcc-cross/{ARMHF_TRIPLET}/*/crtbegin.o": "libgcc-12-dev-armhf-cross",
     },
-    "cortex-m7": {f"/usr/lib/{CORTEX_M_TRIPLET}/newlib/libc.a": "libnewlib-arm-none-eabi"},
+    **{
+        name: {f"/usr/lib/{CORTEX_M_TRIPLET}/newlib/libc.a": "libnewlib-arm-none-eabi"}
+        for name in CORTEX_M_FLAGS
+    },
 }
 
 NO_TIMING = (

@@ -8,9 +8,10 @@ Cache layout (under `paths.cache_root()/builds`):
         drivers-<dkey16>/         the probe and driver programs built against it
             bin/  probe.json  build.log
 
-The library key hashes the source archive's sha256 (or the system package version), the
-resolved options, the compiler and its version, the arch, the recipe's own source and
-the tool versions it declares. The drivers key adds the drivers/ tree and cmake's version,
+The library key hashes the source archive's sha256 (or the system package version, or a
+local source's content: a git tree id or a digest of its files), the resolved options, the
+compiler and its version, the arch, the recipe's own source and the tool versions it
+declares. The drivers key adds the drivers/ tree and cmake's version,
 so editing a driver never rebuilds a library.
 """
 
@@ -34,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tlsbench import arches, paths
+from tlsbench import arches, localsource, paths
 from tlsbench.errors import BuildError, UserError
 from tlsbench.recipes import recipe_for
 from tlsbench.recipes.base import BuildContext, BuildLog, LinkInfo, tool_version
@@ -106,6 +107,20 @@ class Build:
             "folder": str(self.folder),
             "library_files": self.manifest["link"]["library_files"],
             "compiler": self.manifest["inputs"]["compiler"],
+            # Where the code came from: a pinned archive and its hash, or a local tree or
+            # commit (path, commit, tree id or digest, dirty). A local build is shared by
+            # every path and name of its content: this variant's own, not the manifest's
+            # (the first to build it).
+            "source": self.variant.line.local.snapshot().describe()
+            if self.variant.line.local is not None
+            else self.manifest.get("source"),
+            "build_facts": self.manifest.get("build_facts"),
+            # The variant's own config files, whole (a report shows them).
+            **(
+                {"config_files": [f.describe() for f in self.variant.files]}
+                if self.variant.files
+                else {}
+            ),
             # The flags the library's compiles really used, as its build system passed them
             # (None: built before tlsbench recorded them, or by a build without C compiles).
             "compile_flags": self.manifest.get("compile_flags"),
@@ -214,9 +229,12 @@ class Builder:
         recipe = recipe_for(variant)
         pin = variant.line.pin
         cross = arches.arch(variant.arch).cross is not None
+        local = variant.line.local
         return {
             "source_sha256": pin.sha256 if pin else None,
             "upstream": pin.upstream if pin else None,
+            # A local tree or commit: its content (never its path).
+            **({"source": local.snapshot().key()} if local is not None else {}),
             "options": variant.options(),
             "compiler": self.cross_compiler(variant) if cross else self.compiler(),
             "arch": variant.arch,
@@ -232,7 +250,7 @@ class Builder:
         return _digest(self.key_inputs(variant))
 
     def folder(self, variant: Variant, key: str) -> Path:
-        return self.builds / f"{variant.line.name}-{key[:16]}"
+        return self.builds / f"{variant.line.folder_name}-{key[:16]}"
 
     # -- building ---------------------------------------------------------------------------
 
@@ -263,6 +281,15 @@ class Builder:
             if variant.line.pin is not None:
                 log.step("fetch and verify source")
                 source = self.sources.source_dir(variant.line.name)
+            elif variant.line.local is not None:
+                log.step(f"copy {variant.line.local.spec} into the cache")
+                source = variant.line.local.export(self.sources.unpacked)
+                snapshot = variant.line.local.snapshot()
+                log.note(f"source: {json.dumps(snapshot.describe())}")
+                for missing in snapshot.missing_submodules:
+                    self._say(f"  warning: submodule {missing} of {variant.line.local.spec} "
+                              "is not checked out; the build has it empty (git submodule "
+                              "update --init fetches it)")  # fmt: skip
             cc = arches.arch(variant.arch).cc(COMPILER)
             cc_wrapper, compile_log = _recording_compiler(cc, work)
             ctx = BuildContext(variant, source, work, self.jobs, log, cc=cc_wrapper,
@@ -283,8 +310,12 @@ class Builder:
         )
         elapsed = time.monotonic() - started
         pin = variant.line.pin
+        local = variant.line.local
         if pin is not None:
             version = pin.library_version
+        elif local is not None:
+            assert source is not None
+            version = localsource.tree_version(variant.library, source)
         elif variant.line.system_package:
             version = inputs["tools"][variant.line.system_package]
         else:
@@ -294,10 +325,12 @@ class Builder:
             "library": variant.library,
             "version": version,
             **({"source": _source_of(pin)} if pin is not None else {}),
+            **({"source": local.snapshot().describe()} if local is not None else {}),
             "key": key,
             "inputs": inputs,
             "link": link.__dict__,
             "compile_flags": compile_flags,
+            **({"build_facts": ctx.facts} if ctx.facts else {}),
             "build_seconds": round(elapsed, 1),
             "built_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         }
@@ -380,26 +413,19 @@ class Builder:
     def _build_firmware(
         variant: Variant, folder: Path, ctx: BuildContext, bin_folder: Path
     ) -> dict[str, Any]:
-        """A bare-metal target's one program: the firmware image (no probe runs there)."""
+        """A bare-metal target's programs: its firmware images (no probe runs there)."""
         from tlsbench import cortexm
 
         bin_folder.mkdir(parents=True, exist_ok=True)
         manifest = json.loads((folder / MANIFEST).read_text())
-        image = bin_folder / cortexm.IMAGE
         target = arches.arch(variant.arch)
-        ctx.log.step("firmware image")
-        ctx.run(
-            cortexm.build_image(
-                ctx.cc, list(target.flags), manifest["link"], variant.library, image
-            ),
-            cwd=bin_folder,
-        )
-        return {
-            "library": variant.library,
-            "version": manifest["version"],
-            "firmware": cortexm.IMAGE,
-            "machine": cortexm.MACHINE,
-        }
+        ctx.log.step("firmware images")
+        for command in cortexm.build_commands(
+            ctx.cc, variant.arch, list(target.flags), manifest["link"], variant.library,
+            bin_folder,
+        ):  # fmt: skip
+            ctx.run(command, cwd=bin_folder)
+        return cortexm.probe(variant.arch, variant.library, manifest["version"])
 
     @staticmethod
     def _run_probe(command: list[str], log: BuildLog) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tlsbench import cpuprofile
-from tlsbench.dialect import DB_ENV, DEFAULT_DB, db_target
+from tlsbench.dialect import DB_ENV, DEFAULT_DB, db_target, redacted
 from tlsbench.errors import UserError
 
 
@@ -28,9 +28,13 @@ def cmd_build(args: argparse.Namespace) -> int:
     for variant in variants:
         build = builder.build(variant)
         described.append(build.describe())
+        for config in described[-1].get("config_files", []):  # stored whole with runs
+            config["lines"] = len(config.pop("text").splitlines())
         if not args.json:
             probe = described[-1]["probe"]
-            print(f"{variant.name}: {probe.get('version')} ({build.folder})")
+            dirty = " [dirty work tree]" if (described[-1]["source"] or {}).get("dirty") \
+                else ""  # fmt: skip
+            print(f"{variant.name}: {probe.get('version')}{dirty} ({build.folder})")
     if args.json:
         json.dump(described, sys.stdout, indent=2)
         print()
@@ -82,42 +86,108 @@ def cmd_cortex_m(args: argparse.Namespace) -> int:
         cortexm.check_variant(variant)
     if args.runs < 1:
         raise UserError("--runs must be at least 1")
-    suites = args.suite or list(cortexm.DEFAULT_SUITES)
+    suites = args.suite or cortexm.default_suites(args.tls, args.kx, args.cert)
+    jobs = [
+        cortexm.make_job(suite, tls=args.tls, kx=args.kx, group=args.group, cert=args.cert,
+                         chain=args.chain, record=args.record_size)
+        for suite in suites
+    ]  # fmt: skip
     builder = Builder(quiet=args.quiet)
     rows = []
     for variant in variants:
+        core = cortexm.core_of(variant.arch)
         image = cortexm.image_of(builder.build(variant))
-        for suite in suites:
-            result = cortexm.measure(image, suite, args.group, args.runs)
-            rows.append({"variant": variant.name, **result})
+        for job in jobs:
+            try:
+                result = cortexm.measure(image, core, job, args.runs)
+            except cortexm.Unsupported as exc:
+                print(f"{variant.name}: unsupported: {exc}", file=sys.stderr)
+                continue
+            rows.append({"variant": variant.name, "job": job.describe(), **result})
             if not args.json:
                 _print_cortex_m_row(rows[-1], header=len(rows) == 1)
     if args.json:
         json.dump(rows, sys.stdout, indent=2)
         print()
     else:
-        print(
-            f"projected ms: instructions x CPI {cortexm.CPI} / {cortexm.CLOCK_MHZ:.0f} MHz; "
-            f"every count identical over {args.runs} runs"
-        )
-    return 0
+        for arch in dict.fromkeys(v.arch for v in variants):
+            print(f"{arch} ms: {cortexm.describe_projection(cortexm.core_of(arch))}")
+        print(f"every count identical over {args.runs} runs")
+    return 3 if not rows else 0
 
 
 def _print_cortex_m_row(r: dict[str, Any], header: bool) -> None:
     if header:
         print(
-            f"{'variant':<34} {'suite':<40} {'group':<9} {'client insn':>12} {'ms':>8} "
-            f"{'server insn':>12} {'ms':>8} {'heap c/s':>13} {'stack c/s':>11}"
+            f"{'variant':<32} {'job':<56} {'group':<9} {'client insn':>12} {'ms':>13} "
+            f"{'server insn':>12} {'ms':>13} {'heap c/s':>13} {'stack c/s':>11}"
         )
     c, s = r["client"], r["server"]
+    cms, sms = c["projected_ms"], s["projected_ms"]
     print(
-        f"{r['variant']:<34} {r['suite']:<40} {r['group']:<9} "
-        f"{c['handshake_instructions']:>12} {c['projected_ms']:>8.1f} "
-        f"{s['handshake_instructions']:>12} {s['projected_ms']:>8.1f} "
+        f"{r['variant']:<32} {r['job']:<56} {r['wire']['group']:<9} "
+        f"{c['handshake_instructions']:>12} {cms[0]:>6.1f}-{cms[1]:<6.1f} "
+        f"{s['handshake_instructions']:>12} {sms[0]:>6.1f}-{sms[1]:<6.1f} "
         f"{c['heap_peak']:>6}/{s['heap_peak']:<6} "
         f"{c['stack_high_water']:>5}/{s['stack_high_water']:<5}",
         flush=True,
     )
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    from tlsbench import cortexm, fit
+
+    core = cortexm.core_named(args.core)
+    budget = fit.Budget(
+        core,
+        fit.parse_bytes(args.ram, "--ram"),
+        fit.parse_bytes(args.flash, "--flash"),
+        args.mhz or core.part.mhz,
+    )
+    if args.mhz is not None and args.mhz <= 0:
+        raise UserError(f"--mhz {args.mhz}: give the core's clock in MHz (a positive number)")
+    if args.auth != "server":
+        raise UserError(
+            f"--auth {args.auth}: the firmware images authenticate the server only (the client "
+            "verifies its chain; or both hold the pre-shared key with --kx psk)"
+        )
+    if args.kx == "rsa" and args.tls == "1.3":
+        raise UserError("--kx rsa: static RSA is TLS 1.2 only")
+    lines = tuple(args.line or fit.LINES)
+    for line in lines:
+        if line not in fit.LINES:
+            raise UserError(f"--line {line}: choose among {', '.join(fit.LINES)}")
+    cert = args.cert or ("rsa2048" if args.kx == "rsa" else "ecdsa-p256")
+    job = fit.job_for(args.tls, args.kx, cert, args.group, 16384)  # usage errors first
+    records = tuple(args.records or cortexm.RECORD_SIZES)
+    for record in records:
+        if record not in cortexm.RECORD_SIZES:
+            raise UserError(f"--records {record}: choose among "
+                            f"{', '.join(map(str, cortexm.RECORD_SIZES))}")  # fmt: skip
+    configurations = tuple(args.config or fit.CONFIGURATION_NAMES)
+    for name in configurations:
+        if name not in fit.CONFIGURATION_NAMES:
+            raise UserError(f"--config {name}: choose among {', '.join(fit.CONFIGURATION_NAMES)}")
+    candidates, notes = fit.candidates(core, args.tls, args.kx, cert, args.group, lines,
+                                       tuple(args.variant or ()), records,
+                                       configurations)  # fmt: skip
+    outcomes = fit.measure_all(candidates, quiet=args.quiet)
+    if args.json:
+        json.dump({"budget": {"core": core.arch, "ram": budget.ram, "flash": budget.flash,
+                              "mhz": budget.mhz, "cpi": list(core.cpi)},
+                   "role": args.role, "job": job.describe(), "notes": notes,
+                   "candidates": fit.rows(outcomes, budget, args.role)},
+                  sys.stdout, indent=2)  # fmt: skip
+        print()
+    else:
+        print(fit.table(outcomes, budget, args.role, job, notes))
+    if args.plot != "none":
+        path = fit.plot(
+            outcomes, budget, args.role, Path(args.plot or f"results/fit-{core.short}.png")
+        )
+        if not args.json:
+            print(f"\nplot: {path}")
+    return 0
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -129,6 +199,9 @@ def cmd_list(args: argparse.Namespace) -> int:
         print()
         return 0
     print("Lines (LINE[:OPTION,...]; OPTION = feature or MACRO=VALUE):")
+    print("  (and your own code: LIBRARY@PATH, LIBRARY@PATH#REV, @PATH; and your config: "
+          "config=FILE, user-config=FILE, user-settings=FILE, configure=OPTION, "
+          "configure-file=FILE: docs/own-code.md)")  # fmt: skip
     for name, line in listing["lines"].items():
         origin = line["upstream"] or f"machine's {line['system_package']}"
         default = "  (default)" if name in listing["defaults"] else ""
@@ -366,8 +439,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if not args.partial:
         for run_id in dict.fromkeys((run_a, run_b)):
             store.check_whole(run_id, "compare")
+    variants = None
+    if args.variants:
+        variants = (_stored_name(args.variants[0]), _stored_name(args.variants[1]))
     rows = compare_runs(store, run_a, run_b, threshold=args.threshold, normalise=args.normalise,
-                        pool_machines=args.pool_machines)  # fmt: skip
+                        pool_machines=args.pool_machines, variants=variants)  # fmt: skip
     threshold = DEFAULT_THRESHOLD if args.threshold is None else args.threshold
     notes = run_warnings(store, run_a, run_b)
     render = to_json if args.json else table
@@ -376,15 +452,81 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _stored_name(spec: str) -> str:
+    """A variant as the store names it (canonical: a local source's path made absolute);
+    the spec as given when it no longer resolves (a tree since deleted)."""
+    from tlsbench.variants import Catalog
+
+    try:
+        return Catalog().resolve(spec).name
+    except UserError:
+        return spec
+
+
+def cmd_ab(args: argparse.Namespace) -> int:
+    from tlsbench import ab, experiments
+    from tlsbench.build import Builder
+    from tlsbench.runner import Runner, check_results_location, refuse_impossible, tls_variants
+    from tlsbench.store import Store
+    from tlsbench.variants import Catalog
+
+    # Everything about the request is checked before anything is built or stored.
+    thresholds = ab.parse_thresholds(args.threshold or [])
+    fail_on = ab.parse_kinds(args.fail_on)
+    db = db_target(args.db)
+    if args.run is not None:  # verdicts of a stored run: nothing runs
+        store = Store(db, readonly=True)
+        base, candidate = _stored_name(args.base), _stored_name(args.candidate)
+        run_id = int(store.run(args.run)["id"])
+    else:
+        catalog = Catalog()
+        base, candidate = catalog.resolve(args.base).name, catalog.resolve(args.candidate).name
+        if base == candidate:
+            raise UserError(
+                f"BASE and CANDIDATE are the same variant ({base}); to measure the noise of "
+                "identical code, name one commit twice by two names (e.g. #main and #HEAD)"
+            )
+        experiment = experiments.load(args.experiment or "ab", catalog, [base, candidate])
+        points = experiments.only(experiment.points, args.only or [])
+        repetitions = args.repetitions or experiment.repetitions
+        check_results_location(db)
+        builder = Builder(quiet=args.quiet)
+        refuse_impossible(
+            points, {spec: builder.build(catalog.resolve(spec)) for spec in tls_variants(points)}
+        )
+        store = Store(db)
+        runner = Runner(store, builder=builder, quiet=args.quiet)
+        runner.mode = args.mode
+        timeout = args.timeout if args.timeout is not None else experiment.timeout
+        run_id = runner.start(experiment, points, repetitions, timeout, seed=args.seed)
+        tally = runner.execute(run_id, timeout)
+        print(f"run {run_id}: {tally.ok} ok, {tally.unsupported} unsupported, "
+              f"{len(tally.failed)} failed ({store.path})", file=sys.stderr)  # fmt: skip
+    outcome = ab.compare_variants(store, run_id, base, candidate, thresholds, fail_on)
+    summary = ab.markdown(outcome, redacted(db))
+    if args.summary:
+        _write_text(Path(args.summary), summary, "--summary")
+    print(ab.to_json(outcome) if args.json else summary, end="")
+    return outcome.exit_status
+
+
+def _write_text(path: Path, text: str, flag: str) -> None:
+    try:
+        with path.open("a", encoding="utf-8") as out:  # a CI job summary is appended to
+            out.write(text)
+    except OSError as exc:
+        raise UserError(f"{flag} {path}: cannot write there ({exc.strerror or exc})") from exc
+
+
 def cmd_report(args: argparse.Namespace) -> int:
-    from tlsbench.report import EXPORTERS, export
+    from tlsbench.report import EXPORTERS, FORMATS, export
     from tlsbench.report.model import load_runs
     from tlsbench.report.plots import write_plots
     from tlsbench.store import Store
 
     fmt = {"md": "markdown"}.get(args.format, args.format)
     if fmt not in EXPORTERS:
-        raise UserError(f"unknown --format {args.format}; choose md, csv, json or html")
+        raise UserError(f"unknown --format {args.format}; choose md, csv, json, html, bmf or gab")
     store = Store(db_target(args.db), readonly=True)
     runs = [store.run(r)["id"] for r in args.runs or ["latest"]]
     if not args.partial:
@@ -395,6 +537,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     text = export(model, fmt, out)
     if out is None:
         print(text)
+        return 0
+    if fmt not in FORMATS:  # figures for a dashboard: no plots
+        print(f"wrote {out}", file=sys.stderr)
         return 0
     plots = write_plots(model, out.parent / "plots")
     print(f"wrote {out}" + (f" and {len(plots)} plot files in {out.parent / 'plots'}"
@@ -453,6 +598,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": cmd_run,
     "runs": cmd_runs,
     "compare": cmd_compare,
+    "ab": cmd_ab,
     "report": cmd_report,
     "drive": cmd_drive,
     "host-info": cmd_host_info,
@@ -460,6 +606,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "build": cmd_build,
     "code-size": cmd_code_size,
     "cortex-m": cmd_cortex_m,
+    "fit": cmd_fit,
     "list": cmd_list,
     "doctor": cmd_doctor,
     "sources": cmd_sources,
@@ -523,25 +670,88 @@ def parser() -> argparse.ArgumentParser:
 
     cortex = verb(
         "cortex-m",
-        "TLS 1.2 handshakes of a Cortex-M7 firmware image under QEMU: instructions, heap and "
-        "stack per side",
-        "Builds the variant's firmware image (a variant with the cortex-m7 feature, e.g. "
-        "mbedtls-3.6.6:cortex-m7), runs each suite --runs times on QEMU's mps2-an500 with "
-        "-icount (refusing counts that differ between runs), and projects instructions to "
-        "milliseconds at 216 MHz with a CPI of 1.0.",
+        "TLS handshakes of Cortex-M firmware images under QEMU: instructions, heap and stack "
+        "per side",
+        "Builds each variant's firmware image (a variant with a Cortex-M feature, e.g. "
+        "mbedtls-3.6.6:cortex-m4; cores cortex-m0, -m3, -m4, -m7, -m33, -m55), runs each suite "
+        "--runs times on the core's QEMU board with -icount (refusing counts that differ "
+        "between runs), and projects instructions to milliseconds as a range: the core's "
+        "cycles per instruction at a reference part's clock (docs/embedded.md).",
     )
-    cortex.add_argument("variants", nargs="+", metavar="VARIANT", help="cortex-m7 variants")
+    cortex.add_argument("variants", nargs="+", metavar="VARIANT", help="Cortex-M variants")
     cortex.add_argument(
         "--suite",
         action="append",
         metavar="SUITE",
-        help="a TLS 1.2 suite, mbedTLS spelling (repeatable; default: RSA and ECDHE-RSA with "
-        "AES-128/256 CBC/GCM)",
+        help="a suite, IANA name with dashes or underscores (repeatable; default: TLS 1.2 RSA "
+        "and ECDHE-RSA with AES-128/256 CBC/GCM, or one suite fitting --tls/--kx/--cert)",
+    )
+    cortex.add_argument("--tls", choices=["1.2", "1.3"], help="TLS version (default: the suite's)")
+    cortex.add_argument(
+        "--kx",
+        choices=["ecdhe", "rsa", "psk", "psk_dhe"],
+        help="key exchange: ecdhe (certificate), psk (psk_ke; TLS 1.2 PSK suites), psk_dhe "
+        "(psk_dhe_ke; ECDHE-PSK suites); TLS 1.2 suites name their own",
     )
     cortex.add_argument("--group", help="the client's only group (x25519, secp256r1, secp384r1)")
+    cortex.add_argument("--cert", choices=["rsa2048", "ecdsa-p256"], help="server certificate")
+    cortex.add_argument("--chain", type=int, choices=[1, 2], help="certificates sent (default 1)")
+    cortex.add_argument(
+        "--record-size",
+        type=int,
+        metavar="BYTES",
+        help="max_fragment_length the client asks for: 512, 1024, 2048, 4096 (16384: none)",
+    )
     cortex.add_argument("--runs", type=int, default=2, help="runs per suite (default 2)")
     cortex.add_argument("--json", action="store_true", help="print one JSON object per suite")
     cortex.add_argument("--quiet", action="store_true", help="no build progress lines on stderr")
+
+    fitting = verb(
+        "fit",
+        "Which library and configuration does a TLS job on a microcontroller's RAM and "
+        "flash, and how long does its handshake take there",
+        "For each library line, configuration (default, no-debug) and record-buffer size, the "
+        "variant is built for the core and its firmware image measured under QEMU (cached "
+        "beside the build): RAM = heap peak + stack high-water + .data + .bss, flash = .text "
+        "+ .data + the job's credentials, time = instructions x the core's CPI range at "
+        "--mhz. Prints fits / does not fit with the margins, the smallest record buffer that "
+        "fits, the Pareto front over RAM, flash and time, and writes a plot.",
+    )
+    fitting.add_argument("--ram", required=True, metavar="SIZE", help="RAM budget: 64K, 1M, ...")
+    fitting.add_argument("--flash", required=True, metavar="SIZE", help="flash budget: 256K, ...")
+    fitting.add_argument("--core", required=True, help="m0, m3, m4, m7, m33 or m55")
+    fitting.add_argument("--tls", choices=["1.2", "1.3"], default="1.3", help="default 1.3")
+    fitting.add_argument("--auth", default="server", help="server (the only one the images run)")
+    fitting.add_argument(
+        "--kx", choices=["ecdhe", "rsa", "psk", "psk_dhe"], default="ecdhe",
+        help="key exchange: ecdhe (certificate; default), psk, psk_dhe; rsa (TLS 1.2)",
+    )  # fmt: skip
+    fitting.add_argument("--cert", choices=["rsa2048", "ecdsa-p256"],
+                         help="the server's certificate (default ecdsa-p256)")  # fmt: skip
+    fitting.add_argument("--group", help="(EC)DHE group (default x25519; TLS 1.2: secp256r1)")
+    fitting.add_argument("--role", choices=["client", "server"], default="client",
+                         help="the device's side (default client)")  # fmt: skip
+    fitting.add_argument("--mhz", type=float, help="the core's clock (default: a reference part's)")
+    fitting.add_argument(
+        "--records", action="append", type=int, metavar="BYTES",
+        help="record-buffer sizes to try (repeatable; default 512 1024 2048 4096 16384)",
+    )  # fmt: skip
+    fitting.add_argument(
+        "--config", action="append", metavar="NAME",
+        help="configurations to try (repeatable): default, no-debug (mbedTLS), small; default all",
+    )  # fmt: skip
+    fitting.add_argument("--line", action="append", metavar="LINE",
+                         help="library lines to try (repeatable; default all three)")  # fmt: skip
+    fitting.add_argument(
+        "--variant", action="append", metavar="SPEC",
+        help="a further candidate variant built for the core (repeatable), e.g. one with a "
+        "configuration of your own",
+    )  # fmt: skip
+    fitting.add_argument(
+        "--plot", metavar="FILE", help="the plot's PNG (default results/fit-CORE.png; none: none)"
+    )
+    fitting.add_argument("--json", action="store_true", help="print the candidates as JSON")
+    fitting.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
 
     drive = verb(
         "drive",
@@ -684,12 +894,91 @@ def parser() -> argparse.ArgumentParser:
         help="compare a sharded run before all its shards are done (what is there)",
     )
     cmp.add_argument(
+        "--variants",
+        nargs=2,
+        metavar=("BASE", "CANDIDATE"),
+        help="pair the points of variant BASE in A with the same points of variant CANDIDATE "
+        "in B (A and B may be one run, e.g. tlsbench ab's); default: the same variant, or, "
+        "when each run holds one variant, those two",
+    )
+    cmp.add_argument(
         "--normalise",
         action="store_true",
         help="divide each repetition's time figures by its calibration workload time (relative "
         "to A's median) before comparing, instead of reporting 'machine drift'",
     )
     _db_option(cmp, reads_only=True)
+
+    abv = verb(
+        "ab",
+        "Build BASE and CANDIDATE, run an experiment's points for both interleaved in one "
+        "run, and give every figure a verdict",
+        "BASE and CANDIDATE are any two variants: two commits (mbedtls@REPO#main, "
+        "mbedtls@REPO#HEAD), two config files, two pins, a pin and a tree. Times are judged "
+        "by their statistics; instructions, heap, stack, allocations, wire bytes and code "
+        "size as figures that should not move (equal, or changed by how much). Prints a "
+        "Markdown summary (regressions first). Exit 0: no regression of a kind in "
+        "--fail-on; 1: a regression beyond its threshold, or a failed point; 2: bad input.",
+    )
+    abv.add_argument("base", metavar="BASE", help="the baseline variant")
+    abv.add_argument("candidate", metavar="CANDIDATE", help="the variant judged against it")
+    abv.add_argument(
+        "experiment",
+        nargs="?",
+        help="an experiment (a name in experiments/ or a .toml file) whose points run for both "
+        "in place of its own variants (default: ab)",
+    )
+    abv.add_argument(
+        "--mode",
+        choices=["time", "instructions"],
+        default="time",
+        help="time (default): clocks, heap and the rest; instructions: instruction counts "
+        "under callgrind in place of times (heap and the rest as in time mode)",
+    )
+    abv.add_argument(
+        "--fail-on",
+        default="all",
+        metavar="KINDS",
+        help="figure kinds whose regression exits 1, comma-separated: time, instructions, heap, "
+        "stack, allocations, wire, code-size, or all (default), none (a failed point always "
+        "exits 1)",
+    )
+    abv.add_argument(
+        "--threshold",
+        action="append",
+        metavar="KIND=FRACTION",
+        help="practical threshold of a kind, a fraction of the base's figure (repeatable); "
+        "defaults: time=0.05, instructions=0.01, every other kind 0 (any change beyond the "
+        "figure's run-to-run spread)",
+    )
+    abv.add_argument(
+        "--repetitions",
+        type=_whole(1, 1000),
+        help="driver processes per point and variant (default: the experiment's); a time or "
+        "a varying figure needs 4 per side for a verdict",
+    )
+    abv.add_argument(
+        "--only",
+        action="append",
+        metavar="KEY=VALUE",
+        help="keep the experiment's points whose KEY is VALUE (as tlsbench run --only)",
+    )
+    abv.add_argument("--timeout", type=_seconds, help="seconds per driver process")
+    abv.add_argument("--seed", type=_whole(0, 2**32 - 1), help="seed of the run order")
+    abv.add_argument("--json", action="store_true", help="print the verdicts as JSON")
+    abv.add_argument(
+        "--summary",
+        metavar="FILE",
+        help="also append the Markdown summary to FILE (e.g. $GITHUB_STEP_SUMMARY)",
+    )
+    abv.add_argument(
+        "--run",
+        metavar="RUN",
+        help="judge the variants of stored run RUN (a number or 'latest') instead of running "
+        "anything (e.g. with other thresholds)",
+    )
+    abv.add_argument("--quiet", action="store_true", help="no progress line")
+    _db_option(abv, reads_only=False)
 
     report = verb(
         "report",
@@ -705,7 +994,11 @@ def parser() -> argparse.ArgumentParser:
         "several machines, say) are reported side by side, each row as `variant @ machine`",
     )
     report.add_argument(
-        "--format", default="md", help="md (default), csv, json or html (one self-contained page)"
+        "--format",
+        default="md",
+        help="md (default), csv, json, html (one self-contained page), or the figures for a "
+        "dashboard: bmf (Bencher Metric Format), gab (github-action-benchmark, "
+        "customSmallerIsBetter)",
     )
     report.add_argument("--out", metavar="FILE", help="write to FILE instead of the terminal")
     report.add_argument(

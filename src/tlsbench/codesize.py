@@ -75,7 +75,7 @@ def _link(source: Path, program: Path, link: dict[str, Any], server: bool, cc: s
     command += [str(source), "-o", str(program), *link.get("link_flags", [])]
     command += link.get("libraries", [])
     # The target's flags come with both the compile and the link flags; gcc refuses a specs
-    # file given twice (cortex-m7: newlib's nosys.specs).
+    # file given twice (the Cortex-M targets: newlib's nosys.specs).
     command = [
         a for i, a in enumerate(command) if not a.startswith("--specs=") or a not in command[:i]
     ]
@@ -100,7 +100,7 @@ def _size(role: str, program: Path, tool: str) -> RoleSize:
 
 
 def as_rows(build: Build, sizes: list[RoleSize]) -> list[dict[str, Any]]:
-    """One row per role, with the variant's name and target (x86-64, i686, armhf, cortex-m7)."""
+    """One row per role, with the variant's name and target (x86-64, i686, armhf, cortex-m4 ...)."""
     target = arches.arch(build.variant.arch).label
     return [
         {"variant": build.variant.name, "target": target, **asdict(s), "total": s.total}

@@ -1,5 +1,8 @@
 """`tlsbench compare A B`: per point present in both runs, B against A, series by series.
 
+Points pair by variant and name; `--variants BASE CANDIDATE` pairs the points of one variant
+in A with those of another in B (two runs, or one run holding both: `tlsbench ab`'s).
+
 Each repetition (one driver process) gives one figure per series: the median of its samples,
 or the driver's own per-run figure (AEAD cycles/byte). The verdict tests those per-repetition
 figures (`tlsbench.stats.compare_repetitions`): "faster"/"slower" only when significant AND
@@ -234,6 +237,34 @@ def _point_warnings(a: _Side, b: _Side, repetitions: tuple[int, int]) -> list[st
     return found
 
 
+def pairs(
+    store: Store, run_a: int, run_b: int, variants: tuple[str, str] | None = None
+) -> list[tuple[Point, Point]]:
+    """The points of run A and run B that compare with each other: with `variants` (A's,
+    B's), the points of the one in A and of the other in B with the same name; else the
+    points of the same variant and name; and when the runs share no variant but hold one
+    each (two builds measured apart, e.g. a commit and its parent), those two by name."""
+    points_a, points_b = store.points(run_a), store.points(run_b)
+    if variants is None:
+        by_key = {(p.variant, p.name): p for p in points_b}
+        same = [(a, by_key[(a.variant, a.name)]) for a in points_a
+                if (a.variant, a.name) in by_key]  # fmt: skip
+        only_a = {p.variant for p in points_a}
+        only_b = {p.variant for p in points_b}
+        if same or len(only_a) != 1 or len(only_b) != 1:
+            return same
+        variants = (next(iter(only_a)), next(iter(only_b)))
+    variant_a, variant_b = variants
+    for run, points, variant in ((run_a, points_a, variant_a), (run_b, points_b, variant_b)):
+        if not any(p.variant == variant for p in points):
+            raise UserError(
+                f"run {run} has no point of {variant}; its variants: "
+                f"{', '.join(sorted({p.variant for p in points}))}"
+            )
+    by_name = {p.name: p for p in points_b if p.variant == variant_b}
+    return [(a, by_name[a.name]) for a in points_a if a.variant == variant_a and a.name in by_name]
+
+
 def compare_runs(
     store: Store,
     run_a: int,
@@ -242,16 +273,14 @@ def compare_runs(
     threshold: float | None = None,
     normalise: bool = False,
     pool_machines: bool = False,
+    variants: tuple[str, str] | None = None,
 ) -> list[Row]:
-    points_b = {(p.variant, p.name): p for p in store.points(run_b)}
     rows = []
-    for point_a in store.points(run_a):
-        point_b = points_b.get((point_a.variant, point_a.name))
-        if point_b is not None:
-            rows += compare_points(
-                store, point_a, point_b, threshold=threshold, normalise=normalise,
-                pool_machines=pool_machines,
-            )  # fmt: skip
+    for point_a, point_b in pairs(store, run_a, run_b, variants):
+        rows += compare_points(
+            store, point_a, point_b, threshold=threshold, normalise=normalise,
+            pool_machines=pool_machines,
+        )  # fmt: skip
     return rows
 
 
@@ -310,8 +339,10 @@ def compare_points(
         verdict = c.verdict
         if verdict in (FASTER, SLOWER) and not normalised and _drifted(c.ratio, calibration_ratio):
             verdict = MACHINE_DRIFT
+        variant = point_a.variant if point_a.variant == point_b.variant \
+            else f"{point_a.variant} -> {point_b.variant}"  # fmt: skip
         rows.append(Row(
-            point_a.variant, point_a.name, name, unit, len(fig_a), len(fig_b), median_a,
+            variant, point_a.name, name, unit, len(fig_a), len(fig_b), median_a,
             float(np.median(fig_b)), c.ratio, c.ci_low, c.ci_high, c.p_value, c.threshold,
             verdict, calibration_ratio, step or None, normalised, row_warnings,
         ))  # fmt: skip

@@ -66,7 +66,8 @@ TOP_KEYS = {"question", "description", "repetitions", "timeout", "defaults", "pe
 # key_share: the client's first key share, a group the server does not offer, so that it
 # answers with a HelloRetryRequest (TLS 1.3; the driver checks the extra round trip).
 # kx: how keys are agreed (ecdhe, rsa, psk = TLS 1.3 psk_ke or a TLS 1.2 PSK suite,
-# psk_dhe = psk_dhe_ke or ECDHE-PSK); the driver's --kx.
+# psk_dhe = psk_dhe_ke or ECDHE-PSK): the driver's --kx, and the job of a Cortex-M firmware
+# point (cortexm.py).
 TLS_KEYS = ("tls", "suite", "kx", "group", "key_share", "sigalg", "cert", "chain", "auth",
             "record_size", "accel", "transport", "io")  # fmt: skip
 SCENARIO_KEYS = {
@@ -256,11 +257,13 @@ def _describe(value: Any) -> str:
 
 
 class _Loader:
-    def __init__(self, path: Path, catalog: Catalog) -> None:
+    def __init__(self, path: Path, catalog: Catalog, variants: list[str] | None = None) -> None:
         self.path = path
         self.catalog = catalog
         self.text = read_user_file(path)
         self.declared = declared()
+        # `tlsbench ab`: every point of the experiment for each of these variants instead.
+        self.variants = variants
 
     def error(self, message: str, pattern: str | None = None) -> UserError:
         line = _line_of(self.text, pattern) if pattern else None
@@ -401,10 +404,14 @@ class _Loader:
         raw = [self.merge(defaults, per_scenario, p) for p in own]
         raw = [p for p in raw if not any(_matches(p, ex) for ex in excludes)]
         raw += [self.merge(defaults, per_scenario, inc) for inc in data.get("include", [])]
+        if self.variants is not None:
+            raw = self.for_variants(raw, self.variants)
         points = []
         seen: dict[tuple[str, str], RunPoint] = {}
         for entry in raw:
             point = self.point(entry)
+            if point.key in seen and self.variants is not None:
+                continue  # the experiment's variants differed only there
             if point.key in seen:
                 if (negotiates_no_key_exchange(point.options)
                         and ("group" in entry or "sigalg" in entry)) or (
@@ -426,6 +433,19 @@ class _Loader:
             points=points,
         )
 
+    def for_variants(self, raw: list[dict[str, Any]], variants: list[str]) -> list[dict[str, Any]]:
+        """Each point once per given variant (in place of the experiment's own), but the
+        code-size points of a library that has no code-size programs."""
+        from tlsbench import codesize
+
+        libraries = {v: self.catalog.resolve(v).library for v in variants}
+        return [
+            {**entry, "variant": variant}
+            for entry in raw
+            for variant in variants
+            if entry.get("scenario") != "code-size" or codesize.supported(libraries[variant])
+        ]
+
     @staticmethod
     def merge(
         defaults: dict[str, Any], per_scenario: dict[str, Any], own: dict[str, Any]
@@ -445,7 +465,7 @@ class _Loader:
             raise self.value_error("variant", raw["variant"], "a variant name (tlsbench list "
                                    "variants)")  # fmt: skip
         try:
-            variant = self.catalog.resolve(raw["variant"])
+            variant = self.catalog.resolve(raw["variant"], self.path.parent)
         except UserError as exc:  # unknown line or feature: say where it is asked for
             raise self.value_error("variant", raw["variant"], str(exc)) from None
         scenario = values["scenario"]
@@ -459,6 +479,7 @@ class _Loader:
                 )
                 raise self.value_error("variant", raw["variant"], allowed)
         self.check_combination(scenario, values)
+        self.check_firmware(scenario, values, variant)
         relevant = SCENARIO_KEYS[scenario]
         options = {k: values[k] for k in (*OPTION_ORDER, *TUNING_KEYS)
                    if k in values and k in relevant}  # fmt: skip
@@ -504,7 +525,7 @@ class _Loader:
                 raise self.value_error("peer", peer, f"with role = {role!r}, {allowed}")
             return peer
         try:
-            return self.catalog.resolve(peer).name
+            return self.catalog.resolve(peer, self.path.parent).name
         except UserError as exc:
             raise self.value_error("peer", peer, f"{allowed} ({exc})") from None
 
@@ -545,7 +566,7 @@ class _Loader:
             options["client"] = variant.name
         elif client not in load.GENERATOR_PROGRAMS:
             try:
-                options["client"] = self.catalog.resolve(client).name
+                options["client"] = self.catalog.resolve(client, self.path.parent).name
             except UserError as exc:
                 raise self.value_error("client", client, f"{allowed} ({exc})") from None
         from tlsbench import remote
@@ -611,6 +632,22 @@ class _Loader:
         if kx == "psk" and values.get("key_share") is not None:
             raise self.value_error("kx", kx, '"psk_dhe" with key_share (the key alone sends '
                                    "no key share)")  # fmt: skip
+
+    def check_firmware(self, scenario: str, values: dict[str, Any], variant: Any) -> None:
+        """A Cortex-M firmware point's job, said wrong before anything runs (cortexm.make_job:
+        a suite and kx that disagree, a certificate the suite cannot use)."""
+        from tlsbench import arches, cortexm
+
+        if not arches.arch(variant.arch).firmware:
+            return
+        if scenario != "handshake" or "suite" not in values:
+            return  # the point is unsupported there, with the reason (cortexm.run_point)
+        try:
+            cortexm.job_of(values)
+        except UserError as exc:
+            raise self.value_error(
+                "suite", values["suite"], f"a job the firmware can run: {exc}"
+            ) from None
 
     def check_key_share(self, scenario: str, values: dict[str, Any]) -> None:
         key_share = values.get("key_share")
@@ -717,8 +754,12 @@ def _matches(point: dict[str, Any], pattern: dict[str, Any]) -> bool:
     return all(point.get(k) == v for k, v in pattern.items())
 
 
-def load(name_or_path: str, catalog: Catalog | None = None) -> Experiment:
-    return _Loader(find(name_or_path), catalog or Catalog()).load()
+def load(
+    name_or_path: str, catalog: Catalog | None = None, variants: list[str] | None = None
+) -> Experiment:
+    """The experiment's points; with `variants` (canonical names), its points once for each
+    of them in place of the variants it names (what `tlsbench ab` runs)."""
+    return _Loader(find(name_or_path), catalog or Catalog(), variants).load()
 
 
 def _fields(p: RunPoint) -> dict[str, str]:

@@ -289,7 +289,30 @@ def run_instructions(point: RunPoint, build: Build, timeout: float, scratch: Pat
     outcome.output["samples"] = counts
     outcome.output["summary"] = {k: {"unit": "instructions"} for k in counts}
     outcome.output["heap"] = None  # valgrind replaces malloc: the driver's counters read 0
-    return outcome
+    return with_heap_figures(point, build, timeout, outcome)
+
+
+def with_heap_figures(point: RunPoint, build: Build, timeout: float, counted: Outcome) -> Outcome:
+    """Instruction mode: the heap driver's figures (heap and stack per side, allocations)
+    beside the counts, from a run of its own outside valgrind (which replaces malloc), so
+    that `tlsbench ab --mode instructions` judges heap too. Its times are not kept."""
+    if point.scenario not in HEAP_SCENARIOS or counted.output is None:
+        return counted
+    heap = run_driver(point, build, timeout, measure="heap")
+    if heap.status != "ok" or heap.output is None:
+        heap.stderr_tail = f"(the heap run, tlsbench-driver-heap)\n{heap.stderr_tail}"
+        return heap
+    output = counted.output
+    output["heap"] = heap.output.get("heap")
+    allocs = {k: v for k, v in heap.output.get("samples", {}).items() if k.endswith("_allocs")}
+    output["samples"] = {**output["samples"], **allocs}
+    output["summary"] = {**output["summary"],
+                         **{k: v for k, v in heap.output.get("summary", {}).items()
+                            if k in allocs}}  # fmt: skip
+    output["measure"] = {"instructions": "tlsbench-driver under callgrind",
+                         "heap": "tlsbench-driver-heap", "heap_series": sorted(allocs)}  # fmt: skip
+    return Outcome("ok", 0, None, counted.seconds + heap.seconds, output,
+                   "\n".join(t for t in (counted.stderr_tail, heap.stderr_tail) if t))  # fmt: skip
 
 
 # Scenarios whose figures include heap ones (heap per side, allocations per record): their
@@ -356,24 +379,15 @@ def run_code_size(point: RunPoint, build: Build) -> Outcome:
 
 
 def run_firmware(point: RunPoint, build: Build, timeout: float) -> Outcome:
-    """A repetition of a firmware variant (cortex-m7): one handshake of its image under
-    qemu-system-arm; instructions per side (deterministic), heap and stack per side."""
+    """A repetition of a firmware variant (a Cortex-M core): one handshake of its image under
+    qemu-system-arm; instructions per side (deterministic), heap and stack per side, and
+    the one-role images' sizes (cortexm.run_point)."""
     from tlsbench import cortexm
 
-    reason = cortexm.unsupported_reason(point.scenario, point.options)
-    if reason is not None:
-        return Outcome("unsupported", 3, None, 0.0, {"error": {"message": reason}}, reason)
-    suite = cortexm.mbedtls_suite(str(point.options["suite"]))
-    group = point.options.get("group")
     started = time.monotonic()
-    try:
-        result = cortexm.run(cortexm.image_of(build), suite, group and str(group), timeout)
-    except UserError as exc:
-        message = str(exc)
-        return Outcome("failed", 1, None, time.monotonic() - started,
-                       {"error": {"message": message}}, message)  # fmt: skip
-    output = cortexm.point_output(result, point.options)
-    return Outcome("ok", 0, None, time.monotonic() - started, output, "")
+    status, output, message = cortexm.run_point(point.scenario, point.options, build, timeout)
+    code = {"ok": 0, "unsupported": 3}.get(status, 1)
+    return Outcome(status, code, None, time.monotonic() - started, output, message)
 
 
 # What the driver reports about its clocks: meaningless under emulation, so not stored.
@@ -582,7 +596,7 @@ def refuse_impossible(points: list[RunPoint], builds: dict[str, Build]) -> None:
     """Refuses, before anything is stored or runs, what a build declares it can never run:
     TLS points (an interop peer included) of a variant whose driver's `info` declares no TLS
     version, an AEAD-only library (experiments.check_capabilities)."""
-    # Firmware images (cortex-m7) have no driver to ask: their points say what they refuse.
+    # Firmware images (Cortex-M) have no driver to ask: their points say what they refuse.
     users = [spec for spec in tls_variants(points)
              if spec in builds and not arches.arch(builds[spec].variant.arch).firmware]  # fmt: skip
     check_capabilities(points, {spec: builds[spec].info() for spec in users})

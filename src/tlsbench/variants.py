@@ -1,20 +1,22 @@
 """Variants as data: `variants.toml` parsed, specs resolved into build options.
 
 A spec is `LINE[:OPTION,OPTION...]` or the name of a variant declared in `[variants]`
-(optionally followed by more options). An OPTION is a named feature of the library or
-`MACRO=VALUE`; the value `!` undefines the macro (mbedTLS config) instead.
+(optionally followed by more options). LINE is a pin, a `system` line, or a local source
+(`LIBRARY@PATH`, `LIBRARY@PATH#REV`, `@PATH`: localsource.py). An OPTION is a named feature
+of the library or `MACRO=VALUE`; the value `!` undefines the macro (mbedTLS config) instead.
 """
 
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tlsbench import arches, paths
+from tlsbench import arches, configfiles, localsource, paths
 from tlsbench.errors import UserError, read_user_file
 from tlsbench.sources import Pin, load_pins
 
@@ -46,12 +48,24 @@ class Library:
 
 @dataclass(frozen=True)
 class Line:
-    """A buildable source of a library: a pin, or the machine's own package."""
+    """A buildable source of a library: a pin, the machine's own package, or a local tree
+    or commit (the user's own code)."""
 
-    name: str  # "openssl-3.5.x", "openssl-system"
+    name: str  # "openssl-3.5.x", "openssl-system", "mbedtls@/src/mbedtls#my-branch"
     library: Library
-    pin: Pin | None  # None for a system line
+    pin: Pin | None  # None for a system line and a local source
     system_package: str | None = None
+    local: localsource.LocalSource | None = None
+
+    @property
+    def from_source(self) -> bool:
+        """Built by tlsbench from a source tree (so it takes build options)."""
+        return self.pin is not None or self.local is not None
+
+    @property
+    def folder_name(self) -> str:
+        """How the cache names its builds (a local line's name holds a path)."""
+        return f"{self.library.name}-local" if self.local is not None else self.name
 
 
 @dataclass(frozen=True)
@@ -65,10 +79,16 @@ class Variant:
     macros: dict[str, str]
     configure: tuple[str, ...]
     cflags: tuple[str, ...]
+    # The user's own config files (configfiles.py), whole: their content is built.
+    files: tuple[configfiles.ConfigFile, ...] = ()
 
     @property
     def library(self) -> str:
         return self.line.library.name
+
+    def file(self, option: str) -> configfiles.ConfigFile | None:
+        """The file given as `option`=FILE (config, user-config, user-settings), if any."""
+        return next((f for f in self.files if f.option == option), None)
 
     def options(self) -> dict[str, Any]:
         """The resolved build options, in a stable JSON-able form (part of the cache key)."""
@@ -77,7 +97,34 @@ class Variant:
             "macros": dict(sorted(self.macros.items())),
             "configure": list(self.configure),
             "cflags": list(self.cflags),
+            # Only when there are some, so that other variants keep their keys.
+            **({"files": [f.key() for f in self.files]} if self.files else {}),
         }
+
+
+# Libraries with no configuration-file option (the others' unknown-feature message names
+# theirs).
+NO_CONFIG_OPTIONS = ("null", "hacl", "rustls")
+CONFIG_HINT = (
+    "; or a configuration of your own: config=FILE / user-config=FILE (mbedtls), "
+    "user-settings=FILE (wolfssl), configure=OPTION / configure-file=FILE"
+)
+
+
+def _split_options(tail: str) -> list[str]:
+    return [o.strip() for o in tail.split(",") if o.strip()]
+
+
+def _absolute(options: list[str], base: Path) -> list[str]:
+    """File options with their path made absolute against `base`."""
+    out = []
+    for option in options:
+        name, sep, value = option.partition("=")
+        if sep and name in configfiles.FILE_OPTIONS and value.strip():
+            path = Path(value.strip()).expanduser()
+            option = f"{name}={os.path.normpath(path if path.is_absolute() else base / path)}"
+        out.append(option)
+    return out
 
 
 def _line_of(text: str, pattern: str) -> int | None:
@@ -102,6 +149,7 @@ class Catalog:
             where = f"{self.file}:{found.group(1)}" if found else str(self.file)
             raise UserError(f"{where}: malformed TOML: {exc}") from exc
         self._text = text
+        self._local_lines: dict[tuple[str, str], Line] = {}
         self._check_types(data)
         self.libraries = {
             name: self._library(name, entry) for name, entry in data.get("library", {}).items()
@@ -121,9 +169,13 @@ class Catalog:
                 name = f"{library.name}-system"
                 self.lines[name] = Line(name, library, None, library.system_package)
         self.named: dict[str, str] = dict(data.get("variants", {}))
-        self.defaults: list[str] = list(data.get("defaults", []))
-        for spec in [*self.named.values(), *self.defaults]:
-            self.resolve(spec)  # a broken default or alias is reported at load time
+        for spec in self.named.values():
+            self.resolve(spec, self.file.parent)  # a broken alias is reported at load time
+        # Canonical names: a local source's path is relative to this file, not to where
+        # tlsbench runs.
+        self.defaults: list[str] = [
+            self.resolve(spec, self.file.parent).name for spec in data.get("defaults", [])
+        ]
 
     def _check_types(self, data: dict[str, Any]) -> None:
         """The shape of the file, so that a wrong type is a message, not a traceback."""
@@ -234,14 +286,21 @@ class Catalog:
 
     # -- resolving specs --------------------------------------------------------------------
 
-    def resolve(self, spec: str) -> Variant:
+    def resolve(self, spec: str, base: Path | None = None) -> Variant:
+        """The variant a spec names. Relative paths in it (a local source, a config file)
+        are relative to `base` (default: the current folder); a named variant's own, to
+        variants.toml's folder."""
         spec = spec.strip()
+        base = base or Path.cwd()
         head, _, tail = spec.partition(":")
-        extra = [o.strip() for o in tail.split(",") if o.strip()] if tail else []
+        extra = _absolute(_split_options(tail), base)
         if head in self.named:
             alias = self.named[head]
             head, _, alias_tail = alias.partition(":")
-            extra = [o.strip() for o in alias_tail.split(",") if o.strip()] + extra
+            extra = _absolute(_split_options(alias_tail), self.file.parent) + extra
+            base = self.file.parent
+        if localsource.is_local_spec(head):
+            return self._apply(self._local_line(head, base), extra)
         line = self.lines.get(head)
         if line is None:
             choices = sorted([*self.lines, *self.named])
@@ -252,11 +311,35 @@ class Catalog:
             )
         return self._apply(line, extra)
 
+    def _local_line(self, head: str, base: Path) -> Line:
+        # Resolving reads the tree (git, detection): once per spec and folder.
+        memo = (head, str(base))
+        if memo not in self._local_lines:
+            source = localsource.resolve(head, base, list(self.libraries))
+            self._local_lines[memo] = Line(source.spec, self.libraries[source.library], None,
+                                           local=source)  # fmt: skip
+        return self._local_lines[memo]
+
     def _apply(self, line: Line, options: list[str]) -> Variant:
         library = line.library
         named: list[str] = []
         user_macros: dict[str, str] = {}
+        files: list[configfiles.ConfigFile] = []
+        inline_configure: list[str] = []
+        # Build-system options of configure= and configure-file=, in the spec's order.
+        user_configure: list[tuple[str, str]] = []
         for option in options:
+            if configfiles.is_config_option(option):
+                configfiles.check_applies(option, library.name)
+                if option.startswith("configure="):
+                    inline_configure.append(option.partition("=")[2])
+                    user_configure.append((inline_configure[-1], f"option {option}"))
+                    continue
+                files.append(configfiles.read(option, Path("/")))  # made absolute by resolve
+                if files[-1].option == "configure-file":
+                    words = configfiles.configure_words(files[-1])
+                    user_configure += [(word, files[-1].path) for word in words]
+                continue
             macro = MACRO_OPTION.match(option)
             if macro:
                 user_macros[macro.group(1)] = macro.group(2)
@@ -267,7 +350,8 @@ class Catalog:
                 hint = f" Did you mean {', '.join(close)}?" if close else ""
                 raise UserError(
                     f"unknown feature {option!r} for {library.name}.{hint} Features of "
-                    f"{library.name}: {', '.join(sorted(library.features))}; or MACRO=VALUE."
+                    f"{library.name}: {', '.join(sorted(library.features))}; or MACRO=VALUE"
+                    f"{'' if library.name in NO_CONFIG_OPTIONS else CONFIG_HINT}."
                 )
             if feature.unsupported:
                 raise UserError(
@@ -275,7 +359,7 @@ class Catalog:
                 )
             if option not in named:
                 named.append(option)
-        if line.pin is None and (named or user_macros):
+        if not line.from_source and (named or user_macros or files or inline_configure):
             what = (
                 f"the machine's own build ({line.system_package})"
                 if line.system_package
@@ -283,28 +367,71 @@ class Catalog:
             )
             raise UserError(f"{line.name} is {what}; it takes no options")
         named.sort()
+        targets = {f: library.features[f].arch for f in named if library.features[f].arch}
+        if len(set(targets.values())) > 1:
+            shown = ", ".join(f"{arch} (feature {f})" for f, arch in targets.items())
+            raise UserError(
+                f"{line.name}:{','.join(options)} names two targets: {shown}. A variant is "
+                "built for one target: keep one of those features"
+            )
         arch = "x86_64"
-        macros = dict(library.base.macros)
-        configure = list(library.base.configure)
-        cflags = list(library.base.cflags)
+        # Each setting with where it comes from, so that a file contradicting one names it.
+        base_origin = f"[library.{library.name}.base] of {self.file.name}"
+        macros = {k: (v, base_origin) for k, v in library.base.macros.items()}
+        configure = [(c, base_origin) for c in library.base.configure]
+        cflags = [(c, base_origin) for c in library.base.cflags]
         for name in named:
             feature = library.features[name]
             arch = feature.arch or arch
-            macros.update(feature.macros)
-            configure += [c for c in feature.configure if c not in configure]
-            cflags += [c for c in feature.cflags if c not in cflags]
-        macros.update(user_macros)
-        suffix = [*named, *(f"{k}={v}" for k, v in sorted(user_macros.items()))]
+            origin = f"feature {name}"
+            macros.update({k: (v, origin) for k, v in feature.macros.items()})
+            configure += [(c, origin) for c in feature.configure
+                          if c not in [known for known, _ in configure]]  # fmt: skip
+            cflags += [(c, origin) for c in feature.cflags
+                       if c not in [known for known, _ in cflags]]  # fmt: skip
+        macros.update({k: (v, f"option {k}={v}") for k, v in user_macros.items()})
+        configure += user_configure
+        self._refuse_contradictions(library.name, files, macros, configure, cflags)
+        suffix = [
+            *named,
+            *(f"{k}={v}" for k, v in sorted(user_macros.items())),
+            *(config.spec for config in files),
+            *(f"configure={c}" for c in inline_configure),
+        ]
         canonical = line.name + (":" + ",".join(suffix) if suffix else "")
         return Variant(
             name=canonical,
             line=line,
             features=tuple(named),
             arch=arch,
-            macros=macros,
-            configure=tuple(configure),
-            cflags=tuple(cflags),
+            macros={k: v for k, (v, _) in macros.items()},
+            configure=tuple(dict.fromkeys(c for c, _ in configure)),
+            cflags=tuple(c for c, _ in cflags),
+            files=tuple(files),
         )
+
+    @staticmethod
+    def _refuse_contradictions(
+        library: str,
+        files: list[configfiles.ConfigFile],
+        macros: dict[str, tuple[str, str]],
+        configure: list[tuple[str, str]],
+        cflags: list[tuple[str, str]],
+    ) -> None:
+        """A config file that says otherwise than the variant's own options: refused with
+        both sides named, since the build would silently keep only one of them."""
+        found = configfiles.flag_contradictions(configure, library)
+        # wolfSSL and the others get macros as -D flags; mbedTLS in its config header.
+        defined = {**configfiles.cflag_macros(cflags), **macros}
+        for config in files:
+            if config.option in ("config", "user-config", "user-settings"):
+                found += configfiles.macro_contradictions(config, defined)
+        if found:
+            raise UserError(
+                "the variant contradicts itself:\n  "
+                + "\n  ".join(found)
+                + "\nDrop the option, or change the file, so that only one of them says it."
+            )
 
     def listing(self) -> dict[str, Any]:
         """What `tlsbench list variants` shows."""

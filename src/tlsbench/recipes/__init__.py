@@ -29,7 +29,7 @@ RECIPES: dict[str, Recipe] = {
 def recipe_for(variant: Variant) -> Recipe:
     if variant.line.library.recipe == "null":
         return NullRecipe()
-    if variant.line.pin is None:
+    if not variant.line.from_source:
         return SystemRecipe(variant.library)
     return RECIPES[variant.line.library.recipe]
 

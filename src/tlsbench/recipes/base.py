@@ -10,7 +10,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from tlsbench import arches
 from tlsbench.errors import BuildError
@@ -81,6 +81,9 @@ class BuildContext:
     # A folder put first on PATH for every command (the compiler stand-in that records the
     # flags, build.py), so that a compiler named without a path is found there.
     tool_path: str = ""
+    # What a recipe found out about the build, kept in its manifest (`build_facts`), e.g.
+    # the generated files an mbedTLS tree from git lacked.
+    facts: dict[str, Any] = field(default_factory=dict)
 
     @property
     def prefix(self) -> Path:

@@ -1,4 +1,10 @@
-"""wolfSSL: autotools (autogen.sh once per source tree), out-of-tree configure, static."""
+"""wolfSSL: autotools (autogen.sh once per source tree), out-of-tree configure, static.
+
+A variant with user-settings=FILE is configured --enable-usersettings with that file as its
+user_settings.h (installed beside the headers, where every program built against it finds
+it): configure then drops its own feature macros and the library takes its settings from
+the file, plus the variant's CFLAGS (its -D macros agree with the file, variants.py checks).
+"""
 
 from __future__ import annotations
 
@@ -50,6 +56,14 @@ class WolfsslRecipe:
             for name, value in ctx.variant.macros.items()
         ]
         flags = [*ctx.variant.cflags, *macros, *ctx.m32]
+        settings = ctx.variant.file("user-settings")
+        usersettings = []
+        if settings is not None:
+            include = ctx.prefix / "include"
+            include.mkdir(parents=True, exist_ok=True)
+            (include / "user_settings.h").write_text(settings.text)
+            flags.append(f"-I{include}")
+            usersettings = ["--enable-usersettings"]
         if ctx.target.firmware:
             flags += ["-include", str(self._seed_header(ctx))]
         cflags = " ".join(flags)
@@ -60,7 +74,8 @@ class WolfsslRecipe:
         ctx.run(
             [
                 str(ctx.source / "configure"), f"--prefix={ctx.prefix}", "--libdir="
-                + str(ctx.prefix / "lib"), *STATIC_ONLY, *ctx.variant.configure, *host,
+                + str(ctx.prefix / "lib"), *STATIC_ONLY, *ctx.variant.configure,
+                *usersettings, *host,
                 f"CC={ctx.cc}", f"CFLAGS={cflags}",
             ],
             cwd=ctx.tree,

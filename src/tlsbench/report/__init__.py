@@ -3,6 +3,7 @@
     from tlsbench.report import load_run, export, write_report
     model = load_run(Store(path), "latest")        # or a run id
     text = export(model, "markdown")                # "markdown" | "csv" | "json" | "html"
+    text = export(model, "bmf")                     # "bmf" | "gab": figures for a dashboard
     export(model, "html", Path("report.html"))      # also writes the file
     write_report(model, Path("out"))                # report.{md,csv,json,html} + plots/
 
@@ -16,16 +17,28 @@ from pathlib import Path
 
 from tlsbench.errors import UserError
 from tlsbench.report.base import Exporter
+from tlsbench.report.bmf import BmfExporter
 from tlsbench.report.csv import CsvExporter
+from tlsbench.report.gab import GabExporter
 from tlsbench.report.html import HtmlExporter
 from tlsbench.report.json import JsonExporter
 from tlsbench.report.markdown import MarkdownExporter
 from tlsbench.report.model import RunModel, load_run
 
 EXPORTERS: dict[str, Exporter] = {
-    e.name: e for e in (MarkdownExporter(), CsvExporter(), JsonExporter(), HtmlExporter())
+    e.name: e
+    for e in (
+        MarkdownExporter(),
+        CsvExporter(),
+        JsonExporter(),
+        HtmlExporter(),
+        BmfExporter(),
+        GabExporter(),
+    )
 }
-FORMATS = tuple(EXPORTERS)
+# The report's own formats (write_report writes these); bmf and gab are figures for a
+# dashboard, written on request.
+FORMATS = ("markdown", "csv", "json", "html")
 
 __all__ = ["EXPORTERS", "FORMATS", "Exporter", "RunModel", "export", "load_run", "write_report"]
 

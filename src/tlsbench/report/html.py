@@ -123,7 +123,7 @@ class HtmlExporter:
                 body.append(f"<p>{escape(view.intro.replace('`', ''))}</p>")
             body.append(_table(view))
             for heading, text in view.details:
-                body.append(f"<p>stderr of {escape(heading)}:</p>\n<pre>{escape(text)}</pre>")
+                body.append(f"<p>{escape(heading)}:</p>\n<pre>{escape(text)}</pre>")
             for plot in by_section.pop(view.name, []):
                 index += 1
                 body.append(_figure(plot, index))

@@ -38,5 +38,5 @@ class MarkdownExporter:
                 parts.append(view.intro)
             parts.append(table(view))
             for heading, text in view.details:
-                parts.append(f"stderr of {_cell(heading)}:\n\n```text\n{text}\n```")
+                parts.append(f"{_cell(heading)}:\n\n```text\n{text.rstrip()}\n```")
         return "\n\n".join(parts) + "\n"

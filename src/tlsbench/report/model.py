@@ -230,8 +230,41 @@ class InstructionRow:
     identical: bool  # every repetition gave the same count
     failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
     machine: str = ""  # where the run spans several machines: the one(s) this row ran on
-    # Firmware (cortex-m7) points: the count projected to a clock and CPI (cortexm.py).
+    # Firmware (Cortex-M) points: the count projected to ms at a reference part's clock, low
+    # and high end of the core's CPI range (cortexm.py); the firmware table has the rest.
     projected_ms: float | None = None
+    projected_ms_high: float | None = None
+
+
+@dataclass(frozen=True)
+class FirmwareRow:
+    """A firmware point (a Cortex-M image under QEMU), one side: what a device playing that
+    side needs (cortexm.Measured) and how long its handshake takes on the core's reference
+    part. The same figures in every repetition (`identical`)."""
+
+    variant: str
+    library: str
+    point: str
+    core: str  # cortex-m4
+    job: str  # TLS 1.3 TLS-AES-128-GCM-SHA256 (ecdsa-p256 chain 1, x25519)
+    side: str
+    instructions: int
+    identical: bool
+    ms_low: float
+    ms_high: float
+    part: str  # the reference part the time is projected to, and its budget
+    heap: int  # peak, with what the library's global set-up keeps
+    stack: int
+    data: int
+    bss: int
+    ram: int  # heap + stack + data + bss
+    text: int
+    credentials: int
+    flash: int  # text + data + credentials
+    part_ram: int
+    part_flash: int
+    fits: bool
+    failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
 
 
 @dataclass(frozen=True)
@@ -333,6 +366,23 @@ class BuildRow:
     version: str
     cache_key: str
     compile_flags: str
+    # Where the code came from: a pinned archive and its sha256, or a local tree or commit
+    # (path, commit, tree id or digest of its files, dirty).
+    source: str = "-"
+    dirty: bool | None = None  # a local work tree with changes not committed
+    # The variant's own config files: "config=PATH (sha256 ...)" (ConfigFileRow: the text).
+    config: str = "-"
+
+
+@dataclass(frozen=True)
+class ConfigFileRow:
+    """A config file a variant was built with (config=FILE...), whole, as stored with the run."""
+
+    variant: str
+    option: str  # config, user-config, user-settings, configure-file
+    path: str
+    sha256: str
+    text: str
 
 
 @dataclass(frozen=True)
@@ -392,12 +442,14 @@ class RunModel:
     throughput: list[ThroughputRow] = field(default_factory=list)
     aead: list[AeadRow] = field(default_factory=list)
     instructions: list[InstructionRow] = field(default_factory=list)
+    firmware: list[FirmwareRow] = field(default_factory=list)
     interop: list[InteropRow] = field(default_factory=list)
     load: list[LoadRow] = field(default_factory=list)
     problems: list[ProblemRow] = field(default_factory=list)
     notes: list[NoteRow] = field(default_factory=list)
     builds: list[BuildRow] = field(default_factory=list)
     machines: list[MachineRow] = field(default_factory=list)
+    config_files: list[ConfigFileRow] = field(default_factory=list)
     latency_samples: list[LatencySamples] = field(default_factory=list)
     variants: list[str] = field(default_factory=list)  # in point order: stable plot colours
     # A report of several runs side by side (load_runs): every run, the first is `run`.
@@ -415,12 +467,14 @@ class RunModel:
             Table("bulk_throughput", "Bulk throughput (MB/s)", ThroughputRow, self.throughput),
             Table("aead", "AEAD cost", AeadRow, self.aead),
             Table("instructions", "Instructions", InstructionRow, self.instructions),
+            Table("firmware", "Firmware (Cortex-M)", FirmwareRow, self.firmware),
             Table("interop", "Interop", InteropRow, self.interop),
             Table("load", "Under load", LoadRow, self.load),
             Table("problems", "Unsupported and failed points", ProblemRow, self.problems),
             Table("notes", "Notes", NoteRow, self.notes),
             Table("builds", "Builds", BuildRow, self.builds),
             Table("machines", "Machines", MachineRow, self.machines),
+            Table("config_files", "Config files", ConfigFileRow, self.config_files),
             Table("environment", "Environment", EnvironmentRow, self.environment),
         ]
 
@@ -440,6 +494,27 @@ def describe_compile_flags(recorded: dict[str, Any] | None) -> str:
     if some:
         text += "; in some: " + " ".join(some[:8]) + (" ..." if len(some) > 8 else "")
     return text
+
+
+def describe_source(source: dict[str, Any]) -> str:
+    """One line naming where a build's code came from (its manifest's `source`)."""
+    kind = str(source.get("kind", ""))
+    if kind.startswith("local-"):
+        where = str(source.get("path"))
+        commit = str(source.get("commit") or "")[:12]
+        if source.get("tree"):
+            content = f"tree {str(source['tree'])[:12]}"
+        else:
+            content = f"files sha256 {str(source.get('sha256'))[:12]}"
+        if kind == "local-commit":
+            return f"git {where}#{source.get('rev')}: commit {commit}, {content}"
+        if kind == "local-worktree":
+            state = "dirty" if source.get("dirty") else "clean"
+            return f"git work tree {where} at {commit or 'no commit'}, {state}: {content}"
+        return f"folder {where} (not in git): {content}"
+    if kind in ("debian", "crate"):
+        return f"{source.get('file')} sha256 {str(source.get('sha256'))[:12]}"
+    return "-"
 
 
 @dataclass
@@ -849,14 +924,48 @@ class _Loader:
                     continue
                 counts = self.store.samples(p.id, series)
                 side = series.removesuffix("_instructions")
-                projected = self.store.samples(p.id, f"{side}_projected_ms")
+                projected = _projected_ms(self.ok(p), side)
                 if counts:
                     rows.append(InstructionRow(
                         variant=p.variant, library=p.library, point=p.name, side=side,
                         instructions=statistics.median(counts), repetitions=len(counts),
                         identical=len(set(counts)) == 1,
-                        projected_ms=statistics.median(projected) if projected else None,
+                        projected_ms=projected[0] if projected else None,
+                        projected_ms_high=projected[1] if projected else None,
                     ))  # fmt: skip
+        return rows
+
+    def firmware(self) -> list[FirmwareRow]:
+        """Firmware points, a row per side, in point order (cortexm.point_output)."""
+        from tlsbench import cortexm
+
+        rows = []
+        for p in self.points:
+            outputs = [r.output for r in self.ok(p) if r.output and "firmware" in r.output]
+            if not outputs:
+                continue
+            figures = [cortexm.Measured.from_output(p.variant, o) for o in outputs]
+            first = figures[0]
+            core = cortexm.core_of(first.core)
+            for side in cortexm.SIDES:
+                ram, flash = first.ram(side), first.flash(side)
+                low, high = first.ms(side)
+                identical = all(
+                    (f.ram(side), f.flash(side), f.instructions(side))
+                    == (ram, flash, first.instructions(side))
+                    for f in figures
+                )
+                rows.append(FirmwareRow(
+                    variant=p.variant, library=p.library, point=p.name, core=core.arch,
+                    job=first.job.describe().replace(", records 16384", ""), side=side,
+                    instructions=first.instructions(side), identical=identical,
+                    ms_low=low, ms_high=high,
+                    part=f"{core.part.name}, {core.part.mhz:g} MHz",
+                    heap=ram["heap"], stack=ram["stack"], data=ram["data"], bss=ram["bss"],
+                    ram=ram["total"], text=flash["text"], credentials=flash["credentials"],
+                    flash=flash["total"], part_ram=core.part.ram, part_flash=core.part.flash,
+                    fits=ram["total"] <= core.part.ram and flash["total"] <= core.part.flash,
+                ))  # fmt: skip
         return rows
 
     def aead(self) -> list[AeadRow]:
@@ -1140,12 +1249,27 @@ class _Loader:
         for p in self.points:
             if p.variant in rows or not p.build:
                 continue
+            source = p.build.get("source") or {}
             rows[p.variant] = BuildRow(
                 variant=p.variant,
                 version=str(p.build.get("version") or "-"),
                 cache_key=str(p.build.get("cache_key") or "-")[:16],
                 compile_flags=describe_compile_flags(p.build.get("compile_flags")),
-            )
+                source=describe_source(source),
+                dirty=source.get("dirty"),
+                config="; ".join(f"{f['option']}={f['path']} (sha256 {f['sha256'][:12]})"
+                                 for f in p.build.get("config_files") or []) or "-",
+            )  # fmt: skip
+        return list(rows.values())
+
+    def config_files(self) -> list[ConfigFileRow]:
+        """Each variant's own config files, once per variant."""
+        rows: dict[tuple[str, str], ConfigFileRow] = {}
+        for p in self.points:
+            for f in p.build.get("config_files") or []:
+                rows.setdefault((p.variant, f["option"]), ConfigFileRow(
+                    p.variant, str(f["option"]), str(f["path"]), str(f["sha256"]),
+                    str(f["text"])))  # fmt: skip
         return list(rows.values())
 
     def machine_labels(self) -> dict[int, str]:
@@ -1214,11 +1338,13 @@ class _Loader:
             throughput=self.throughput(),
             aead=self.aead(),
             instructions=self.instructions(),
+            firmware=self.firmware(),
             interop=self.interop(),
             load=self.load(),
             problems=self.problems(),
             builds=self.builds(),
             machines=self.machines(),
+            config_files=self.config_files(),
             latency_samples=latency_samples,
             variants=list(dict.fromkeys(p.variant for p in self.points)),
         )
@@ -1244,7 +1370,7 @@ class _Loader:
         if not marks:
             return
         for name in ("memory", "handshakes", "wire", "code_size", "latency", "throughput", "aead",
-                     "instructions", "interop", "load"):  # fmt: skip
+                     "instructions", "firmware", "interop", "load"):  # fmt: skip
             rows = getattr(model, name)
             setattr(
                 model,
@@ -1272,6 +1398,16 @@ def _heap_peak(outputs: list[dict[str, Any]], side: str) -> float | None:
         if o.get("heap") and (o["heap"].get(side) or {}).get("conn_peak") is not None
     ]
     return statistics.median(peaks) if peaks else None
+
+
+def _projected_ms(results: list[_Result], side: str) -> tuple[float, float] | None:
+    """A firmware point's projection of one side's count (low and high), as stored."""
+    for result in results:
+        figures = ((result.output or {}).get("firmware") or {}).get(side) or {}
+        projected = figures.get("projected_ms")
+        if isinstance(projected, list) and len(projected) == 2:
+            return float(projected[0]), float(projected[1])
+    return None
 
 
 def _number(value: Any) -> float | None:

@@ -162,34 +162,37 @@ def handshake_time(model: RunModel) -> Plot | None:
 
 
 def projected_handshake(model: RunModel) -> Plot | None:
-    """Firmware points: the client's projected handshake time per suite, the server's apart."""
-    rows = [r for r in model.instructions if r.projected_ms is not None]
+    """Firmware points: the client's handshake time on its core's reference part, as the
+    range the core's cycles per instruction allow (a bar from low to high), per core and job,
+    a colour per library build; log scale."""
+    rows = [r for r in model.firmware if r.side == "client"]
     if not rows:
         return None
-    colours = _colours(model)
-    categories = list(dict.fromkeys(_firmware_case(r.point) for r in rows))
-    fig = _figure(11.0, 7.5)
-    axes = fig.subplots(2, 1, sharex=True)
-    for ax, side in zip(axes, ("client", "server"), strict=True):
-        series: list[Series] = []
-        for variant in dict.fromkeys(r.variant for r in rows):
-            values = {
-                _firmware_case(r.point): float(r.projected_ms or 0.0)
-                for r in rows
-                if r.variant == variant and r.side == side
-            }
-            series.append((variant, values, {}, {"color": colours[variant]}))
-        _grouped_bars(ax, categories, series)
-        ax.set_ylabel(f"{side} ms (projected)")
-        ax.set_title(f"{side}" + (" (the question)" if side == "client" else " (apart)"))
-    axes[0].legend(fontsize="small")
-    fig.suptitle("Cortex-M7 handshake per suite: instructions at 216 MHz, CPI 1.0")
-    return Plot("projected_handshake", "Cortex-M7 projected handshake", "instructions", fig)
-
-
-def _firmware_case(point: str) -> str:
-    """A firmware point's suite (what varies): handshake_1.2_ecdhe_rsa_aes_128_gcm_..."""
-    return point.removeprefix("handshake_1.2_").split("_rsa2048")[0].replace("_secp256r1", "")
+    ordered = sorted(rows, key=lambda r: (r.job, int("".join(c for c in r.core if c.isdigit()))))
+    labels = list(dict.fromkeys(f"{r.core}  {r.job}" for r in ordered))
+    # A colour per library line: the same library on every core reads as one.
+    lines = list(dict.fromkeys(r.variant.split(":")[0] for r in rows))
+    cmap = matplotlib.colormaps["tab10"]
+    colours = {line: cmap(i % 10) for i, line in enumerate(lines)}
+    step = 0.8 / max(1, len(lines))
+    fig = _figure(11.0, 1.5 + 0.2 * len(labels))
+    ax = fig.subplots()
+    for r in rows:
+        offset = (lines.index(r.variant.split(":")[0]) - (len(lines) - 1) / 2) * step
+        y = labels.index(f"{r.core}  {r.job}") + offset
+        ax.plot([r.ms_low, r.ms_high], [y, y], color=colours[r.variant.split(":")[0]],
+                linewidth=3, solid_capstyle="butt")  # fmt: skip
+    for line in lines:
+        ax.plot([], [], color=colours[line], linewidth=3, label=line)
+    ax.set_xscale("log")
+    ax.set_xlabel("client handshake ms (projected range)")
+    ax.set_yticks(range(len(labels)), labels, fontsize="xx-small")
+    ax.invert_yaxis()
+    ax.grid(alpha=0.3, axis="x")
+    ax.legend(fontsize="x-small")
+    ax.set_title("Firmware handshake, client: instructions x the core's CPI range at its "
+                 "reference part's clock", fontsize="small")  # fmt: skip
+    return Plot("projected_handshake", "Firmware projected handshake", "firmware", fig)
 
 
 def record_latency_cdf(model: RunModel) -> Plot | None:

@@ -26,6 +26,7 @@ class View:
     numeric: list[bool]  # right-aligned columns
     rows: list[list[str]]
     # (heading, preformatted text) shown after the table, e.g. a failed point's stderr tail
+    # ("stderr of VARIANT POINT") or a variant's config file
     details: list[tuple[str, str]] = field(default_factory=list)
     # Per cell, text shown on hover in HTML (same shape as rows; "" for none).
     titles: list[list[str]] = field(default_factory=list)
@@ -64,6 +65,17 @@ def fmt_count(value: float | None) -> str:
 
 def fmt_ci(low: float | None, high: float | None) -> str:
     return f"{fmt_sig(low)} - {fmt_sig(high)}"
+
+
+def fmt_range(low: float | None, high: float | None) -> str:
+    """A projection's range: 794-1,191."""
+    if low is None or high is None:
+        return "-"
+    return f"{fmt_sig(low)}-{fmt_sig(high)}"
+
+
+def fmt_kib(value: float | None) -> str:
+    return "-" if value is None else f"{value / 1024:,.1f}"
 
 
 def fmt_size(value: int | None) -> str:
@@ -130,6 +142,7 @@ def _views(model: RunModel) -> list[View]:
             ],
         )
     )
+    out += _firmware_views(model)
     if model.memory:
         pools = any(r.pool_peak is not None for r in model.memory)
         out.append(
@@ -294,16 +307,17 @@ def _views(model: RunModel) -> list[View]:
                 "Instructions counted by callgrind inside one side's measured library calls, "
                 "per operation (handshake, record or bulk pass); `client` is the record "
                 "writer, `server` the reader. Median over repetitions, which should agree."
-                + (" Cortex-M7 firmware points: instructions of each side's handshake calls "
-                   "counted by QEMU (-icount), projected to ms at 216 MHz with a CPI of 1.0 "
-                   "(an assumption, not a measurement of a board)." if projected else ""),
+                + (" Firmware points: instructions of each side's handshake calls counted by "
+                   "QEMU (-icount), projected to ms as a range: the core's cycles per "
+                   "instruction at a reference part's clock (an assumption, not a measurement "
+                   "of a board: the firmware section says which)." if projected else ""),
                 ["variant", "point", "side", "instructions", "repetitions", "identical",
                  *(["projected ms"] if projected else [])],
                 [False, False, False, True, True, False, *([True] if projected else [])],
                 [
                     [_variant(r), r.point, r.side, fmt_count(r.instructions), str(r.repetitions),
                      "yes" if r.identical else "no",
-                     *([fmt_sig(r.projected_ms)] if projected else [])]
+                     *([fmt_range(r.projected_ms, r.projected_ms_high)] if projected else [])]
                     for r in model.instructions
                 ],
             )
@@ -327,7 +341,7 @@ def _views(model: RunModel) -> list[View]:
                      _opt(r.exit_code), _opt(r.signal), r.stage or "-", r.message]
                     for r in model.problems
                 ],
-                [(f"{r.variant} {r.point}", r.stderr_tail) for r in model.problems
+                [(f"stderr of {r.variant} {r.point}", r.stderr_tail) for r in model.problems
                  if r.stderr_tail],
             )
         )  # fmt: skip
@@ -348,13 +362,23 @@ def _views(model: RunModel) -> list[View]:
             View(
                 "builds",
                 "Builds",
-                "The build of each variant: its cache key (source hash, options, compiler, "
-                "recipe) and the code-shaping flags its compiles really used, as recorded "
-                "from the compiler's command lines (flags of every compile, then the others "
-                "with how many compiles had them).",
-                ["variant", "version", "cache key", "compile flags"],
-                [False, False, False, False],
-                [[b.variant, b.version, b.cache_key, b.compile_flags] for b in model.builds],
+                "The build of each variant: where its code came from (a pinned archive and "
+                "its sha256, or a local tree or git commit: path, commit, tree id or digest "
+                "of its files, and `dirty` for a work tree with changes not committed), its "
+                "cache key (source hash, options, compiler, recipe) and the code-shaping "
+                "flags its compiles really used, as recorded from the compiler's command "
+                "lines (flags of every compile, then the others with how many compiles had "
+                "them); a variant's own config files are shown whole below the table.",
+                ["variant", "version", "source", "config", "cache key", "compile flags"],
+                [False, False, False, False, False, False],
+                [
+                    [b.variant, b.version, b.source, b.config, b.cache_key, b.compile_flags]
+                    for b in model.builds
+                ],
+                [
+                    (f"{c.variant}: {c.option}={c.path} (sha256 {c.sha256[:12]})", c.text)
+                    for c in model.config_files
+                ],
             )
         )
     if model.machines:
@@ -384,6 +408,73 @@ def _views(model: RunModel) -> list[View]:
             )
         )
     return out
+
+
+def _firmware_views(model: RunModel) -> list[View]:
+    """The firmware section: the answer first (per core and job, a row per library: what the
+    client device needs and whether it fits the core's reference part), then the detail."""
+    if not model.firmware:
+        return []
+    clients = [r for r in model.firmware if r.side == "client"]
+    parts = {r.core: r for r in clients}
+    answer = View(
+        "firmware_answer",
+        "Firmware: does the TLS client fit, and how long does its handshake take?",
+        "Per core and TLS job, a row per library build: what a device playing the client "
+        "needs, measured on its firmware image under QEMU. RAM = heap peak + stack "
+        "high-water + .data + .bss of the client-only image; flash = its .text + .data + the "
+        "job's credentials (DER); ms = the client's handshake instructions x the core's "
+        "cycles-per-instruction range at the reference part's clock (docs/embedded.md gives "
+        "the sources); fits = within that part's RAM and flash. Reference parts: "
+        + "; ".join(f"{core}: {r.part}, {fmt_kib(r.part_ram)} KiB RAM, "
+                    f"{fmt_kib(r.part_flash)} KiB flash"
+                    for core, r in sorted(parts.items(), key=lambda kv: _core_order(kv[0])))
+        + ". The server's figures are in the detail table below.",
+        ["core", "job", "variant", "RAM KiB", "flash KiB", "client ms", "fits the part"],
+        [False, False, False, True, True, True, False],
+        [
+            [r.core, r.job, _variant(r), fmt_kib(r.ram), fmt_kib(r.flash),
+             fmt_range(r.ms_low, r.ms_high), _fits(r.ram, r.part_ram, r.flash, r.part_flash)]
+            for r in sorted(clients, key=lambda r: (_core_order(r.core), r.job, r.variant))
+        ],
+    )  # fmt: skip
+    detail = View(
+        "firmware",
+        "Firmware detail (bytes, instructions)",
+        "Per side: handshake instructions (identical in every repetition, or marked), their "
+        "projection to ms, and the parts of the RAM and flash figures: heap peak (with the "
+        "library's global set-up), stack high-water, .data and .bss of the one-role image; "
+        ".text and the job's credentials.",
+        ["variant", "core", "job", "side", "instructions", "identical", "ms", "heap", "stack",
+         "data", "bss", "RAM", "text", "credentials", "flash"],
+        [False, False, False, False, True, False, True] + [True] * 8,
+        [
+            [_variant(r), r.core, r.job, r.side, fmt_count(r.instructions),
+             "yes" if r.identical else "no", fmt_range(r.ms_low, r.ms_high), fmt_bytes(r.heap),
+             fmt_bytes(r.stack), fmt_bytes(r.data), fmt_bytes(r.bss), fmt_bytes(r.ram),
+             fmt_bytes(r.text), fmt_bytes(r.credentials), fmt_bytes(r.flash)]
+            for r in model.firmware
+        ],
+    )  # fmt: skip
+    return [answer, detail]
+
+
+def _core_order(core: str) -> tuple[int, str]:
+    """Cores by their number (m0 .. m55), whatever their names' sort order."""
+    digits = "".join(c for c in core if c.isdigit())
+    return (int(digits) if digits else 0, core)
+
+
+def _fits(ram: int, ram_budget: int, flash: int, flash_budget: int) -> str:
+    over = []
+    if ram > ram_budget:
+        over.append(f"RAM over by {fmt_kib(ram - ram_budget)} KiB")
+    if flash > flash_budget:
+        over.append(f"flash over by {fmt_kib(flash - flash_budget)} KiB")
+    if over:
+        return "no: " + ", ".join(over)
+    return (f"yes ({fmt_kib(ram_budget - ram)} KiB RAM, {fmt_kib(flash_budget - flash)} KiB "
+            "flash left)")  # fmt: skip
 
 
 def _load_views(model: RunModel) -> list[View]:

@@ -1,0 +1,171 @@
+"""`tlsbench fit`: every figure is a measured part (real builds, real firmware runs under
+QEMU), and the verdict is their arithmetic; the Pareto front and the smallest fitting record
+buffer are pure logic over figures, tested with figures made up for the purpose."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tlsbench import arches, cortexm, fit, paths
+from tlsbench.errors import UserError
+
+KIB = 1024
+
+pytestmark = pytest.mark.skipif(
+    bool(arches.missing_tools("cortex-m4")),
+    reason=f"missing {arches.missing_tools('cortex-m4')} (make deps installs them)",
+)
+
+
+def tlsbench(*args: str, cache: Path | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, **({"TLSBENCH_CACHE": str(cache)} if cache else {})}
+    return subprocess.run([str(paths.REPO / "tlsbench"), *args], capture_output=True, text=True,
+                          check=False, env=env)  # fmt: skip
+
+
+def sections(image: Path) -> dict[str, int]:
+    """Section sizes as `size -A` prints them, read here independently of cortexm."""
+    out = subprocess.run(["arm-none-eabi-size", "-A", str(image)], capture_output=True,
+                         text=True, check=True).stdout  # fmt: skip
+    found = {}
+    for line in out.splitlines():
+        fields = line.split()
+        if len(fields) == 3 and fields[1].isdigit():
+            found[fields[0]] = int(fields[1])
+    return found
+
+
+def test_fit_figures_are_the_sum_of_the_measured_parts(tmp_path, build_of) -> None:
+    """Each candidate's RAM is heap + stack + .data + .bss and its flash .text + .data + the
+    job's credentials, where each part is what an independent run of the same image and
+    `size -A` of its client-only image say; time is instructions x CPI / clock; the verdict
+    and margins follow from the budget."""
+    build = build_of("wolfssl-5.7.2:cortex-m4")
+    plot = tmp_path / "fit.png"
+    done = tlsbench("fit", "--ram", "64K", "--flash", "512K", "--core", "m4", "--kx", "psk",
+                    "--line", "wolfssl-5.7.2", "--config", "default", "--records", "512",
+                    "--records", "16384", "--json", "--quiet", "--plot", str(plot))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["budget"] == {"core": "cortex-m4", "ram": 64 * KIB, "flash": 512 * KIB,
+                                "mhz": 84.0, "cpi": [1.0, 1.5]}  # fmt: skip
+    rows = answer["candidates"]
+    assert [(r["variant"], r["record"]) for r in rows] == [
+        ("wolfssl-5.7.2:cortex-m4", 512), ("wolfssl-5.7.2:cortex-m4", 16384)]  # fmt: skip
+    size = sections(build.program("client.elf"))
+    core = cortexm.core_of("cortex-m4")
+    for row in rows:
+        assert row["status"] == "ok", row
+        job = cortexm.make_job("TLS-AES-128-GCM-SHA256", tls="1.3", kx="psk", record=row["record"])
+        direct = cortexm.run(cortexm.image_of(build), job, timeout=120)
+        world, client = direct["global"], direct["client"]
+        ram, flash = row["ram"], row["flash"]
+        assert ram["heap"] == max(world["heap_peak"], world["heap_live"] + client["heap_peak"])
+        assert ram["stack"] == max(world["stack_high_water"], client["stack_high_water"])
+        assert (ram["data"], ram["bss"]) == (size[".data"], size[".bss"])
+        assert ram["total"] == ram["heap"] + ram["stack"] + ram["data"] + ram["bss"]
+        assert flash["text"] == size[".vectors"] + size[".text"] + size.get(".ARM.exidx", 0)
+        assert flash["credentials"] == len(cortexm.TEST_PSK) + len(cortexm.TEST_PSK_IDENTITY) + 1
+        assert flash["total"] == flash["text"] + flash["data"] + flash["credentials"]
+        assert row["instructions"] == client["handshake_instructions"]
+        assert row["ms"] == pytest.approx([row["instructions"] * cpi / (84.0 * 1000)
+                                           for cpi in core.cpi])  # fmt: skip
+        assert row["ram_margin"] == 64 * KIB - ram["total"]
+        assert row["flash_margin"] == 512 * KIB - flash["total"]
+        assert row["fits"] == (row["ram_margin"] >= 0 and row["flash_margin"] >= 0)
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # The same candidates again: read back from beside the image, not run again.
+    results = list((build.drivers_folder / "results").glob("*.json"))
+    assert results
+    again = tlsbench("fit", "--ram", "64K", "--flash", "512K", "--core", "m4", "--kx", "psk",
+                     "--line", "wolfssl-5.7.2", "--config", "default", "--records", "512",
+                     "--records", "16384", "--json", "--quiet", "--plot", "none")  # fmt: skip
+    assert json.loads(again.stdout)["candidates"] == rows
+
+
+def test_fit_on_a_16k_m0_says_why_nothing_fits(build_of) -> None:
+    """The micro:bit's 16 KiB: with 16 KiB record buffers a TLS client cannot fit, and the
+    answer says so from the measured parts, not an estimate."""
+    build_of("mbedtls-3.6.6:cortex-m0")
+    done = tlsbench("fit", "--ram", "16K", "--flash", "256K", "--core", "m0", "--kx", "psk",
+                    "--line", "mbedtls-3.6.6", "--config", "default", "--records", "16384",
+                    "--quiet", "--plot", "none")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    text = done.stdout
+    assert "Budget: Cortex-M0: RAM 16.0 KiB, flash 256.0 KiB, 16 MHz" in text
+    assert "Nothing fits. The closest is mbedtls-3.6.6 default with 16384-byte records: RAM" in text
+    assert "over the 16.0 KiB budget" in text and "Smallest record buffer that fits" in text
+
+
+def test_fit_refuses_what_it_cannot_answer_before_building(tmp_path) -> None:
+    cache = tmp_path / "cache"
+    for args, message in [
+        (["--core", "m5"], "--core m5"),
+        (["--ram", "lots"], "--ram lots"),
+        (["--auth", "mutual"], "--auth mutual"),
+        (["--records", "100"], "--records 100"),
+        (["--tls", "1.3", "--kx", "rsa"], "static RSA is TLS 1.2 only"),
+        (["--config", "tiny"], "--config tiny"),
+        (["--line", "openssl-3.5.x"], "--line openssl-3.5.x"),
+    ]:
+        base = {"--ram": "64K", "--flash": "256K", "--core": "m4"}
+        for i in range(0, len(args), 2):
+            base[args[i]] = args[i + 1]
+        rest = [a for k, v in base.items() for a in (k, v)]
+        done = tlsbench("fit", *rest, "--plot", "none", cache=cache)
+        assert done.returncode == 2, (args, done.stderr)
+        assert message in done.stderr and "Traceback" not in done.stderr
+    assert not (cache / "builds").exists()
+
+
+def test_parse_bytes() -> None:
+    assert fit.parse_bytes("64K", "--ram") == 65536
+    assert fit.parse_bytes("1M", "--flash") == 1048576
+    assert fit.parse_bytes("256KiB", "--flash") == 262144
+    assert fit.parse_bytes("20000", "--ram") == 20000
+    for bad in ("", "K", "-1K", "0", "abc"):
+        with pytest.raises(UserError):
+            fit.parse_bytes(bad, "--ram")
+
+
+# -- pure logic over made-up figures ------------------------------------------------------
+
+
+def made_up(line: str, record: int, heap: int, text: int, instructions: int) -> fit.Outcome:
+    """A candidate with figures chosen for the test (no build, no run)."""
+    job = fit.job_for("1.3", "psk", "ecdsa-p256", None, record)
+    side = {"heap_peak": heap, "heap_live": 0, "stack_high_water": 1000,
+            "handshake_instructions": instructions}  # fmt: skip
+    result = {"client": side, "server": side,
+              "global": {"heap_peak": 0, "heap_live": 0, "stack_high_water": 0}}  # fmt: skip
+    sizes = {role: cortexm.Sizes(text=text, data=100, bss=200, certs=0) for role in cortexm.SIDES}
+    measured = cortexm.Measured(f"{line}:cortex-m4", "cortex-m4", job, result, sizes,
+                                {"client": 50, "server": 50})  # fmt: skip
+    candidate = fit.Candidate(f"{line}:cortex-m4", line.split("-")[0], line, "default", record,
+                              job)  # fmt: skip
+    return fit.Outcome(candidate, measured)
+
+
+def test_pareto_front_and_smallest_fitting_record() -> None:
+    budget = fit.Budget(cortexm.core_of("cortex-m4"), ram=30_000, flash=200_000, mhz=84.0)
+    a512 = made_up("a-1", 512, heap=10_000, text=150_000, instructions=900)
+    a1024 = made_up("a-1", 1024, heap=12_000, text=150_000, instructions=900)  # dominated
+    a16k = made_up("a-1", 16384, heap=40_000, text=150_000, instructions=800)  # faster, too big
+    b = made_up("b-1", 16384, heap=9_000, text=250_000, instructions=2000)  # least RAM
+    outcomes = [a512, a1024, a16k, b]
+    front = fit.pareto(outcomes, "client")
+    assert a1024 not in front and {id(o) for o in front} == {id(a512), id(a16k), id(b)}
+    assert fit.smallest_fitting_record(outcomes, budget, "client") == {
+        ("a-1", "default"): 512, ("b-1", "default"): None}  # fmt: skip
+    verdict = fit.verdict(a16k, budget, "client")
+    assert verdict is not None and not verdict.fits
+    assert verdict.ram_margin == 30_000 - (40_000 + 1000 + 100 + 200)
+    text = fit.nothing_fits([a16k, b], budget, "client")
+    # b is over on flash only (50 KiB), a16k on RAM only (11.1 KiB): the closest is a16k.
+    assert "The closest is a-1 default with 16384-byte records: RAM 40.3 KiB" in text
+    assert "flash" not in text.split("records:")[1]
