@@ -66,7 +66,8 @@ TOP_KEYS = {"question", "description", "repetitions", "timeout", "defaults", "pe
 # key_share: the client's first key share, a group the server does not offer, so that it
 # answers with a HelloRetryRequest (TLS 1.3; the driver checks the extra round trip).
 # kx: how keys are agreed (ecdhe, rsa, psk = TLS 1.3 psk_ke or a TLS 1.2 PSK suite,
-# psk_dhe = psk_dhe_ke or ECDHE-PSK); measured on Cortex-M firmware variants (cortexm.py).
+# psk_dhe = psk_dhe_ke or ECDHE-PSK): the driver's --kx, and the job of a Cortex-M firmware
+# point (cortexm.py).
 TLS_KEYS = ("tls", "suite", "kx", "group", "key_share", "sigalg", "cert", "chain", "auth",
             "record_size", "accel", "transport", "io")  # fmt: skip
 SCENARIO_KEYS = {
@@ -415,7 +416,7 @@ class _Loader:
                 if (negotiates_no_key_exchange(point.options)
                         and ("group" in entry or "sigalg" in entry)) or (
                         authenticates_by_psk(point.options)
-                        and ("cert" in entry or "chain" in entry)):  # fmt: skip
+                        and any(k in entry for k in CERTIFICATE_KEYS)):  # fmt: skip
                     continue  # the same point once its group / sigalg / cert were dropped
                 raise self.error(f"two points are the same: {point.name} on {point.variant}")
             seen[point.key] = point
@@ -494,9 +495,9 @@ class _Loader:
             options.pop("group", None)
             options.pop("sigalg", None)
         if authenticates_by_psk(options):
-            # The key authenticates: no certificate is sent.
-            options.pop("cert", None)
-            options.pop("chain", None)
+            # The key authenticates both sides: no certificate is sent or verified.
+            for key in CERTIFICATE_KEYS:
+                options.pop(key, None)
         return RunPoint(
             name=point_name(scenario, options),
             variant=variant.name,
@@ -585,6 +586,7 @@ class _Loader:
             raise self.value_error("io", "fd", 'with transport = "tcp" only (the library '
                                    "needs a socket of its own)")  # fmt: skip
         self.check_key_share(scenario, values)
+        self.check_kx(scenario, values)
         suite = values.get("suite")
         if suite is not None and scenario in (*TLS_SCENARIO_NAMES, "load"):
             tls = values.get("tls", "1.3")
@@ -602,16 +604,41 @@ class _Loader:
                     "write; bulk measures larger writes",
                 )
 
+    def check_kx(self, scenario: str, values: dict[str, Any]) -> None:
+        """The key exchange against the version, the suite and resumption, as the driver
+        checks them (drivers/core/cmdline.c), before anything runs."""
+        tls = values.get("tls", "1.3")
+        suite = str(values.get("suite", ""))
+        if tls == "1.2" and suite.startswith("TLS_RSA_PSK_"):
+            why = "a PSK_WITH, ECDHE_PSK or DHE_PSK suite: RSA-PSK (a certificate and a key at "
+            raise self.value_error("suite", suite, why + "once) is not run")
+        kx = values.get("kx")
+        if kx is None:
+            return
+        named = suite_kx(suite) if tls == "1.2" and suite else None
+        if named is not None and kx != named:
+            raise self.value_error("kx", kx, f'"{named}" with suite {suite} (the suite names '
+                                   "its key exchange), or another suite")  # fmt: skip
+        if kx == "rsa" and tls == "1.3":
+            raise self.value_error("kx", kx, 'with tls = "1.2" only (TLS 1.3 has no RSA key '
+                                   "exchange)")  # fmt: skip
+        resumes = (scenario == "resume" or (scenario == "interop" and values.get("resume") == "on")
+                   or (scenario == "load" and values.get("pattern") == "resume"))  # fmt: skip
+        if kx in PSK_KX and tls == "1.3" and resumes:
+            raise self.value_error("kx", kx, "without TLS 1.3 resumption: a TLS 1.3 resumption "
+                                   "is itself a pre-shared key handshake, and the client would "
+                                   "offer the ticket and the external key at once; resume TLS "
+                                   "1.3 with kx = \"ecdhe\", or a TLS 1.2 PSK suite")  # fmt: skip
+        if kx == "psk" and values.get("key_share") is not None:
+            raise self.value_error("kx", kx, '"psk_dhe" with key_share (the key alone sends '
+                                   "no key share)")  # fmt: skip
+
     def check_firmware(self, scenario: str, values: dict[str, Any], variant: Any) -> None:
         """A Cortex-M firmware point's job, said wrong before anything runs (cortexm.make_job:
-        a suite and kx that disagree, a certificate the suite cannot use); `kx` on any other
-        variant, which no native driver takes yet."""
+        a suite and kx that disagree, a certificate the suite cannot use)."""
         from tlsbench import arches, cortexm
 
         if not arches.arch(variant.arch).firmware:
-            if "kx" in values:
-                raise self.value_error("kx", values["kx"], "on Cortex-M firmware variants only "
-                                       "(the native drivers take no kx yet)")  # fmt: skip
             return
         if scenario != "handshake" or "suite" not in values:
             return  # the point is unsupported there, with the reason (cortexm.run_point)
@@ -676,6 +703,28 @@ def check_capabilities(points: list[RunPoint], infos: dict[str, dict[str, Any]])
         )
 
 
+# The key exchanges keyed by the pre-shared key, and what no point of them has.
+PSK_KX = ("psk", "psk_dhe")
+CERTIFICATE_KEYS = ("cert", "chain", "sigalg", "auth")
+
+
+def suite_kx(suite: str) -> str:
+    """The key exchange a TLS 1.2 suite names (as the driver reads it)."""
+    if suite.startswith("TLS_PSK_WITH_"):
+        return "psk"
+    if suite.startswith(("TLS_ECDHE_PSK_", "TLS_DHE_PSK_")):
+        return "psk_dhe"
+    return "rsa" if suite.startswith("TLS_RSA_WITH_") else "ecdhe"
+
+
+def point_kx(options: dict[str, Any]) -> str:
+    """The key exchange a point runs: its kx, else its TLS 1.2 suite's, else ecdhe."""
+    suite = str(options.get("suite") or "")
+    if "kx" in options:
+        return str(options["kx"])
+    return suite_kx(suite) if options.get("tls") == "1.2" and suite else "ecdhe"
+
+
 def negotiates_no_key_exchange(options: dict[str, Any]) -> bool:
     """TLS 1.2 static-RSA and PSK suites, TLS 1.3 psk_ke: no group, no signature."""
     suite = str(options.get("suite", ""))
@@ -685,11 +734,12 @@ def negotiates_no_key_exchange(options: dict[str, Any]) -> bool:
 
 
 def authenticates_by_psk(options: dict[str, Any]) -> bool:
-    """PSK key exchanges (kx psk or psk_dhe, TLS 1.2 PSK and ECDHE-PSK suites): no
+    """PSK key exchanges (kx psk or psk_dhe, TLS 1.2 PSK, ECDHE-PSK and DHE-PSK suites): no
     certificate."""
     suite = str(options.get("suite", ""))
-    return options.get("kx") in ("psk", "psk_dhe") or (
-        options.get("tls") == "1.2" and suite.startswith(("TLS_PSK_WITH_", "TLS_ECDHE_PSK_"))
+    return options.get("kx") in PSK_KX or (
+        options.get("tls") == "1.2"
+        and suite.startswith(("TLS_PSK_WITH_", "TLS_ECDHE_PSK_", "TLS_DHE_PSK_"))
     )
 
 

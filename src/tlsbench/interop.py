@@ -42,6 +42,7 @@ from typing import Any
 from tlsbench import certs, netem
 from tlsbench.build import Build
 from tlsbench.drive import driver_command
+from tlsbench.experiments import PSK_KX, point_kx
 
 # Real programs that can be the peer, by the role they play.
 # `openssl-3.5.x-s_server` / `-s_client`: the `openssl` program of the pinned openssl-3.5.x
@@ -63,7 +64,13 @@ START_TIMEOUT_S = 10.0
 PEER_TIMEOUT_S = 10
 STDERR_TAIL_LINES = 12
 # The parameters both sides must have read back alike.
-AGREED = ("version", "suite", "group", "sigalg", "resumed")
+AGREED = ("version", "suite", "group", "sigalg", "resumed", "psk")
+# The pre-shared key of PSK points, as the driver holds it (drivers/core/session.c): a fixed
+# test key, never a secret, and its identity; a real program is given the same.
+PSK_KEY_HEX = bytes(range(0x10, 0x30)).hex()
+PSK_IDENTITY = "tlsbench-device"
+# Real programs that take a pre-shared key (nginx and curl are run with certificates).
+PSK_PROGRAMS = (*OPENSSL_SERVERS, *OPENSSL_CLIENTS, "gnutls-serv", "gnutls-cli")
 
 OPENSSL_GROUPS = {"secp256r1": "P-256", "secp384r1": "P-384"}
 # GnuTLS's priority-string names (`gnutls-cli --list`) of tlsbench's groups, TLS 1.3 suites
@@ -351,9 +358,63 @@ def _gnutls_priority(options: dict[str, Any]) -> str | None:
     return ":".join(parts)
 
 
+def _psk_program(name: str, executable: str, options: dict[str, Any], kx: str, port: int | None,
+                 connections: int, scratch: Path, host: str) -> Side | str:  # fmt: skip
+    """A real program keyed by the pre-shared key (no certificate), or why it cannot be. The
+    programs bind a TLS 1.3 external PSK to SHA-256 (s_server / s_client: a TLS_AES_128_GCM_
+    SHA256 session; GnuTLS: its credentials' binder hash)."""
+    tls = str(options.get("tls", "1.3"))
+    suite = str(options.get("suite") or "")
+    if tls == "1.3" and suite.endswith("SHA384"):
+        return f"{name} binds a TLS 1.3 external PSK to SHA-256, and {suite} hashes with SHA-384"
+    role = program_role(name)
+    if name in OPENSSL_SERVERS or name in OPENSSL_CLIENTS:
+        offer = _openssl_offer(options, executable)
+        if isinstance(offer, str):
+            return offer
+        psk = ["-psk", PSK_KEY_HEX, "-psk_identity", PSK_IDENTITY]
+        if tls == "1.3" and kx == "psk":
+            # Allowed, and (3.3 on) preferred by a server; a client offers it beside
+            # psk_dhe_ke, never alone: the tlsbench server's readback says which ran.
+            psk.append("-allow_no_dhe_kex")
+            if role == "server" and pinned_program(name):
+                psk.append("-prefer_no_dhe_kex")
+        if role == "server":
+            command = [executable, "s_server", "-accept", f"{host}:{port}", "-naccept",
+                       str(connections), "-www", "-nocert", "-num_tickets", "0", "-no_ticket",
+                       *psk, *offer]  # fmt: skip
+        else:
+            command = [executable, "s_client", "-connect", f"{host}:{port}", "-servername",
+                       "localhost", "-ign_eof", "-no_ticket", *psk, *offer]  # fmt: skip
+        return Side(role, name, command)
+    priority = _gnutls_priority(options)
+    if priority is None:
+        return f"{name} cannot be pinned to this point's group or suite"
+    # TLS 1.3: the key exchange keyword is the mode; TLS 1.2: the tlsbench side pins the
+    # suite, whose key exchange must be among the program's.
+    group = point_group(options)
+    dhe = "DHE-PSK" if group.startswith("ffdhe") else "ECDHE-PSK"
+    priority += ":-KX-ALL:+" + ("PSK" if kx == "psk" else dhe)
+    if tls == "1.2":
+        priority += ":+SHA256:+SHA384"  # the CBC suites' MACs, which NORMAL leaves out
+    if role == "server":
+        passwd = scratch / "psk.passwd"
+        passwd.write_text(f"{PSK_IDENTITY}:{PSK_KEY_HEX}\n")
+        command = ["gnutls-serv", "--port", str(port), "--http", "--pskpasswd", str(passwd),
+                   "--priority", priority, "--noticket"]  # fmt: skip
+    else:
+        command = ["gnutls-cli", "--port", str(port), host, "--sni-hostname", "localhost",
+                   "--priority", priority, "--pskusername", PSK_IDENTITY, "--pskkey",
+                   PSK_KEY_HEX]  # fmt: skip
+    return Side(role, name, command)
+
+
 def program_side(name: str, options: dict[str, Any], port: int | None, connections: int,
                  scratch: Path, host: str = "127.0.0.1") -> Side | str:  # fmt: skip
     """A real program as the peer, or the reason it cannot play this point."""
+    kx = point_kx(options)
+    if kx in PSK_KX and name not in PSK_PROGRAMS:
+        return f"{name} is run with certificates only (no pre-shared key)"
     executable = program_executable(name)
     if pinned_program(name):
         executable = openssl_executable(name)
@@ -363,6 +424,8 @@ def program_side(name: str, options: dict[str, Any], port: int | None, connectio
         return f"{name} is run with a one-certificate chain only"
     if options.get("resume") == "on":
         return f"{name} starts one process per connection here: nothing to resume"
+    if kx in PSK_KX:
+        return _psk_program(name, executable, options, kx, port, connections, scratch, host)
     auth = str(options.get("auth", "server"))
     chain, key = _cert_file(options, "server-chain1.pem"), _cert_file(options, "server.key")
     client_chain, client_key = (_cert_file(options, "client-chain1.pem"),
@@ -559,7 +622,10 @@ def check_program_client(side: Side, options: dict[str, Any], scratch: Path) -> 
     if _body(payload) not in side.out:
         return f"{side.label} did not print the {payload}-byte response body intact"
     if side.label in OPENSSL_CLIENTS:
-        m = re.search(r"^New, (TLSv1\.[23]), Cipher is (\S+)", side.out, re.M)
+        # s_client calls a TLS 1.3 handshake with an external PSK "Reused" (OpenSSL counts
+        # the PSK as a session); programs here never resume.
+        opening = "(?:New|Reused)" if point_kx(options) in PSK_KX else "New"
+        m = re.search(rf"^{opening}, (TLSv1\.[23]), Cipher is (\S+)", side.out, re.M)
         tls = "TLSv" + str(options.get("tls", "1.3"))
         if m is None or m.group(1) != tls:
             return f"openssl s_client reports {m.group(1) if m else 'no protocol'}, not {tls}"

@@ -60,7 +60,7 @@ NGINX_LINE = "openssl-system"
 LOAD_KEYS = ("client", "server", "pattern", "connections", "rate", "duration_s", "request_size",
              "workers", "heap", "accel", "payload")  # fmt: skip
 # TLS options passed to both tlsbench sides.
-TLS_ARG_KEYS = ("tls", "suite", "group", "sigalg", "cert", "chain", "auth", "record_size")
+TLS_ARG_KEYS = ("tls", "suite", "kx", "group", "sigalg", "cert", "chain", "auth", "record_size")
 # Bounds of the load keys (the driver's own: drivers/core/options.c, `info --json` ranges).
 RANGES = {"connections": (1, 10000), "rate": (1, 10_000_000), "workers": (1, 64),
           "request_size": (1, 4096),
@@ -106,6 +106,11 @@ def refusal(options: dict[str, Any], variant_line: str) -> tuple[str, str] | Non
     """(key, reason) when no run of this point could be what it asks (of the programs, or of
     the library where its limit is known): checked when the experiment is loaded."""
     client, server = str(options.get("client", "")), str(option(options, "server"))
+    if options.get("kx") in ("psk", "psk_dhe") and (client == "h2load" or server == "nginx"):
+        program = "h2load" if client == "h2load" else "nginx"
+        return ("client" if program == "h2load" else "server",
+                f"{program} is run with certificates only: a pre-shared key (kx = "
+                f"{options['kx']}) is for tlsbench's own server and generator")  # fmt: skip
     if client == "h2load":
         pattern = option(options, "pattern")
         if pattern == "resume" and server == "nginx":

@@ -35,7 +35,7 @@ from tlsbench.store import Point, Store
 
 # Driver options that tell two points of one table apart, in the order labels show them.
 CASE_KEYS = (
-    "tls", "suite", "group", "key_share", "sigalg", "cert", "chain", "auth", "record_size",
+    "tls", "suite", "kx", "group", "key_share", "sigalg", "cert", "chain", "auth", "record_size",
     "payload", "bytes", "aead", "accel", "transport", "io", "rtt_ms", "loss", "rate",
 )  # fmt: skip
 HEAP_FIGURES = (
@@ -277,7 +277,9 @@ class InteropRow:
     server: str
     case: str
     result: str  # ok | unsupported | failed
-    negotiated: str  # version, suite, group, signature scheme as the tlsbench side read back
+    negotiated: (
+        str  # version, suite, PSK mode, group, signature scheme as the tlsbench side read back
+    )
     detail: str  # why not ok
     client_wall_ms: float | None  # connect to handshake done, median
     client_cpu_ms: float | None
@@ -546,7 +548,7 @@ def _format_option(key: str, value: Any) -> str:
         return f"{value} B"
     if key == "bytes":
         return f"{int(value):,} bytes"
-    if key in ("chain", "auth", "accel"):
+    if key in ("chain", "auth", "accel", "kx"):
         return f"{key} {value}"
     if key == "rtt_ms":
         return f"RTT {value} ms"
@@ -1033,7 +1035,9 @@ class _Loader:
             negotiated = ""
             if outputs:
                 n = outputs[0].get("negotiated") or {}
-                parts = [n.get("version"), n.get("suite"), n.get("group"), n.get("sigalg")]
+                # The pre-shared key's mode (psk, psk_dhe) where one keyed the handshake.
+                parts = [n.get("version"), n.get("suite"), n.get("psk"), n.get("group"),
+                         n.get("sigalg")]  # fmt: skip
                 negotiated = " ".join(str(x) for x in parts if x) + (
                     " resumed" if n.get("resumed") else ""
                 )
