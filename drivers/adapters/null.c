@@ -63,6 +63,11 @@ static tb_status ctx_new(const tb_config *cfg, void **ctx, char *err) {
                                        "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
                                        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", NULL};
   static const char *const groups[] = {"x25519", "secp256r1", "secp384r1", NULL};
+  if (cfg->release_buffers) {
+    return tb_fail(err, TB_UNSUPPORTED,
+                   "the null adapter's record buffer is part of its "
+                   "connection");
+  }
   if (!one_of(cfg->suite, suites)) {
     return tb_fail(err, TB_UNSUPPORTED, "the null adapter has no cipher suites (asked: %s)",
                    cfg->suite);

@@ -658,7 +658,15 @@ static void rl_ctx_free(void *p) {
   free(c);
 }
 
+/* rustls keeps a connection's read buffer (4 KiB once a record is read) between records,
+ * and has no option to free it when empty. */
+static tb_status refuse_buffer_release(char *err) {
+  return tb_fail(err, TB_UNSUPPORTED,
+                 "rustls keeps its read buffer between records and has no option to free it");
+}
+
 static tb_status rl_ctx_new(const tb_config *cfg, void **out, char *err) {
+  if (cfg->release_buffers) return refuse_buffer_release(err);
   rl_ctx *c = calloc(1, sizeof(*c));
   if (c == NULL) return tb_fail(err, TB_FAILED, "out of memory");
   c->role = cfg->role;

@@ -31,6 +31,7 @@ void tb_fill_config(tb_run *r, tb_config *cfg, tb_role role, int resumption) {
   cfg->server_name = "localhost"; /* the test certificates are issued to it */
   cfg->record_size = o->record_size;
   cfg->resumption = resumption;
+  cfg->release_buffers = o->release_buffers;
   if (role == TB_SERVER) {
     cfg->chain_file = o->server_chain;
     cfg->key_file = o->server_key;

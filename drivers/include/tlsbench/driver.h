@@ -108,6 +108,10 @@ typedef struct tb_config {
   size_t record_size;      /* 0: library default; else max plaintext per record to use */
   int resumption;          /* 0: full handshakes only (no tickets sent, no session cache);
                               1: tickets / session cache on, as resumption needs */
+  /* 1: the library frees a connection's record buffers while they are empty, between
+   * records (OpenSSL's SSL_MODE_RELEASE_BUFFERS); TB_OK as well where it always does so
+   * (no buffer is kept between records), TB_UNSUPPORTED where it cannot. 0: its default. */
+  int release_buffers;
 } tb_config;
 
 /* ------------------------------------------------------------------------- results */
