@@ -16,11 +16,12 @@ mbedTLS variable-buffers cases run TLS 1.2 with max_fragment_length 4096, the on
 that build shrinks its buffers, beside the default build with the same offer.
 
 Usage: .venv/bin/python bench/connections.py [--connections N ...] [--case LABEL ...]
-           [--jsonl FILE] [--plot FILE]
+           [--jsonl FILE] [--replay FILE] [--plot FILE]
 
 --connections takes several values (default 10000): the table is for the largest, and a
 second table gives the per-connection figures against N. --jsonl keeps every driver output,
-one JSON object a line; --plot draws heap and resident set per connection against N.
+one JSON object a line; --replay makes the tables from such a file instead of running;
+--plot draws heap and resident set per connection against N.
 """
 
 from __future__ import annotations
@@ -132,6 +133,7 @@ def main() -> int:
     parser.add_argument("--connections", type=int, nargs="+", default=[10000])
     parser.add_argument("--case", action="append", help="only these cases (by label)")
     parser.add_argument("--jsonl", type=Path, help="every driver output, one a line")
+    parser.add_argument("--replay", type=Path, help="the tables from a --jsonl file, no runs")
     parser.add_argument("--plot", type=Path, help="per-connection figures against N (PNG)")
     opts = parser.parse_args()
     cases = [c for c in CASES if not opts.case or c.label in opts.case]
@@ -139,12 +141,27 @@ def main() -> int:
         known = ", ".join(c.label for c in CASES)
         print(f"connections.py: unknown case in {opts.case}; the cases: {known}", file=sys.stderr)
         return 2
+    points = replay(opts.replay) if opts.replay else measure(cases, opts.connections, opts.jsonl)
+    report(cases, opts.connections, points, opts.plot)
+    return 0
+
+
+def replay(path: Path) -> dict[tuple[str, int], Point]:
+    outputs: dict[tuple[str, int], dict[str, dict]] = {}
+    for line in path.read_text().splitlines():
+        output = json.loads(line)
+        key = (output["case"], output["params"]["connections"])
+        outputs.setdefault(key, {})[output["measure"]] = output
+    return {key: Point(o["heap"], o["time"]) for key, o in outputs.items()}
+
+
+def measure(cases: list[Case], ns: list[int], jsonl: Path | None) -> dict[tuple[str, int], Point]:
     catalog, builder = Catalog(), Builder(quiet=True)
     builds = {c.variant: builder.build(catalog.resolve(c.variant)) for c in cases}
     points: dict[tuple[str, int], Point] = {}
-    log = opts.jsonl.open("a") if opts.jsonl else None
+    log = jsonl.open("a") if jsonl else None
     for case in cases:
-        for n in sorted(opts.connections):
+        for n in sorted(ns):
             heap = run(builds[case.variant], case.args, n, "heap")
             time = run(builds[case.variant], case.args, n, "time")
             points[case.label, n] = Point(heap, time)
@@ -153,7 +170,11 @@ def main() -> int:
                     log.write(json.dumps({"case": case.label, **output}) + "\n")
                 log.flush()
             print(f"connections.py: {case.label} at {n}: done", file=sys.stderr)
-    largest = max(opts.connections)
+    return points
+
+
+def report(cases: list[Case], ns: list[int], points: dict, plot_file: Path | None) -> None:
+    largest = max(ns)
     print(f"\nAt {largest} open connections (KiB; a connection is both ends, a session one):\n")
     print("| case | client heap | server heap | heap, usable | RSS growth | RSS peak growth "
           "| per session: heap | RSS growth | process peak RSS / 2N |")  # fmt: skip
@@ -172,8 +193,8 @@ def main() -> int:
               f"| {kib(p.peak_rss_per_session(largest))} |")  # fmt: skip
     for name, total in RUSTLS_REPORT_KIB.items():
         print(f"| the rustls report: {name} | | | | | | | | {total / RUSTLS_REPORT_SESSIONS:.1f} |")
-    if len(opts.connections) > 1:
-        ns = sorted(opts.connections)
+    if len(ns) > 1:
+        ns = sorted(ns)
         print("\nPer connection against N (KiB): requested heap of both ends / RSS growth:\n")
         print("| case | " + " | ".join(f"N = {n}" for n in ns) + " |")
         print("| --- |" + " ---: |" * len(ns))
@@ -184,9 +205,8 @@ def main() -> int:
                 rss = first(p.time, "rss_per_connection") if not p.failed() else None
                 cells.append("" if p.failed() else f"{kib(p.heap_per_connection())} / {kib(rss)}")
             print(f"| {case.label} | " + " | ".join(cells) + " |")
-        if opts.plot:
-            plot(opts.plot, cases, ns, points)
-    return 0
+        if plot_file:
+            plot(plot_file, cases, ns, points)
 
 
 def plot(path: Path, cases: list[Case], ns: list[int], points: dict) -> None:
@@ -195,7 +215,7 @@ def plot(path: Path, cases: list[Case], ns: list[int], points: dict) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (heap_ax, rss_ax) = plt.subplots(1, 2, figsize=(12, 5), sharey=True)
+    fig, (heap_ax, rss_ax) = plt.subplots(1, 2, figsize=(13, 6))
     for case in cases:
         ok = [n for n in ns if not points[case.label, n].failed()]
         if not ok:
@@ -206,10 +226,11 @@ def plot(path: Path, cases: list[Case], ns: list[int], points: dict) -> None:
                          for n in ok], marker="o", label=case.label)  # fmt: skip
     for ax, title in ((heap_ax, "heap (requested), both ends"), (rss_ax, "resident set growth")):
         ax.set_xscale("log")
+        ax.set_yscale("log")
         ax.set_xlabel("open connections N")
         ax.set_title(title)
         ax.grid(True, alpha=0.3)
-    heap_ax.set_ylabel("KiB per connection")
+    heap_ax.set_ylabel("KiB per connection (both ends)")
     rss_ax.legend(fontsize=7, loc="upper right")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
