@@ -54,6 +54,8 @@ def test_every_scenario_is_declared_with_its_kind(table: Declared) -> None:
     [("handshake", ["--iterations", "3"], "heap"),
      ("resume", ["--iterations", "3"], "time"),  # the null adapter cannot: nothing emitted
      ("records", ["--iterations", "70", "--payload", "64"], "heap"),
+     ("connections", ["--connections", "3"], "heap"),
+     ("connections", ["--connections", "3"], "time"),
      ("bulk", ["--iterations", "2", "--bytes", "100000"], "time"),
      ("aead", ["--iterations", "10", "--payload", "64"], "time"),
      ("info", [], "time")],

@@ -447,6 +447,9 @@ static tb_status ctx_psk_credentials(gt_ctx *c, const tb_config *cfg, char *err)
   return TB_OK;
 }
 
+/* tb_config.release_buffers needs nothing: GnuTLS allocates a buffer for each record it
+ * reads or writes and frees it once the record is consumed or sent, so a connection holds
+ * no record buffer between records. */
 static tb_status gt_ctx_new(const tb_config *cfg, void **out, char *err) {
   *out = NULL;
   if (cfg->record_size != 0 &&

@@ -1153,6 +1153,17 @@ static void ctx_free(void *p) {
   free(ctx);
 }
 
+/* A connection's record buffers are allocated at its setup and kept for its life; a build
+ * with MBEDTLS_SSL_VARIABLE_BUFFER_LENGTH resizes them after the handshake to the
+ * negotiated maximum fragment length, which is a build option, not this switch. */
+static tb_status check_buffer_release(const tb_config *cfg, char *err) {
+  if (!cfg->release_buffers) return TB_OK;
+  return tb_fail(err, TB_UNSUPPORTED,
+                 "mbedTLS keeps a connection's record buffers for its life; the build option "
+                 "MBEDTLS_SSL_VARIABLE_BUFFER_LENGTH (feature variable-buffers) shrinks them "
+                 "to a negotiated max_fragment_length");
+}
+
 static mt_ctx *ctx_alloc(const tb_config *cfg) {
   mt_ctx *ctx = calloc(1, sizeof(*ctx));
   if (ctx == NULL) return NULL;
@@ -1182,6 +1193,7 @@ static tb_status ctx_new(const tb_config *cfg, void **out, char *err) {
   mt_ctx *ctx = ctx_alloc(cfg);
   if (ctx == NULL) return tb_fail(err, TB_FAILED, "out of memory");
   tb_status st = check_version(cfg, err);
+  if (st == TB_OK) st = check_buffer_release(cfg, err);
   if (st == TB_OK) st = choose_suite(cfg, ctx, &offer, err);
   if (st == TB_OK) st = choose_group(cfg, ctx, &offer, err);
   if (st == TB_OK) st = choose_sigalg(cfg, ctx, &offer, err);

@@ -66,6 +66,11 @@ static tb_status ctx_new(const tb_config *cfg, void **ctx, char *err) {
   if (cfg->psk.mode != TB_PSK_NONE) {
     return tb_fail(err, TB_UNSUPPORTED, "the null adapter has no pre-shared keys");
   }
+  if (cfg->release_buffers) {
+    return tb_fail(err, TB_UNSUPPORTED,
+                   "the null adapter's record buffer is part of its "
+                   "connection");
+  }
   if (!one_of(cfg->suite, suites)) {
     return tb_fail(err, TB_UNSUPPORTED, "the null adapter has no cipher suites (asked: %s)",
                    cfg->suite);

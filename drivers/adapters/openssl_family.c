@@ -243,6 +243,18 @@ static tb_status set_psk(const tb_ossl_class *cls, tb_ossl_ctx *oc, const tb_con
   return cls->set_psk(cls, oc->ctx, cfg, err);
 }
 
+/* OpenSSL keeps a connection's read and write buffers once allocated unless
+ * SSL_MODE_RELEASE_BUFFERS; BoringSSL and AWS-LC always free them when empty (AWS-LC
+ * defines the mode as 0, BoringSSL no longer defines it). */
+static void set_buffer_release(SSL_CTX *ctx, const tb_config *cfg) {
+#ifdef TB_BSSL_API
+  (void)ctx;
+  (void)cfg;
+#else
+  if (cfg->release_buffers) SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+#endif
+}
+
 static tb_status configure(const tb_ossl_class *cls, tb_ossl_ctx *oc, const tb_config *cfg,
                            char *err) {
   SSL_CTX *ctx = oc->ctx;
@@ -257,6 +269,7 @@ static tb_status configure(const tb_ossl_class *cls, tb_ossl_ctx *oc, const tb_c
   /* Send exactly chain_file: without this OpenSSL completes a short chain from the trust
    * store (the server's ca_file in mutual mode). */
   SSL_CTX_set_mode(ctx, SSL_MODE_NO_AUTO_CHAIN);
+  set_buffer_release(ctx, cfg);
   if (cls->set_callbacks != NULL) cls->set_callbacks(ctx);
 
   int kx_nid = NID_undef;

@@ -659,6 +659,13 @@ static void rl_ctx_free(void *p) {
   free(c);
 }
 
+/* rustls keeps a connection's read buffer (4 KiB once a record is read) between records,
+ * and has no option to free it when empty. */
+static tb_status refuse_buffer_release(char *err) {
+  return tb_fail(err, TB_UNSUPPORTED,
+                 "rustls keeps its read buffer between records and has no option to free it");
+}
+
 static tb_status rl_ctx_new(const tb_config *cfg, void **out, char *err) {
   if (cfg->psk.mode != TB_PSK_NONE) {
     /* rustls has no external PSK (only its own resumption tickets), nor PSK suites. */
@@ -666,6 +673,7 @@ static tb_status rl_ctx_new(const tb_config *cfg, void **out, char *err) {
                    "rustls has no pre-shared keys: neither TLS 1.3 external PSKs nor TLS 1.2 "
                    "PSK suites (rustls-ffi 0.15 / rustls 0.23)");
   }
+  if (cfg->release_buffers) return refuse_buffer_release(err);
   rl_ctx *c = calloc(1, sizeof(*c));
   if (c == NULL) return tb_fail(err, TB_FAILED, "out of memory");
   c->role = cfg->role;

@@ -789,6 +789,22 @@ static tb_status set_record_size(WOLFSSL_CTX *ctx, const tb_config *cfg, char *e
 #define NO_PSK_REASON \
   "this wolfSSL build has no pre-shared keys (configure --enable-psk: the variant feature psk)"
 
+/* wolfSSL reads and writes records through buffers it grows for the record and shrinks
+ * back to the few bytes inside the WOLFSSL object once the record is done: released
+ * between records already. A LARGE_STATIC_BUFFERS build keeps 16 KiB ones inside it. */
+static tb_status check_buffer_release(const tb_config *cfg, char *err) {
+#ifdef LARGE_STATIC_BUFFERS
+  if (cfg->release_buffers) {
+    return tb_fail(err, TB_UNSUPPORTED,
+                   "this build keeps fixed record buffers inside each connection "
+                   "(LARGE_STATIC_BUFFERS)");
+  }
+#endif
+  (void)cfg;
+  (void)err;
+  return TB_OK;
+}
+
 static tb_status check_config(const tb_config *cfg, char *err) {
 #ifndef TB_WOLF_PRIVATE
   return tb_fail(err, TB_UNSUPPORTED, NO_PRIVATE_REASON);
@@ -801,6 +817,7 @@ static tb_status check_config(const tb_config *cfg, char *err) {
   /* Said before the suite, which a build without PSK does not have either. */
   if (cfg->psk.mode != TB_PSK_NONE) return tb_fail(err, TB_UNSUPPORTED, NO_PSK_REASON);
 #endif
+  if (check_buffer_release(cfg, err) != TB_OK) return TB_UNSUPPORTED;
   if ((cfg->role == TB_SERVER || cfg->auth == TB_AUTH_MUTUAL) && cfg->psk.mode == TB_PSK_NONE) {
     if (cfg->chain_file == NULL || cfg->key_file == NULL) {
       return tb_fail(err, TB_FAILED, "certificate chain and key are required");

@@ -60,6 +60,7 @@ typedef enum tb_option_id {
   TB_OPT_RECORD_SIZE,
   TB_OPT_TRANSPORT,
   TB_OPT_IO,
+  TB_OPT_RELEASE_BUFFERS,
   /* the scenarios that name them */
   TB_OPT_PAYLOAD,
   TB_OPT_BYTES,
@@ -133,8 +134,9 @@ typedef struct tb_options {
    * every measurement; the runner never passes it. See apply_fault (session.c). */
   const char *fault;
   const char *cert_dir;
-  int transport; /* tb_link_kind */
-  int io;        /* tb_io */
+  int transport;       /* tb_link_kind */
+  int io;              /* tb_io */
+  int release_buffers; /* the library frees its record buffers while they are empty */
   /* peer: this process is one side (--role), the other is in another process. */
   int role;              /* tb_role */
   const char *connect;   /* client: HOST:PORT of the server */

@@ -92,6 +92,10 @@ const tb_option tb_options_table[TB_N_OPTIONS] = {
                "callbacks: the library reads and writes through tlsbench's callbacks; fd: "
                "its own socket I/O on the TCP connection (--transport tcp); bio: the "
                "callbacks through its BIO layer (wolfSSL opensslextra)"),
+    [TB_OPT_RELEASE_BUFFERS] =
+        FLAG("release-buffers", TB_FOR_TLS, release_buffers,
+             "the library frees a connection's record buffers while they are empty "
+             "(OpenSSL's SSL_MODE_RELEASE_BUFFERS); unsupported where it cannot"),
     [TB_OPT_PAYLOAD] =
         NUMBER(TB_ARG_SIZE, "payload", "N", TB_FOR_NAMED_OR, payload, 1, TB_PAYLOAD_MAX, NULL,
                "bytes per record (records, bulk), AEAD payload (aead), response body "

@@ -25,6 +25,8 @@ void tb_write_params(tb_json *j, const tb_scenario *s, const tb_options *o) {
     tb_json_str(j, "auth", tb_choice_name(TB_OPT_AUTH, o->auth));
     tb_json_bool(j, "wrong_ca", o->wrong_ca);
     tb_json_u64(j, "record_size", o->record_size);
+    /* Only when asked for, so that other points keep their stored params. */
+    if (o->release_buffers) tb_json_bool(j, "release_buffers", 1);
   }
   tb_json_u64(j, "payload", o->payload);
   /* --bytes where it was given or the scenario has a default for it (bulk). */

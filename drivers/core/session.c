@@ -68,6 +68,7 @@ void tb_fill_config(tb_run *r, tb_config *cfg, tb_role role, int resumption) {
   cfg->server_name = "localhost"; /* the test certificates are issued to it */
   cfg->record_size = o->record_size;
   cfg->resumption = resumption;
+  cfg->release_buffers = o->release_buffers;
   fill_psk(o, &cfg->psk);
   if (cfg->psk.mode != TB_PSK_NONE) {
     cfg->ca_file = NULL; /* no certificate anywhere: the key authenticates */

@@ -776,7 +776,18 @@ def parser() -> argparse.ArgumentParser:
     drive.add_argument("variant", help="a variant, e.g. openssl-3.5.x or wolfssl-5.7.2:intelasm")
     drive.add_argument(
         "scenario",
-        choices=["handshake", "resume", "records", "bulk", "aead", "info", "peer", "serve", "load"],
+        choices=[
+            "handshake",
+            "resume",
+            "records",
+            "connections",
+            "bulk",
+            "aead",
+            "info",
+            "peer",
+            "serve",
+            "load",
+        ],
     )
     drive.add_argument("driver_args", nargs=argparse.REMAINDER, help="options for the driver")
 

@@ -20,7 +20,7 @@ PROGRAMS = {"time": DRIVER, "heap": HEAP_DRIVER}
 # Scenarios with no heap figures (the runner times them only).
 TIMED_ONLY = {"bulk", "aead"}
 # Scenarios that run TLS and so need certificates.
-TLS_SCENARIOS = {"handshake", "resume", "records", "bulk", "peer", "serve", "load"}
+TLS_SCENARIOS = {"handshake", "resume", "records", "connections", "bulk", "peer", "serve", "load"}
 
 
 def option_value(args: list[str], name: str, default: str) -> str:

@@ -6,6 +6,7 @@
   X(handshake)       \
   X(resume)          \
   X(records)         \
+  X(connections)     \
   X(bulk)            \
   X(aead)            \
   X(info)            \

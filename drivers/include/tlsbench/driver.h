@@ -137,6 +137,10 @@ typedef struct tb_config {
    * key_file and sigalg are NULL, auth is TB_AUTH_NONE. An adapter whose library (build)
    * has no such PSK returns TB_UNSUPPORTED with the reason, never runs with certificates. */
   tb_psk psk;
+  /* 1: the library frees a connection's record buffers while they are empty, between
+   * records (OpenSSL's SSL_MODE_RELEASE_BUFFERS); TB_OK as well where it always does so
+   * (no buffer is kept between records), TB_UNSUPPORTED where it cannot. 0: its default. */
+  int release_buffers;
 } tb_config;
 
 /* ------------------------------------------------------------------------- results */
