@@ -30,6 +30,14 @@ static void write_head(tb_json *j, const tb_run *r) {
  * reports of itself. */
 static int start_library(tb_run *r, tb_json *j) {
   tb_heap_reset_peak(TB_SIDES);
+  if (r->opt->deterministic) {
+    /* Before global_init: some hooks must be in place before the library seeds itself. */
+    tb_status st =
+        r->ad->derandomize == NULL
+            ? tb_fail(r->err, TB_UNSUPPORTED, "the %s adapter has no randomness hook", r->ad->name)
+            : TB_ON(TB_SIDE_GLOBAL, r->ad->derandomize(tb_fixed_random, r->err));
+    if (st != TB_OK) return tb_fail_stage(r, tb_status_exit(st), "deterministic randomness");
+  }
   tb_status st = TB_ON(TB_SIDE_GLOBAL, r->ad->global_init(r->err));
   tb_heap_get(TB_SIDE_GLOBAL, &r->heap_global);
   if (st != TB_OK) return tb_fail_stage(r, tb_status_exit(st), "global init");

@@ -151,6 +151,13 @@ typedef enum tb_aead_alg {
 #define TB_AEAD_NONCE_LEN 12
 #define TB_AEAD_TAG_LEN 16
 
+/* ------------------------------------------------------------------------- randomness */
+
+/* A source of random bytes the core hands to an adapter: fills `out` with `len` bytes. The
+ * core's fixed stream (`--deterministic`) gives the same bytes in the same order in every
+ * process, so that two runs of a scenario do the same work. Not random: never a key. */
+typedef void (*tb_random_fn)(unsigned char *out, size_t len);
+
 /* ------------------------------------------------------------------------- the adapter */
 
 /* An adapter is three const tables of functions, each defined beside the functions it
@@ -235,6 +242,16 @@ typedef struct tb_adapter {
    * vector as read back. Written into `out` (NUL-terminated); shown with every result, so
    * that "accel off" is seen to be in effect. */
   void (*cpu_paths)(char *out, size_t len);
+
+  /* Deterministic randomness (`--deterministic`, which the runner passes in instruction
+   * mode only): called once, before global_init, when the run asks for it. From then on
+   * every random value the library draws (client and server randoms, key shares, RSA
+   * blinding and salts, ticket keys) comes from `fill`, through the library's own hook (an
+   * RNG callback, a DRBG seeded from `fill`, a test provider), so that the instructions of
+   * a handshake are the same in every run. TB_OK when done, or when the library draws no
+   * random value at all; TB_UNSUPPORTED, with the reason, when this build has no such hook.
+   * NULL: as TB_UNSUPPORTED, without a reason of the adapter's own. */
+  tb_status (*derandomize)(tb_random_fn fill, char *err);
 
   const tb_tls_class *tls;
   const tb_aead_class *aead;
