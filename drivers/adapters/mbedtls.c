@@ -568,8 +568,9 @@ static void psa_fixed_entropy_init(mbedtls_entropy_context *ctx) {
 #define MT_PSA_ENTROPY 0
 #endif
 
-static tb_status derandomize(tb_random_fn fill, char *err) {
+static tb_status derandomize(tb_random_fn fill, tb_randomness *out, char *err) {
   fixed_random = fill;
+  out->seeded = 1;
 #if MT_PSA_ENTROPY
   psa_status_t st =
       mbedtls_psa_crypto_configure_entropy_sources(psa_fixed_entropy_init, mbedtls_entropy_free);
@@ -577,12 +578,17 @@ static tb_status derandomize(tb_random_fn fill, char *err) {
     return tb_fail(err, TB_FAILED, "mbedtls_psa_crypto_configure_entropy_sources failed (%d)",
                    (int)st);
   }
+  snprintf(out->how, sizeof(out->how),
+           "each context's CTR_DRBG (mbedtls_ssl_conf_rng) and PSA's DRBG "
+           "(mbedtls_psa_crypto_configure_entropy_sources) seeded from the stream");
   return TB_OK;
 #elif MT_V3 && defined(MBEDTLS_PSA_CRYPTO_EXTERNAL_RNG)
   return tb_fail(err, TB_UNSUPPORTED,
                  "this build takes PSA's randomness from MBEDTLS_PSA_CRYPTO_EXTERNAL_RNG");
 #else
   (void)err;
+  snprintf(out->how, sizeof(out->how),
+           "each context's CTR_DRBG (mbedtls_ssl_conf_rng) seeded from the stream");
   return TB_OK;
 #endif
 }

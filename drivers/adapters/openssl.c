@@ -157,6 +157,8 @@ static int fixed_bytes(unsigned char *buf, int num) {
 
 static int fixed_status(void) { return 1; }
 
+static const char kFixedRandomHow[] = "a RAND_METHOD handing out the stream (RAND_set_rand_method)";
+
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 static const RAND_METHOD kFixedRand = {
@@ -170,6 +172,10 @@ static tb_status install_fixed_random(char *err) {
 #pragma GCC diagnostic pop
 #else
 #include <openssl/core_names.h>
+
+static const char kFixedRandomHow[] =
+    "the public and private DRBGs replaced by CTR-DRBGs seeded from the stream through a "
+    "TEST-RAND parent (RAND_set0_public, RAND_set0_private)";
 
 /* A CTR-DRBG (AES-256-CTR, OpenSSL's default) seeded from the stream. */
 static EVP_RAND_CTX *fixed_drbg(void) {
@@ -219,8 +225,10 @@ static tb_status install_fixed_random(char *err) {
 }
 #endif
 
-static tb_status ossl_derandomize(tb_random_fn fill, char *err) {
+static tb_status ossl_derandomize(tb_random_fn fill, tb_randomness *out, char *err) {
   fixed_random = fill;
+  out->seeded = 1;
+  snprintf(out->how, sizeof(out->how), "%s", kFixedRandomHow);
   return install_fixed_random(err);
 }
 

@@ -261,13 +261,16 @@ static void wolf_global_cleanup(void) {
  * exists. */
 static tb_random_fn fixed_random;
 
-static tb_status wolf_derandomize(tb_random_fn fill, char *err) {
+static tb_status wolf_derandomize(tb_random_fn fill, tb_randomness *out, char *err) {
 #if defined(TB_WOLF_PRIVATE) && defined(HAVE_HASHDRBG)
   (void)err;
   fixed_random = fill;
+  out->seeded = 1;
+  snprintf(out->how, sizeof(out->how),
+           "each connection's Hash_DRBG (ssl->rng) set to a state drawn from the stream");
   return TB_OK;
 #else
-  (void)fill;
+  (void)fill, (void)out;
   return tb_fail(err, TB_UNSUPPORTED,
                  "this build has no Hash_DRBG (HAVE_HASHDRBG) or no internal.h to reach it");
 #endif

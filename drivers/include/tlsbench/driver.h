@@ -158,6 +158,15 @@ typedef enum tb_aead_alg {
  * process, so that two runs of a scenario do the same work. Not random: never a key. */
 typedef void (*tb_random_fn)(unsigned char *out, size_t len);
 
+/* What an adapter's derandomize did, recorded with the run's output. */
+typedef struct tb_randomness {
+  /* 1: every random value the library draws now comes from the stream. 0: the library keeps
+   * its own randomness (it has no hook at run time), and `how` says why its instructions do
+   * not depend on the values it draws. */
+  int seeded;
+  char how[TB_ERR_LEN]; /* the hook used, in a sentence (or why there is none) */
+} tb_randomness;
+
 /* ------------------------------------------------------------------------- the adapter */
 
 /* An adapter is three const tables of functions, each defined beside the functions it
@@ -244,14 +253,16 @@ typedef struct tb_adapter {
   void (*cpu_paths)(char *out, size_t len);
 
   /* Deterministic randomness (`--deterministic`, which the runner passes in instruction
-   * mode only): called once, before global_init, when the run asks for it. From then on
-   * every random value the library draws (client and server randoms, key shares, RSA
-   * blinding and salts, ticket keys) comes from `fill`, through the library's own hook (an
-   * RNG callback, a DRBG seeded from `fill`, a test provider), so that the instructions of
-   * a handshake are the same in every run. TB_OK when done, or when the library draws no
-   * random value at all; TB_UNSUPPORTED, with the reason, when this build has no such hook.
-   * NULL: as TB_UNSUPPORTED, without a reason of the adapter's own. */
-  tb_status (*derandomize)(tb_random_fn fill, char *err);
+   * mode only): called once, before global_init, when the run asks for it, so that the
+   * instructions of a handshake are the same in every run. From then on every random value
+   * the library draws (client and server randoms, key shares, RSA blinding and salts,
+   * ticket keys) comes from `fill`, through the library's own hook (an RNG callback, a DRBG
+   * seeded from `fill`, a test provider): out->seeded = 1, out->how names the hook. A
+   * library without a hook at run time whose work does not depend on the values it draws
+   * (constant-time code throughout, measured so) keeps its randomness: out->seeded = 0,
+   * out->how says so and why. Both TB_OK. TB_UNSUPPORTED, with the reason, when neither
+   * holds for this build; NULL: the same, without a reason of the adapter's own. */
+  tb_status (*derandomize)(tb_random_fn fill, tb_randomness *out, char *err);
 
   const tb_tls_class *tls;
   const tb_aead_class *aead;
