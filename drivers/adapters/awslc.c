@@ -72,6 +72,24 @@ typedef struct awslc_conn {
 /* What this library does its own way, for the shared code (defined below). */
 static const tb_ossl_class kClass;
 
+/* ------------------------------------------------------------------------- randomness */
+
+/* --deterministic: AWS-LC has no hook for its random generator at run time (its
+ * deterministic mode, BORINGSSL_UNSAFE_DETERMINISTIC_MODE, is a build option that would
+ * measure another build). Its handshake's instructions do not depend on the values it draws:
+ * key shares, RSA blinding and signing run in constant time, and no length depends on a
+ * random value, except an ECDSA signature's DER length (and the peer's variable-time
+ * verification of it). */
+static tb_status awslc_derandomize(tb_random_fn fill, tb_randomness *out, char *err) {
+  (void)fill, (void)err;
+  out->seeded = 0;
+  snprintf(out->how, sizeof(out->how),
+           "not seeded: AWS-LC has no run-time hook (BORINGSSL_UNSAFE_DETERMINISTIC_MODE is a "
+           "build option); constant-time code makes the count independent of the values drawn, "
+           "except an ECDSA signature's length");
+  return TB_OK;
+}
+
 /* ------------------------------------------------------------------------- global */
 
 /* What AWS-LC sets up on first use (the CPU capability vector, the DRBG and this thread's
@@ -401,6 +419,7 @@ const tb_adapter tb_adapter_impl = {
     .global_cleanup = tb_ossl_global_cleanup,
     .info = awslc_info,
     .cpu_paths = awslc_cpu_paths,
+    .derandomize = awslc_derandomize,
     .tls = &kTls,
     .aead = &tb_bssl_aead,
 };
