@@ -74,19 +74,22 @@ static const tb_ossl_class kClass;
 
 /* ------------------------------------------------------------------------- randomness */
 
-/* --deterministic: AWS-LC has no hook for its random generator at run time (its
- * deterministic mode, BORINGSSL_UNSAFE_DETERMINISTIC_MODE, is a build option that would
- * measure another build). Its handshake's instructions do not depend on the values it draws:
- * key shares, RSA blinding and signing run in constant time, and no length depends on a
- * random value, except an ECDSA signature's DER length (and the peer's variable-time
- * verification of it). */
+/* --deterministic: AWS-LC has no hook for its random generator at run time
+ * (RAND_set_rand_method does nothing; its deterministic mode,
+ * BORINGSSL_UNSAFE_DETERMINISTIC_MODE, is a build option that would measure another build).
+ * A handshake's own work hardly depends on the values it draws (constant-time key shares
+ * and RSA; an ECDSA signature's DER length does), but some allocations do: the temporaries
+ * of the RSA blinding set-up, whose inverse takes more or fewer steps, leave glibc's heap in
+ * one of a few layouts, and later malloc calls of either side cost a few hundred
+ * instructions more or less. Certificates are checked at a fixed time (openssl_family.c). */
 static tb_status awslc_derandomize(tb_random_fn fill, tb_randomness *out, char *err) {
   (void)fill, (void)err;
+  tb_ossl_fix_verify_time();
   out->seeded = 0;
   snprintf(out->how, sizeof(out->how),
            "not seeded: AWS-LC has no run-time hook (BORINGSSL_UNSAFE_DETERMINISTIC_MODE is a "
-           "build option); constant-time code makes the count independent of the values drawn, "
-           "except an ECDSA signature's length");
+           "build option); the work hardly depends on the values drawn, the heap's layout "
+           "does (a few hundred instructions of malloc); certificates checked at a fixed time");
   return TB_OK;
 }
 

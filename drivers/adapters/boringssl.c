@@ -90,14 +90,15 @@ static const tb_ossl_class kClass;
  * measure another build). Its handshake's instructions do not depend on the values it draws:
  * key shares, RSA blinding and signing run in constant time, and no length depends on a
  * random value, except an ECDSA signature's DER length (and the peer's variable-time
- * verification of it). */
+ * verification of it). Certificates are checked at a fixed time (openssl_family.c). */
 static tb_status bssl_derandomize(tb_random_fn fill, tb_randomness *out, char *err) {
   (void)fill, (void)err;
+  tb_ossl_fix_verify_time();
   out->seeded = 0;
   snprintf(out->how, sizeof(out->how),
            "not seeded: BoringSSL has no run-time hook (BORINGSSL_UNSAFE_DETERMINISTIC_MODE is a "
            "build option); constant-time code makes the count independent of the values drawn, "
-           "except an ECDSA signature's length");
+           "except an ECDSA signature's length; certificates checked at a fixed time");
   return TB_OK;
 }
 

@@ -228,7 +228,8 @@ static tb_status install_fixed_random(char *err) {
 static tb_status ossl_derandomize(tb_random_fn fill, tb_randomness *out, char *err) {
   fixed_random = fill;
   out->seeded = 1;
-  snprintf(out->how, sizeof(out->how), "%s", kFixedRandomHow);
+  snprintf(out->how, sizeof(out->how), "%s; certificates checked at a fixed time", kFixedRandomHow);
+  tb_ossl_fix_verify_time();
   return install_fixed_random(err);
 }
 
