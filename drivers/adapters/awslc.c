@@ -72,6 +72,27 @@ typedef struct awslc_conn {
 /* What this library does its own way, for the shared code (defined below). */
 static const tb_ossl_class kClass;
 
+/* ------------------------------------------------------------------------- randomness */
+
+/* --deterministic: AWS-LC has no hook for its random generator at run time
+ * (RAND_set_rand_method does nothing; its deterministic mode,
+ * BORINGSSL_UNSAFE_DETERMINISTIC_MODE, is a build option that would measure another build).
+ * A handshake's own work hardly depends on the values it draws (constant-time key shares
+ * and RSA; an ECDSA signature's DER length does), but some allocations do: the temporaries
+ * of the RSA blinding set-up, whose inverse takes more or fewer steps, leave glibc's heap in
+ * one of a few layouts, and later malloc calls of either side cost a few hundred
+ * instructions more or less. Certificates are checked at a fixed time (openssl_family.c). */
+static tb_status awslc_derandomize(tb_random_fn fill, tb_randomness *out, char *err) {
+  (void)fill, (void)err;
+  tb_ossl_fix_verify_time();
+  out->seeded = 0;
+  snprintf(out->how, sizeof(out->how),
+           "not seeded: AWS-LC has no run-time hook (BORINGSSL_UNSAFE_DETERMINISTIC_MODE is a "
+           "build option); the work hardly depends on the values drawn, the heap's layout "
+           "does (a few hundred instructions of malloc); certificates checked at a fixed time");
+  return TB_OK;
+}
+
 /* ------------------------------------------------------------------------- global */
 
 /* What AWS-LC sets up on first use (the CPU capability vector, the DRBG and this thread's
@@ -409,6 +430,7 @@ const tb_adapter tb_adapter_impl = {
     .global_cleanup = tb_ossl_global_cleanup,
     .info = awslc_info,
     .cpu_paths = awslc_cpu_paths,
+    .derandomize = awslc_derandomize,
     .tls = &kTls,
     .aead = &tb_bssl_aead,
 };

@@ -83,6 +83,25 @@ typedef tb_bssl_conn bssl_conn;
 /* What this library does its own way, for the shared code (defined below). */
 static const tb_ossl_class kClass;
 
+/* ------------------------------------------------------------------------- randomness */
+
+/* --deterministic: BoringSSL has no hook for its random generator at run time (its
+ * deterministic mode, BORINGSSL_UNSAFE_DETERMINISTIC_MODE, is a build option that would
+ * measure another build). Its handshake's instructions do not depend on the values it draws:
+ * key shares, RSA blinding and signing run in constant time, and no length depends on a
+ * random value, except an ECDSA signature's DER length (and the peer's variable-time
+ * verification of it). Certificates are checked at a fixed time (openssl_family.c). */
+static tb_status bssl_derandomize(tb_random_fn fill, tb_randomness *out, char *err) {
+  (void)fill, (void)err;
+  tb_ossl_fix_verify_time();
+  out->seeded = 0;
+  snprintf(out->how, sizeof(out->how),
+           "not seeded: BoringSSL has no run-time hook (BORINGSSL_UNSAFE_DETERMINISTIC_MODE is a "
+           "build option); constant-time code makes the count independent of the values drawn, "
+           "except an ECDSA signature's length; certificates checked at a fixed time");
+  return TB_OK;
+}
+
 /* ------------------------------------------------------------------------- global */
 
 /* What BoringSSL sets up lazily once per process is done here, so that it is charged to
@@ -400,6 +419,7 @@ const tb_adapter tb_adapter_impl = {
     .global_cleanup = tb_ossl_global_cleanup,
     .info = bssl_info,
     .cpu_paths = bssl_cpu_paths,
+    .derandomize = bssl_derandomize,
     .tls = &kTls,
     .aead = &tb_bssl_aead,
 };

@@ -997,6 +997,50 @@ static tb_status gt_info(tb_info *out, char *err) {
   return TB_OK;
 }
 
+/* ------------------------------------------------------------------------- randomness */
+
+/* --deterministic: GnuTLS takes every random value from one registrable generator, which
+ * gnutls_crypto_rnd_register replaces before gnutls_global_init. Its declaration and that of
+ * the table are in lib/crypto-backend.h (not installed) and the function is exported only
+ * by a static libgnutls (the machine's shared one keeps it internal): it is named weakly,
+ * so that the shared build links and says it cannot. The replacement hands out the stream
+ * itself: the work of GnuTLS's own generator (ChaCha) is not counted. */
+typedef struct gt_rnd_ops {
+  int (*init)(void **ctx);
+  int (*rnd)(void *ctx, int level, void *data, size_t datasize);
+  void (*rnd_refresh)(void *ctx);
+  void (*deinit)(void *ctx);
+  int (*self_test)(void);
+} gt_rnd_ops;
+
+extern int gnutls_crypto_rnd_register(int priority, const gt_rnd_ops *ops) __attribute__((weak));
+
+static tb_random_fn fixed_random;
+
+static int fixed_rnd(void *ctx, int level, void *data, size_t len) {
+  (void)ctx, (void)level;
+  fixed_random(data, len);
+  return 0;
+}
+
+static const gt_rnd_ops kFixedRnd = {.rnd = fixed_rnd};
+
+static tb_status gt_derandomize(tb_random_fn fill, tb_randomness *out, char *err) {
+  if (gnutls_crypto_rnd_register == NULL) {
+    return tb_fail(err, TB_UNSUPPORTED,
+                   "this (shared) libgnutls does not export gnutls_crypto_rnd_register, GnuTLS's "
+                   "hook for its random generator");
+  }
+  fixed_random = fill;
+  /* The lowest priority wins; GnuTLS's own generator has none (INT_MAX). */
+  int rc = gnutls_crypto_rnd_register(0, &kFixedRnd);
+  if (rc < 0) return tb_fail(err, TB_FAILED, "gnutls_crypto_rnd_register: %s", gnutls_strerror(rc));
+  out->seeded = 1;
+  snprintf(out->how, sizeof(out->how),
+           "GnuTLS's random generator replaced by the stream (gnutls_crypto_rnd_register)");
+  return TB_OK;
+}
+
 /* ------------------------------------------------------------------------- global */
 
 static tb_status gt_global_init(char *err) {
@@ -1013,6 +1057,7 @@ const tb_adapter tb_adapter_impl = {
     .global_init = gt_global_init,
     .global_cleanup = gt_global_cleanup,
     .info = gt_info,
+    .derandomize = gt_derandomize,
     .tls = &kTls,
     .aead = &kAead,
 };

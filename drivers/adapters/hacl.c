@@ -24,6 +24,15 @@ static tb_status global_init(char *err) {
 
 static void global_cleanup(void) {}
 
+/* --deterministic: nothing to do, an AEAD takes its keys and nonces from the caller. */
+static tb_status derandomize(tb_random_fn fill, tb_randomness *out, char *err) {
+  (void)fill, (void)err;
+  out->seeded = 1;
+  snprintf(out->how, sizeof(out->how),
+           "nothing to seed: HACL*'s AEAD draws no random values (keys and nonces are given)");
+  return TB_OK;
+}
+
 static const char *const empty[] = {NULL};
 static char path_option[TB_NAME_LEN], source_option[TB_NAME_LEN];
 static const char *build_options[4];
@@ -192,6 +201,7 @@ const tb_adapter tb_adapter_impl = {
     .global_cleanup = global_cleanup,
     .info = info,
     .cpu_paths = cpu_paths,
+    .derandomize = derandomize,
     .tls = &kTls,
     .aead = &kAead,
 };

@@ -537,6 +537,82 @@ static int bio_recv(void *p, unsigned char *buf, size_t len) {
   return (int)n; /* 0: the peer closed the transport */
 }
 
+/* ------------------------------------------------------------------------- randomness */
+
+/* --deterministic: the core's fixed stream (NULL: the system's entropy). mbedTLS draws its
+ * random values from two generators, and both are seeded from the stream: each context's
+ * CTR_DRBG (mbedtls_ssl_conf_rng: the randoms, RSA blinding and PSS salts, the ticket key),
+ * seeded in ctx_new, and in 3.x PSA's own DRBG (the TLS 1.3 key shares), seeded by
+ * psa_crypto_init in global_init. */
+static tb_random_fn fixed_random;
+
+/* The f_entropy of mbedtls_ctr_drbg_seed. */
+static int fixed_entropy(void *unused, unsigned char *out, size_t len) {
+  (void)unused;
+  fixed_random(out, len);
+  return 0;
+}
+
+/* A context's CTR_DRBG, seeded from the system's entropy or from the fixed stream. */
+static int seed_drbg(mt_ctx *ctx) {
+  static const unsigned char personal[] = "tlsbench mbedtls adapter";
+  if (fixed_random != NULL) {
+    return mbedtls_ctr_drbg_seed(&ctx->drbg, fixed_entropy, NULL, personal, sizeof(personal) - 1);
+  }
+  return mbedtls_ctr_drbg_seed(&ctx->drbg, mbedtls_entropy_func, &ctx->entropy, personal,
+                               sizeof(personal) - 1);
+}
+
+#if MT_V3 && defined(MBEDTLS_PSA_CRYPTO_C) && !defined(MBEDTLS_PSA_CRYPTO_EXTERNAL_RNG)
+#define MT_PSA_ENTROPY 1
+/* Exported by libmbedcrypto, declared in library/psa_crypto_invasive.h (not installed): the
+ * entropy sources psa_crypto_init seeds PSA's DRBG from, for tests and integrators. */
+psa_status_t mbedtls_psa_crypto_configure_entropy_sources(
+    void (*entropy_init)(mbedtls_entropy_context *ctx),
+    void (*entropy_free)(mbedtls_entropy_context *ctx));
+
+static int fixed_source(void *unused, unsigned char *out, size_t len, size_t *olen) {
+  *olen = len;
+  return fixed_entropy(unused, out, len);
+}
+
+/* PSA's entropy context with the fixed stream as its only source: mbedtls_entropy_init
+ * adds the platform's source (getrandom), which is dropped. */
+static void psa_fixed_entropy_init(mbedtls_entropy_context *ctx) {
+  mbedtls_entropy_init(ctx);
+  ctx->MT_PRIV(source_count) = 0;
+  mbedtls_entropy_add_source(ctx, fixed_source, NULL, MBEDTLS_ENTROPY_BLOCK_SIZE,
+                             MBEDTLS_ENTROPY_SOURCE_STRONG);
+}
+#else
+#define MT_PSA_ENTROPY 0
+#endif
+
+static tb_status derandomize(tb_random_fn fill, tb_randomness *out, char *err) {
+  fixed_random = fill;
+  out->seeded = 1;
+#if MT_PSA_ENTROPY
+  psa_status_t st =
+      mbedtls_psa_crypto_configure_entropy_sources(psa_fixed_entropy_init, mbedtls_entropy_free);
+  if (st != PSA_SUCCESS) {
+    return tb_fail(err, TB_FAILED, "mbedtls_psa_crypto_configure_entropy_sources failed (%d)",
+                   (int)st);
+  }
+  snprintf(out->how, sizeof(out->how),
+           "each context's CTR_DRBG (mbedtls_ssl_conf_rng) and PSA's DRBG "
+           "(mbedtls_psa_crypto_configure_entropy_sources) seeded from the stream");
+  return TB_OK;
+#elif MT_V3 && defined(MBEDTLS_PSA_CRYPTO_EXTERNAL_RNG)
+  return tb_fail(err, TB_UNSUPPORTED,
+                 "this build takes PSA's randomness from MBEDTLS_PSA_CRYPTO_EXTERNAL_RNG");
+#else
+  (void)err;
+  snprintf(out->how, sizeof(out->how),
+           "each context's CTR_DRBG (mbedtls_ssl_conf_rng) seeded from the stream");
+  return TB_OK;
+#endif
+}
+
 /* ------------------------------------------------------------------------- global, info */
 
 static tb_status global_init(char *err) {
@@ -1200,9 +1276,7 @@ static tb_status ctx_new(const tb_config *cfg, void **out, char *err) {
   if (st == TB_OK) st = choose_record_size(cfg, &offer, err);
   if (st == TB_OK) st = choose_psk(cfg, ctx, err);
   if (st == TB_OK) {
-    static const unsigned char personal[] = "tlsbench mbedtls adapter";
-    int ret = mbedtls_ctr_drbg_seed(&ctx->drbg, mbedtls_entropy_func, &ctx->entropy, personal,
-                                    sizeof(personal) - 1);
+    int ret = seed_drbg(ctx);
     if (ret != 0) st = mt_fail(err, "mbedtls_ctr_drbg_seed", ret);
   }
   if (st == TB_OK) st = load_credentials(cfg, ctx, err);
@@ -1544,6 +1618,7 @@ const tb_adapter tb_adapter_impl = {
     .global_init = global_init,
     .global_cleanup = global_cleanup,
     .info = info,
+    .derandomize = derandomize,
     .tls = &kTls,
     .aead = &kAead,
 };

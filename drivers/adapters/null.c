@@ -34,6 +34,14 @@ static tb_status global_init(char *err) {
 
 static void global_cleanup(void) {}
 
+/* --deterministic: nothing to do, the null adapter draws no random values. */
+static tb_status derandomize(tb_random_fn fill, tb_randomness *out, char *err) {
+  (void)fill, (void)err;
+  out->seeded = 1;
+  strcpy(out->how, "nothing to seed: the null adapter draws no random values");
+  return TB_OK;
+}
+
 static const char *const versions[] = {"1.2", "1.3", NULL};
 static const char *const empty[] = {NULL};
 
@@ -277,6 +285,7 @@ const tb_adapter tb_adapter_impl = {
     .global_init = global_init,
     .global_cleanup = global_cleanup,
     .info = info,
+    .derandomize = derandomize,
     .tls = &kTls,
     .aead = &kAead,
 };

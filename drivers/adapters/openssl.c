@@ -143,6 +143,101 @@ typedef struct ossl_aead {
 /* What this library does its own way, for the shared code (defined below). */
 static const tb_ossl_class kClass;
 
+/* ------------------------------------------------------------------------- randomness */
+
+/* --deterministic: the core's fixed stream. OpenSSL 3.1 and later: the public and private
+ * DRBGs are replaced (RAND_set0_public / RAND_set0_private) by CTR-DRBGs like the default
+ * ones, each instantiated from a TEST-RAND parent (OpenSSL's test generator, in the default
+ * provider) that hands out an entropy and a nonce drawn from the stream, so that the DRBGs'
+ * own work is counted as in any run; reseeding by time is off. OpenSSL 1.1.1 and 3.0 have
+ * no such setter: a RAND_METHOD (deprecated in 3.0, still honoured) hands out the stream
+ * itself, and no DRBG work is counted. */
+static tb_random_fn fixed_random;
+
+#if defined(OSSL_111) || OPENSSL_VERSION_NUMBER < 0x30100000L
+static int fixed_bytes(unsigned char *buf, int num) {
+  fixed_random(buf, (size_t)num);
+  return 1;
+}
+
+static int fixed_status(void) { return 1; }
+
+static const char kFixedRandomHow[] = "a RAND_METHOD handing out the stream (RAND_set_rand_method)";
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+static const RAND_METHOD kFixedRand = {
+    .bytes = fixed_bytes, .pseudorand = fixed_bytes, .status = fixed_status};
+
+static tb_status install_fixed_random(char *err) {
+  if (RAND_set_rand_method(&kFixedRand) != 1)
+    return tb_ossl_fail(err, TB_FAILED, "RAND_set_rand_method");
+  return TB_OK;
+}
+#pragma GCC diagnostic pop
+#else
+#include <openssl/core_names.h>
+
+static const char kFixedRandomHow[] =
+    "the public and private DRBGs replaced by CTR-DRBGs seeded from the stream through a "
+    "TEST-RAND parent (RAND_set0_public, RAND_set0_private)";
+
+/* A CTR-DRBG (AES-256-CTR, OpenSSL's default) seeded from the stream. */
+static EVP_RAND_CTX *fixed_drbg(void) {
+  unsigned char entropy[48], nonce[16];
+  fixed_random(entropy, sizeof(entropy));
+  fixed_random(nonce, sizeof(nonce));
+  unsigned int strength = 256; /* TEST-RAND's is 0 unless set: too weak a parent */
+  OSSL_PARAM seed_params[] = {
+      OSSL_PARAM_construct_uint(OSSL_RAND_PARAM_STRENGTH, &strength),
+      OSSL_PARAM_construct_octet_string(OSSL_RAND_PARAM_TEST_ENTROPY, entropy, sizeof(entropy)),
+      OSSL_PARAM_construct_octet_string(OSSL_RAND_PARAM_TEST_NONCE, nonce, sizeof(nonce)),
+      OSSL_PARAM_construct_end()};
+  time_t never = 0;
+  OSSL_PARAM drbg_params[] = {
+      OSSL_PARAM_construct_utf8_string(OSSL_DRBG_PARAM_CIPHER, (char *)"AES-256-CTR", 0),
+      OSSL_PARAM_construct_time_t(OSSL_DRBG_PARAM_RESEED_TIME_INTERVAL, &never),
+      OSSL_PARAM_construct_end()};
+  EVP_RAND *test = EVP_RAND_fetch(NULL, "TEST-RAND", NULL);
+  EVP_RAND *ctr = EVP_RAND_fetch(NULL, "CTR-DRBG", NULL);
+  EVP_RAND_CTX *seed = test != NULL ? EVP_RAND_CTX_new(test, NULL) : NULL;
+  EVP_RAND_CTX *drbg = NULL;
+  if (ctr != NULL && seed != NULL && EVP_RAND_instantiate(seed, 0, 0, NULL, 0, seed_params)) {
+    drbg = EVP_RAND_CTX_new(ctr, seed);
+    if (drbg != NULL && !EVP_RAND_instantiate(drbg, 0, 0, NULL, 0, drbg_params)) {
+      EVP_RAND_CTX_free(drbg);
+      drbg = NULL;
+    }
+  }
+  EVP_RAND_CTX_free(seed); /* the DRBG holds a reference of its own */
+  EVP_RAND_free(test);
+  EVP_RAND_free(ctr);
+  return drbg;
+}
+
+static tb_status install_fixed_random(char *err) {
+  EVP_RAND_CTX *public_drbg = fixed_drbg();
+  if (public_drbg == NULL || !RAND_set0_public(NULL, public_drbg)) {
+    EVP_RAND_CTX_free(public_drbg);
+    return tb_ossl_fail(err, TB_FAILED, "a CTR-DRBG seeded by TEST-RAND (public)");
+  }
+  EVP_RAND_CTX *private_drbg = fixed_drbg();
+  if (private_drbg == NULL || !RAND_set0_private(NULL, private_drbg)) {
+    EVP_RAND_CTX_free(private_drbg);
+    return tb_ossl_fail(err, TB_FAILED, "a CTR-DRBG seeded by TEST-RAND (private)");
+  }
+  return TB_OK;
+}
+#endif
+
+static tb_status ossl_derandomize(tb_random_fn fill, tb_randomness *out, char *err) {
+  fixed_random = fill;
+  out->seeded = 1;
+  snprintf(out->how, sizeof(out->how), "%s; certificates checked at a fixed time", kFixedRandomHow);
+  tb_ossl_fix_verify_time();
+  return install_fixed_random(err);
+}
+
 /* ------------------------------------------------------------------------- global */
 
 /* Providers, method tables and the DRBGs are set up lazily by OpenSSL 3, on first use.
@@ -1061,6 +1156,7 @@ const tb_adapter tb_adapter_impl = {
     .global_cleanup = tb_ossl_global_cleanup,
     .info = ossl_info,
     .cpu_paths = ossl_cpu_paths,
+    .derandomize = ossl_derandomize,
     .tls = &kTls,
     .aead = &kAead,
 };

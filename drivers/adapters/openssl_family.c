@@ -6,7 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <time.h>
+
 #include <openssl/bio.h>
+#include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
 #include <openssl/x509v3.h>
@@ -124,6 +127,39 @@ static tb_status load_own_chain(SSL_CTX *ctx, const tb_config *cfg, char *err) {
   return TB_OK;
 }
 
+/* --deterministic: certificates are checked against a fixed time instead of the clock.
+ * OpenSSL formats the time it checks against into a string for every certificate
+ * (X509_cmp_time), and the digits of the clock's seconds, minutes and hours change that
+ * cost from one run to the next. The fixed time is a day after the trust anchor's
+ * notBefore: tlsbench's certificates share one validity, from a day before they were made,
+ * so that time lies inside every one of them. */
+static int fixed_verify_time;
+
+void tb_ossl_fix_verify_time(void) { fixed_verify_time = 1; }
+
+static int not_before(X509 *cert, int64_t *out) {
+#ifdef TB_BSSL_API
+  return ASN1_TIME_to_posix(X509_get0_notBefore(cert), out);
+#else
+  struct tm tm;
+  if (!ASN1_TIME_to_tm(X509_get0_notBefore(cert), &tm)) return 0;
+  *out = (int64_t)timegm(&tm);
+  return 1;
+#endif
+}
+
+static tb_status set_fixed_verify_time(SSL_CTX *ctx, const char *ca_file, char *err) {
+  BIO *in = BIO_new_file(ca_file, "r");
+  X509 *anchor = in != NULL ? PEM_read_bio_X509(in, NULL, NULL, NULL) : NULL;
+  BIO_free(in);
+  int64_t start = 0;
+  int ok = anchor != NULL && not_before(anchor, &start);
+  X509_free(anchor);
+  if (!ok) return tb_ossl_fail(err, TB_FAILED, "the trust anchor's notBefore (fixed time)");
+  X509_VERIFY_PARAM_set_time(SSL_CTX_get0_param(ctx), (time_t)(start + 24 * 3600));
+  return TB_OK;
+}
+
 static tb_status set_verification(SSL_CTX *ctx, const tb_config *cfg, char *err) {
   int verifies = cfg->role == TB_CLIENT ? cfg->auth != TB_AUTH_NONE : cfg->auth == TB_AUTH_MUTUAL;
   if (!verifies) {
@@ -135,6 +171,10 @@ static tb_status set_verification(SSL_CTX *ctx, const tb_config *cfg, char *err)
   int mode = SSL_VERIFY_PEER;
   if (cfg->role == TB_SERVER) mode |= SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
   SSL_CTX_set_verify(ctx, mode, NULL);
+  if (fixed_verify_time) {
+    tb_status st = set_fixed_verify_time(ctx, cfg->ca_file, err);
+    if (st != TB_OK) return st;
+  }
   if (cfg->role == TB_CLIENT) {
     if (cfg->server_name == NULL) return tb_fail(err, TB_UNSUPPORTED, "no server_name");
     X509_VERIFY_PARAM *param = SSL_CTX_get0_param(ctx);

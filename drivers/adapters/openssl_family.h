@@ -125,6 +125,10 @@ tb_status tb_ossl_read(void *conn, unsigned char *buf, size_t len, size_t *done,
 /* The status of an SSL_* I/O call that returned `ret`, with the library's error text. */
 tb_status tb_ossl_io_status(tb_ossl_conn *c, int ret, const char *what, char *err);
 
+/* --deterministic (each adapter's derandomize): every context made from now on checks
+ * certificates against a fixed time instead of the clock (see openssl_family.c). */
+void tb_ossl_fix_verify_time(void);
+
 /* max_send_fragment for tb_config.record_size (what this side sends): 512..16384. */
 tb_status tb_ossl_set_send_fragment(const tb_ossl_class *cls, SSL_CTX *ctx, const tb_config *cfg,
                                     char *err);

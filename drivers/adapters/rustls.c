@@ -398,6 +398,24 @@ static tb_status rl_global_init(char *err) {
 
 static void rl_global_cleanup(void) {}
 
+/* ------------------------------------------------------------------------- randomness */
+
+/* --deterministic: rustls-ffi's crypto provider API cannot replace the provider's random
+ * source (aws-lc-rs: AWS-LC's generator, ring: the system's; neither has a run-time hook),
+ * so rustls keeps its randomness. Key shares and signatures cost the same whatever the
+ * values; one drawn value does change the work: the seed rustls shuffles the ClientHello's
+ * extensions with (the client's sort, the server's parse), a few hundred instructions per
+ * handshake. */
+static tb_status rl_derandomize(tb_random_fn fill, tb_randomness *out, char *err) {
+  (void)fill, (void)err;
+  out->seeded = 0;
+  snprintf(out->how, sizeof(out->how),
+           "not seeded: rustls-ffi cannot replace its crypto provider's (" TB_RUSTLS_PROVIDER
+           ") random source; the count depends on one drawn value, the ClientHello's extension "
+           "order, a few hundred instructions per handshake");
+  return TB_OK;
+}
+
 /* ------------------------------------------------------------------------- ctx */
 
 static tb_status read_file(const char *path, unsigned char **data, size_t *len, char *err) {
@@ -1039,6 +1057,7 @@ const tb_adapter tb_adapter_impl = {
     .global_cleanup = rl_global_cleanup,
     .info = rl_info,
     .cpu_paths = NULL,
+    .derandomize = rl_derandomize,
     .tls = &kTls,
     .aead = &kAead,
 };

@@ -257,6 +257,45 @@ static void wolf_global_cleanup(void) {
   wolfSSL_Cleanup();
 }
 
+/* ------------------------------------------------------------------------- randomness */
+
+/* --deterministic: the core's fixed stream (NULL: the system's entropy). wolfSSL draws a
+ * connection's random values (randoms, key shares, RSA blinding and salts, ticket nonces)
+ * from the connection's Hash_DRBG, ssl->rng, which wolfSSL_new seeds from the OS. The hook
+ * wolfSSL has for its seed (wc_SetSeed_Cb) exists only in builds with WC_RNG_SEED_CB, and
+ * then must be set in every run; so instead the adapter sets the DRBG's state (V and C of
+ * random.h's DRBG_internal: any value is a valid state) from the stream once the connection
+ * exists. */
+static tb_random_fn fixed_random;
+
+static tb_status wolf_derandomize(tb_random_fn fill, tb_randomness *out, char *err) {
+#if defined(TB_WOLF_PRIVATE) && defined(HAVE_HASHDRBG)
+  (void)err;
+  fixed_random = fill;
+  out->seeded = 1;
+  snprintf(out->how, sizeof(out->how),
+           "each connection's Hash_DRBG (ssl->rng) set to a state drawn from the stream");
+  return TB_OK;
+#else
+  (void)fill, (void)out;
+  return tb_fail(err, TB_UNSUPPORTED,
+                 "this build has no Hash_DRBG (HAVE_HASHDRBG) or no internal.h to reach it");
+#endif
+}
+
+/* A new connection's DRBG, restarted from the fixed stream. */
+static void derandomize_connection(WOLFSSL *ssl) {
+#if defined(TB_WOLF_PRIVATE) && defined(HAVE_HASHDRBG)
+  if (fixed_random == NULL || ssl->rng == NULL || ssl->rng->drbg == NULL) return;
+  struct DRBG_internal *drbg = (struct DRBG_internal *)ssl->rng->drbg;
+  fixed_random(drbg->V, sizeof(drbg->V));
+  fixed_random(drbg->C, sizeof(drbg->C));
+  drbg->reseedCtr = 1;
+#else
+  (void)ssl;
+#endif
+}
+
 /* ------------------------------------------------------------------------- info */
 
 #define MAX_LIST 160
@@ -1113,6 +1152,7 @@ static tb_status wolf_conn_new(void *ctx, const tb_transport *transport, void *s
     free(c);
     return tb_fail(err, TB_FAILED, "wolfSSL_new failed");
   }
+  derandomize_connection(c->ssl);
   if (transport->fd >= 0) {
     /* --io fd: wolfSSL's built-in socket callbacks (the default) on the descriptor. */
     if (wolfSSL_set_fd(c->ssl, transport->fd) != WOLFSSL_SUCCESS) {
@@ -1354,6 +1394,7 @@ const tb_adapter tb_adapter_impl = {
     .global_init = wolf_global_init,
     .global_cleanup = wolf_global_cleanup,
     .info = wolf_info,
+    .derandomize = wolf_derandomize,
     .tls = &kTls,
     .aead = &kAead,
 };

@@ -138,7 +138,7 @@ static int refuse_foreign_options(const tb_scenario *const *registry, const tb_s
   return 0;
 }
 
-/* What the scenario's flags allow of --transport, --io and --fault. */
+/* What the scenario's flags allow of --transport, --io, --fault and --deterministic. */
 static int check_by_flags(const tb_scenario *const *registry, const tb_scenario *sc,
                           const tb_options *o) {
   int two_process = (sc->flags & TB_SC_TWO_PROCESS) != 0;
@@ -159,6 +159,12 @@ static int check_by_flags(const tb_scenario *const *registry, const tb_scenario 
   }
   if (o->fault != NULL && two_process) {
     return tb_usage_error("--fault is for the one-process scenarios");
+  }
+  if (o->deterministic && !(sc->flags & TB_SC_INSTRUCTIONS)) {
+    fprintf(stderr, "tlsbench-driver: --deterministic is for ");
+    print_scenarios(stderr, registry, TB_SC_INSTRUCTIONS, -1, " and ");
+    fprintf(stderr, " (the scenarios instruction mode counts), not %s\n", sc->name);
+    return -1;
   }
   return 0;
 }

@@ -44,6 +44,7 @@ typedef enum tb_option_id {
   TB_OPT_WARMUP,
   TB_OPT_VARIANT,
   TB_OPT_JSON,
+  TB_OPT_DETERMINISTIC,
   /* the TLS scenarios */
   TB_OPT_TLS,
   TB_OPT_SUITE,
@@ -155,6 +156,9 @@ typedef struct tb_options {
   size_t request_size;   /* load: bytes per request (padded; 0: the shortest) */
   const char *latencies; /* load: file for every transaction's latency in ns */
   int json;
+  /* --deterministic: the library draws its random values from the core's fixed stream
+   * (instruction mode: the same work in every run). */
+  int deterministic;
   /* Which options the user gave (not a default): a scenario's rules and its output need
    * to tell "--bytes 16777216" from nothing. */
   unsigned char given[TB_N_OPTIONS];
@@ -242,6 +246,10 @@ int tb_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 unsigned char *tb_harness_alloc(size_t len);
 void tb_harness_free(void *p);
 double tb_ticks_to_ns(const tb_run *r, uint64_t ticks);
+
+/* fixed_random.c: --deterministic's stream of bytes, the same in every process (a
+ * tb_random_fn for the adapter's derandomize). */
+void tb_fixed_random(unsigned char *out, size_t len);
 
 /* session.c: contexts, connections, handshakes, checks. Return a TB_EXIT_* code. */
 int tb_setup_contexts(tb_run *r, int resumption);

@@ -26,10 +26,33 @@ static void write_head(tb_json *j, const tb_run *r) {
   tb_write_params(j, r->scenario, r->opt);
 }
 
+/* --deterministic: the library draws from the core's fixed stream (or keeps its own
+ * randomness, where its work does not depend on it); what was done goes into the output. */
+static int derandomize(tb_run *r, tb_json *j) {
+  if (r->ad->derandomize == NULL) {
+    tb_fail(r->err, TB_UNSUPPORTED, "the %s adapter has no randomness hook", r->ad->name);
+    return tb_fail_stage(r, TB_EXIT_UNSUPPORTED, "deterministic randomness");
+  }
+  tb_randomness randomness;
+  memset(&randomness, 0, sizeof(randomness));
+  tb_status st = TB_ON(TB_SIDE_GLOBAL, r->ad->derandomize(tb_fixed_random, &randomness, r->err));
+  if (st != TB_OK) return tb_fail_stage(r, tb_status_exit(st), "deterministic randomness");
+  tb_json_object(j, "randomness");
+  tb_json_bool(j, "seeded", randomness.seeded);
+  tb_json_str(j, "how", randomness.how);
+  tb_json_object_end(j);
+  return TB_EXIT_OK;
+}
+
 /* Once per process: the library's own set-up, charged to "global", and the facts it
  * reports of itself. */
 static int start_library(tb_run *r, tb_json *j) {
   tb_heap_reset_peak(TB_SIDES);
+  if (r->opt->deterministic) {
+    /* Before global_init: some hooks must be in place before the library seeds itself. */
+    int code = derandomize(r, j);
+    if (code != TB_EXIT_OK) return code;
+  }
   tb_status st = TB_ON(TB_SIDE_GLOBAL, r->ad->global_init(r->err));
   tb_heap_get(TB_SIDE_GLOBAL, &r->heap_global);
   if (st != TB_OK) return tb_fail_stage(r, tb_status_exit(st), "global init");

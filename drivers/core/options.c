@@ -51,6 +51,10 @@ const tb_option tb_options_table[TB_N_OPTIONS] = {
     [TB_OPT_VARIANT] =
         TEXT("variant", "LABEL", TB_FOR_ALL, variant, "variant name echoed in the output"),
     [TB_OPT_JSON] = FLAG("json", TB_FOR_ALL, json, "one JSON object on stdout"),
+    [TB_OPT_DETERMINISTIC] =
+        FLAG("deterministic", TB_FOR_ALL, deterministic,
+             "the library's random values come from a fixed stream, the same in every run "
+             "(instruction mode; refused where the library has no hook for it)"),
     [TB_OPT_TLS] = CHOICE("tls", TB_FOR_TLS, tls, tls_choices, "1.3", "protocol version"),
     [TB_OPT_SUITE] = NAME("suite", "NAME", TB_FOR_TLS, suite, tb_suite_names, NULL,
                           "IANA cipher suite (default per version and certificate)"),

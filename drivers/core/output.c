@@ -39,6 +39,7 @@ void tb_write_params(tb_json *j, const tb_scenario *s, const tb_options *o) {
   if (o->transport != TB_LINK_MEMORY)
     tb_json_str(j, "transport", tb_choice_name(TB_OPT_TRANSPORT, o->transport));
   if (o->io != TB_IO_CALLBACKS) tb_json_str(j, "io", tb_choice_name(TB_OPT_IO, o->io));
+  if (o->deterministic) tb_json_bool(j, "deterministic", 1);
   if (s->params != NULL) s->params(j, o);
   tb_json_object_end(j);
 }

@@ -234,6 +234,9 @@ VALGRIND_UNDECODABLE = {
 }
 # valgrind runs code tens of times slower than the CPU.
 VALGRIND_SLOWDOWN = 50
+# Instruction mode only: the library draws its random values from the driver's fixed
+# stream, so that two runs do the same work (timing and heap runs keep real randomness).
+DETERMINISTIC_ARGS = ["--deterministic"]
 
 
 def callgrind_prefix(out_file: Path) -> list[str]:
@@ -279,6 +282,7 @@ def run_instructions(point: RunPoint, build: Build, timeout: float, scratch: Pat
             timeout * VALGRIND_SLOWDOWN,
             prefix=callgrind_prefix(out_file),
             extra_env={"TLSBENCH_COLLECT": side},
+            extra_args=DETERMINISTIC_ARGS,
         )
         if outcome.status != "ok" or outcome.output is None:
             return outcome
@@ -456,11 +460,13 @@ def run_driver(
     prefix: list[str] | None = None,
     extra_env: dict[str, str] | None = None,
     measure: str = "time",
+    extra_args: list[str] | None = None,
 ) -> Outcome:
     env, refused = accel_env(point, build)
     if refused:
         return Outcome("unsupported", 3, None, 0.0, {"error": {"message": refused}}, refused)
-    command = driver_command(build, point.scenario, [*point.driver_args(), "--json"], measure)
+    args = [*point.driver_args(), *(extra_args or []), "--json"]
+    command = driver_command(build, point.scenario, args, measure)
     command = [*(prefix or []), *command]
     env = {**env, **(extra_env or {})}
     started = time.monotonic()

@@ -189,6 +189,22 @@ typedef enum tb_aead_alg {
 #define TB_AEAD_NONCE_LEN 12
 #define TB_AEAD_TAG_LEN 16
 
+/* ------------------------------------------------------------------------- randomness */
+
+/* A source of random bytes the core hands to an adapter: fills `out` with `len` bytes. The
+ * core's fixed stream (`--deterministic`) gives the same bytes in the same order in every
+ * process, so that two runs of a scenario do the same work. Not random: never a key. */
+typedef void (*tb_random_fn)(unsigned char *out, size_t len);
+
+/* What an adapter's derandomize did, recorded with the run's output. */
+typedef struct tb_randomness {
+  /* 1: every random value the library draws now comes from the stream. 0: the library keeps
+   * its own randomness (it has no hook at run time), and `how` says why its instructions do
+   * not depend on the values it draws. */
+  int seeded;
+  char how[TB_ERR_LEN]; /* the hook used, in a sentence (or why there is none) */
+} tb_randomness;
+
 /* ------------------------------------------------------------------------- the adapter */
 
 /* An adapter is three const tables of functions, each defined beside the functions it
@@ -273,6 +289,18 @@ typedef struct tb_adapter {
    * vector as read back. Written into `out` (NUL-terminated); shown with every result, so
    * that "accel off" is seen to be in effect. */
   void (*cpu_paths)(char *out, size_t len);
+
+  /* Deterministic randomness (`--deterministic`, which the runner passes in instruction
+   * mode only): called once, before global_init, when the run asks for it, so that the
+   * instructions of a handshake are the same in every run. From then on every random value
+   * the library draws (client and server randoms, key shares, RSA blinding and salts,
+   * ticket keys) comes from `fill`, through the library's own hook (an RNG callback, a DRBG
+   * seeded from `fill`, a test provider): out->seeded = 1, out->how names the hook. A
+   * library without a hook at run time whose work does not depend on the values it draws
+   * (constant-time code throughout, measured so) keeps its randomness: out->seeded = 0,
+   * out->how says so and why. Both TB_OK. TB_UNSUPPORTED, with the reason, when neither
+   * holds for this build; NULL: the same, without a reason of the adapter's own. */
+  tb_status (*derandomize)(tb_random_fn fill, tb_randomness *out, char *err);
 
   const tb_tls_class *tls;
   const tb_aead_class *aead;
