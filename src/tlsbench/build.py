@@ -197,6 +197,20 @@ def _locked(path: Path) -> Iterator[None]:
         yield
 
 
+# Where a recipe's run-time knowledge begins (recipes/runtime.py): what follows this line is
+# not a build input, so a change there rebuilds nothing.
+RUN_TIME_MARKER = "# -- At run time"
+
+
+def recipe_source(recipe: object) -> str:
+    """A recipe module's source as a build input: up to its run-time section, if it has one
+    (so that a recipe's key is the same as before the section was added)."""
+    source = inspect.getsource(sys.modules[type(recipe).__module__])
+    if RUN_TIME_MARKER not in source:
+        return source
+    return source.split(RUN_TIME_MARKER)[0].rstrip("\n") + "\n"
+
+
 class Builder:
     def __init__(self, cache: Path | None = None, quiet: bool = False) -> None:
         self.cache = cache or paths.cache_root()
@@ -238,9 +252,7 @@ class Builder:
             "options": variant.options(),
             "compiler": self.cross_compiler(variant) if cross else self.compiler(),
             "arch": variant.arch,
-            "recipe": hashlib.sha256(
-                inspect.getsource(sys.modules[type(recipe).__module__]).encode()
-            ).hexdigest(),
+            "recipe": hashlib.sha256(recipe_source(recipe).encode()).hexdigest(),
             "tools": recipe.key_inputs(variant),
             # A cross target's own flags (native keys stay as they were).
             **({"arch_flags": list(arches.arch(variant.arch).flags)} if cross else {}),

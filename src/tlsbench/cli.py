@@ -252,7 +252,11 @@ def cmd_sources(args: argparse.Namespace) -> int:
 
 def cmd_drive(args: argparse.Namespace) -> int:
     from tlsbench.drive import drive
+    from tlsbench.scenarios import declared
 
+    known = declared().scenarios
+    if args.scenario not in known:
+        raise UserError(f"unknown scenario {args.scenario!r}: the driver's are {', '.join(known)}")
     return drive(args.variant, args.scenario, args.driver_args, measure=args.measure,
                  replace=args.exec)  # fmt: skip
 
@@ -776,7 +780,7 @@ def parser() -> argparse.ArgumentParser:
     drive.add_argument("variant", help="a variant, e.g. openssl-3.5.x or wolfssl-5.7.2:intelasm")
     drive.add_argument(
         "scenario",
-        choices=["handshake", "resume", "records", "bulk", "aead", "info", "peer", "serve", "load"],
+        help="one of the driver's scenarios (`tlsbench drive null info --json` declares them)",
     )
     drive.add_argument("driver_args", nargs=argparse.REMAINDER, help="options for the driver")
 

@@ -13,29 +13,37 @@ reading; one module per format implements `base.Exporter`; `plots` draws with ma
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
+from typing import Any
 
 from tlsbench.errors import UserError
 from tlsbench.report.base import Exporter
-from tlsbench.report.bmf import BmfExporter
-from tlsbench.report.csv import CsvExporter
-from tlsbench.report.gab import GabExporter
-from tlsbench.report.html import HtmlExporter
-from tlsbench.report.json import JsonExporter
-from tlsbench.report.markdown import MarkdownExporter
 from tlsbench.report.model import RunModel, load_run
 
-EXPORTERS: dict[str, Exporter] = {
-    e.name: e
-    for e in (
-        MarkdownExporter(),
-        CsvExporter(),
-        JsonExporter(),
-        HtmlExporter(),
-        BmfExporter(),
-        GabExporter(),
-    )
-}
+
+@functools.cache
+def _exporters() -> dict[str, Exporter]:
+    """One exporter per format (imported on first use: HTML draws plots with matplotlib,
+    which a process that only runs experiments never needs)."""
+    from tlsbench.report.bmf import BmfExporter
+    from tlsbench.report.csv import CsvExporter
+    from tlsbench.report.gab import GabExporter
+    from tlsbench.report.html import HtmlExporter
+    from tlsbench.report.json import JsonExporter
+    from tlsbench.report.markdown import MarkdownExporter
+
+    every = (MarkdownExporter(), CsvExporter(), JsonExporter(), HtmlExporter(), BmfExporter(),
+             GabExporter())  # fmt: skip
+    return {e.name: e for e in every}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "EXPORTERS":
+        return _exporters()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 # The report's own formats (write_report writes these); bmf and gab are figures for a
 # dashboard, written on request.
 FORMATS = ("markdown", "csv", "json", "html")
@@ -45,7 +53,7 @@ __all__ = ["EXPORTERS", "FORMATS", "Exporter", "RunModel", "export", "load_run",
 
 def export(model: RunModel, fmt: str, out_path: Path | None = None) -> str:
     """The report in format `fmt`; also written to `out_path` when one is given."""
-    exporter = EXPORTERS.get(fmt)
+    exporter = _exporters().get(fmt)
     if exporter is None:
         raise UserError(f"unknown report format {fmt!r}; choose one of: {', '.join(FORMATS)}")
     text = exporter.render(model)
@@ -70,7 +78,7 @@ def write_report(model: RunModel, out_dir: Path, formats: tuple[str, ...] = FORM
 
     written = []
     for fmt in formats:
-        path = out_dir / f"report{EXPORTERS[fmt].suffix}"
+        path = out_dir / f"report{_exporters()[fmt].suffix}"
         export(model, fmt, path)
         written.append(path)
     return written + write_plots(model, out_dir / "plots")

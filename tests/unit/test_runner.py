@@ -1,8 +1,9 @@
-"""The runner end to end: a tiny real experiment, failures kept, kill -9 and resume."""
+"""The runner's orchestration, with the fake driver (tests/fake/): failures and hung drivers
+kept, kill -9 and resume, one owner per run, SIGTERM, concurrent runs into one store, the
+driver's environment and CPU."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sqlite3
@@ -12,80 +13,19 @@ from pathlib import Path
 
 import pytest
 
-from tlsbench import cpuprofile, paths
+from fake.builds import run_fake, start_fake
+from tlsbench import cpuprofile
 from tlsbench.doctor import cpu_flags
-from tlsbench.runner import PINNED_CPU, _pin, driver_environment, run_order
+from tlsbench.process import PINNED_CPU, driver_environment
+from tlsbench.process import pin as _pin
 from tlsbench.store import Store
-
-pytestmark = pytest.mark.slow
-
-TINY = """
-question = "Does a tiny experiment run end to end?"
-repetitions = 2
-timeout = 120
-
-[defaults]
-iterations = 5
-warmup = 1
-
-[per_scenario.records]
-iterations = 200
-
-[matrix]
-variant = ["null", "mbedtls-3.6.6"]
-scenario = ["handshake", "records"]
-
-[[include]]
-variant = "mbedtls-2.28.x"
-scenario = "handshake"
-tls = "1.3"
-"""
 
 
 def tlsbench(*args: str, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([str(paths.REPO / "tlsbench"), *args], capture_output=True,
-                          text=True, check=False, **kwargs)  # fmt: skip
+    return run_fake(*args, **kwargs)
 
 
-def test_tiny_experiment_end_to_end(tmp_path: Path, build_of) -> None:
-    for spec in ("null", "mbedtls-3.6.6", "mbedtls-2.28.x"):
-        build_of(spec)
-    experiment = tmp_path / "tiny.toml"
-    experiment.write_text(TINY)
-    db = tmp_path / "r.db"
-    proc = tlsbench("run", str(experiment), "--db", str(db))
-    assert proc.returncode == 0, proc.stderr
-    assert "5/5" not in proc.stderr and "10/10" in proc.stderr  # progress counts every result
-    store = Store(db)
-    run = store.run("latest")
-    assert run["status"] == "complete" and run["question"].startswith("Does a tiny")
-    points = store.points(run["id"])
-    assert len(points) == 5
-    statuses = {}
-    for point in points:
-        results = store.results(point.id)
-        assert [r["repetition"] for r in results] == [0, 1]
-        statuses[(point.variant, point.name)] = {r["status"] for r in results}
-    # mbedTLS 2.28 cannot do TLS 1.3: stored as unsupported, with the reason, not as a sample.
-    assert statuses[("mbedtls-2.28.x", "handshake_1.3")] == {"unsupported"}
-    assert statuses[("mbedtls-3.6.6", "records")] == {"ok"}
-    records = next(p for p in points if p.name == "records" and p.variant == "null")
-    assert len(store.samples(records.id, "write_ns")) == 400
-    # Time and heap come from separate processes: the timing driver (no accounting in the
-    # allocation path) and the heap driver, whose heap figures and allocation counts only
-    # are kept, and each result says which program produced what.
-    handshake = next(p for p in points if p.name == "handshake" and p.variant == "mbedtls-3.6.6")
-    for result in store.results(handshake.id):
-        output = json.loads(result["output"])
-        assert output["measure"]["time"] == "tlsbench-driver"
-        assert output["measure"]["heap"] == "tlsbench-driver-heap"
-        assert output["heap"]["client"]["peak"] > 0
-    assert len(store.samples(records.id, "write_allocs")) == 400
-    assert store.check_consistent() == []
-
-
-def test_kill_9_then_resume_gives_a_complete_consistent_store(tmp_path: Path, build_of) -> None:
-    build_of("null")
+def test_kill_9_then_resume_gives_a_complete_consistent_store(tmp_path: Path) -> None:
     experiment = tmp_path / "long.toml"
     experiment.write_text("""
 question = "Does a killed run resume?"
@@ -101,8 +41,8 @@ variant = ["null"]
 payload = [64, 128, 256, 512, 1024]
 """)
     db = tmp_path / "r.db"
-    runner = subprocess.Popen([str(paths.REPO / "tlsbench"), "run", str(experiment), "--db",
-                               str(db), "--quiet"], start_new_session=True)  # fmt: skip
+    runner = start_fake("run", str(experiment), "--db", str(db), "--quiet",
+                        start_new_session=True)  # fmt: skip
     deadline = time.monotonic() + 120
     stored = 0
     while time.monotonic() < deadline and stored < 3:
@@ -140,37 +80,7 @@ def test_an_unwritable_results_location_is_refused_before_running(tmp_path: Path
     assert "building" not in proc.stderr
 
 
-def test_instruction_mode_counts_are_identical_run_to_run(tmp_path: Path, build_of) -> None:
-    build_of("mbedtls-3.6.6")
-    experiment = tmp_path / "instr.toml"
-    experiment.write_text("""
-question = "Are instruction counts identical run to run?"
-repetitions = 2
-
-[defaults]
-scenario = "records"
-iterations = 30
-warmup = 3
-
-[matrix]
-variant = ["mbedtls-3.6.6"]
-""")
-    db = tmp_path / "r.db"
-    proc = tlsbench("run", str(experiment), "--db", str(db), "--mode", "instructions")
-    assert proc.returncode == 0, proc.stderr
-    store = Store(db)
-    [point] = store.points(store.run("latest")["id"])
-    for series in ("client_instructions", "server_instructions"):
-        counts = store.samples(point.id, series)
-        assert len(counts) == 2 and counts[0] == counts[1] > 1000, (series, counts)
-    report = tlsbench("report", "latest", "--db", str(db))
-    assert report.returncode == 0, report.stderr
-    assert "## Instructions (deterministic mode)" in report.stdout
-    assert "| mbedtls-3.6.6 | records | client |" in report.stdout
-
-
-def test_a_hung_driver_is_killed_recorded_and_the_run_goes_on(tmp_path: Path, build_of) -> None:
-    build_of("null")
+def test_a_hung_driver_is_killed_recorded_and_the_run_goes_on(tmp_path: Path) -> None:
     experiment = tmp_path / "hang.toml"
     experiment.write_text("""
 question = "Is a driver that does not finish in time recorded as a failure?"
@@ -233,13 +143,13 @@ def _drivers_running(marker: str) -> list[int]:
                 cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
             except OSError:
                 continue
-            if "tlsbench-driver" in cmdline and marker in cmdline:
+            if ("tlsbench-driver" in cmdline or "fake/driver.py" in cmdline) \
+                    and marker in cmdline:  # fmt: skip
                 found.append(int(proc.name))
     return found
 
 
-def test_resume_reruns_failures_under_the_stored_settings(tmp_path: Path, build_of) -> None:
-    build_of("null")
+def test_resume_reruns_failures_under_the_stored_settings(tmp_path: Path) -> None:
     experiment = tmp_path / "hang.toml"
     experiment.write_text(HANG)
     db = tmp_path / "r.db"
@@ -267,8 +177,7 @@ def test_resume_reruns_failures_under_the_stored_settings(tmp_path: Path, build_
     assert store.check_consistent() == []
 
 
-def test_resume_refuses_a_variant_built_differently(tmp_path: Path, build_of) -> None:
-    build_of("null")
+def test_resume_refuses_a_variant_built_differently(tmp_path: Path) -> None:
     experiment = tmp_path / "hang.toml"
     experiment.write_text(HANG)
     db = tmp_path / "r.db"
@@ -281,8 +190,7 @@ def test_resume_refuses_a_variant_built_differently(tmp_path: Path, build_of) ->
     assert "would now be built with" in proc.stderr
 
 
-def test_resume_refuses_driver_programs_built_from_other_sources(tmp_path: Path, build_of) -> None:
-    build_of("null")
+def test_resume_refuses_driver_programs_built_from_other_sources(tmp_path: Path) -> None:
     experiment = tmp_path / "hang.toml"
     experiment.write_text(HANG)
     db = tmp_path / "r.db"
@@ -296,8 +204,7 @@ def test_resume_refuses_driver_programs_built_from_other_sources(tmp_path: Path,
     assert "driver programs were built with drivers key beef" in proc.stderr
 
 
-def test_a_run_has_one_owner_and_sigterm_stops_it_cleanly(tmp_path: Path, build_of) -> None:
-    build_of("null")
+def test_a_run_has_one_owner_and_sigterm_stops_it_cleanly(tmp_path: Path) -> None:
     experiment = tmp_path / "long.toml"
     experiment.write_text("""
 question = "Is a run being executed locked, and does SIGTERM leave nothing behind?"
@@ -318,8 +225,8 @@ variant = "null"
 iterations = 98765432
 """)
     db = tmp_path / "r.db"
-    runner = subprocess.Popen([str(paths.REPO / "tlsbench"), "run", str(experiment), "--db",
-                               str(db), "--quiet"], stderr=subprocess.PIPE, text=True)  # fmt: skip
+    runner = start_fake("run", str(experiment), "--db", str(db), "--quiet",
+                        stderr=subprocess.PIPE)  # fmt: skip
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not _drivers_running("98765432"):
         time.sleep(0.1)
@@ -342,14 +249,13 @@ iterations = 98765432
     assert " interrupted " in tlsbench("runs", "--db", str(db)).stdout
 
 
-def test_a_killed_runner_leaves_a_run_that_reads_as_interrupted(tmp_path: Path, build_of) -> None:
-    build_of("null")
+def test_a_killed_runner_leaves_a_run_that_reads_as_interrupted(tmp_path: Path) -> None:
     experiment = tmp_path / "long.toml"
     experiment.write_text(HANG.replace("timeout = 1", "timeout = 600").replace(
         "98765431", "98765433"))  # fmt: skip
     db = tmp_path / "r.db"
-    runner = subprocess.Popen([str(paths.REPO / "tlsbench"), "run", str(experiment), "--db",
-                               str(db), "--quiet"], start_new_session=True)  # fmt: skip
+    runner = start_fake("run", str(experiment), "--db", str(db), "--quiet",
+                        start_new_session=True)  # fmt: skip
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not _drivers_running("98765433"):
         time.sleep(0.1)
@@ -360,8 +266,7 @@ def test_a_killed_runner_leaves_a_run_that_reads_as_interrupted(tmp_path: Path, 
     assert " interrupted " in tlsbench("runs", "--db", str(db)).stdout
 
 
-def test_a_partly_failed_point_is_marked_in_every_format(tmp_path: Path, build_of) -> None:
-    build_of("null")
+def test_a_partly_failed_point_is_marked_in_every_format(tmp_path: Path) -> None:
     experiment = tmp_path / "two.toml"
     experiment.write_text("""
 question = "Is a point with a failed repetition marked wherever its figures appear?"
@@ -389,59 +294,6 @@ variant = ["null"]
         assert "1 of 3 repetitions failed" in out.stdout, fmt
 
 
-def test_run_order_is_shuffled_per_repetition_by_the_stored_seed(tmp_path: Path, build_of) -> None:
-    build_of("null")
-    experiment = tmp_path / "order.toml"
-    experiment.write_text("""
-question = "Does the run order follow the seed?"
-repetitions = 3
-
-[defaults]
-scenario = "records"
-iterations = 20
-warmup = 1
-
-[matrix]
-variant = ["null"]
-payload = [16, 32, 64, 128, 256]
-""")
-    db = tmp_path / "r.db"
-    orders = []
-    stray = {**os.environ, "OPENSSL_ia32cap": "~0x0", "GNUTLS_CPUID_OVERRIDE": "1"}
-    for seed in ("7", "7", "8"):
-        proc = tlsbench("run", str(experiment), "--seed", seed, "--db", str(db), "--quiet",
-                        env=stray)  # fmt: skip
-        assert proc.returncode == 0, proc.stderr
-        store = Store(db)
-        run = store.run("latest")
-        env = json.loads(run["environment"])
-        assert env["order_seed"] == int(seed)
-        # Stray library switches in the user's shell are recorded as filtered out.
-        assert {"OPENSSL_ia32cap", "GNUTLS_CPUID_OVERRIDE"} <= set(env["filtered_env"])
-        points = {p.id: p for p in store.points(run["id"])}
-        executed = store.execute(
-            "SELECT point_id, repetition FROM results WHERE point_id IN "
-            f"({','.join('?' * len(points))}) ORDER BY id",
-            list(points),
-        )
-        assert [(r, p.id) for r, p in run_order(list(points.values()), 3, int(seed))] == [
-            (rep, pid) for pid, rep in executed
-        ]
-        # Every round runs every point once before the next round starts.
-        assert [rep for _, rep in executed] == [0] * 5 + [1] * 5 + [2] * 5
-        orders.append([points[pid].name for pid, _ in executed])
-        # Every repetition times the calibration workload before and after its point.
-        for pid in points:
-            for result in store.results(pid):
-                calibration = json.loads(result["output"])["calibration"]
-                assert calibration["workload"].startswith("xorshift64*")
-                assert calibration["before_ns"] > 0 and calibration["after_ns"] > 0
-        store.close()
-    assert orders[0] == orders[1] and orders[0] != orders[2]
-    rounds = [orders[0][i : i + 5] for i in range(0, 15, 5)]
-    assert len({tuple(r) for r in rounds}) > 1  # not the same order in every repetition
-
-
 def test_driver_environment_drops_library_switches(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENSSL_ia32cap", "~0x200000000000000")
     monkeypatch.setenv("NETTLE_FAT_OVERRIDE", "none")
@@ -467,8 +319,7 @@ def test_drivers_are_pinned_to_one_cpu_where_allowed() -> None:
     assert proc.stdout.split()[-1] == str(PINNED_CPU)
 
 
-def test_three_runs_writing_one_store_at_once_all_complete(tmp_path: Path, build_of) -> None:
-    build_of("null")
+def test_three_runs_writing_one_store_at_once_all_complete(tmp_path: Path) -> None:
     experiment = tmp_path / "small.toml"
     experiment.write_text(
         'question = "Do concurrent runs share one store?"\nrepetitions = 2\ntimeout = 60\n'
@@ -477,10 +328,13 @@ def test_three_runs_writing_one_store_at_once_all_complete(tmp_path: Path, build
     )
     db = tmp_path / "results" / "shared.db"  # created by whichever runner comes first
     runners = [
-        subprocess.Popen(
-            [str(paths.REPO / "tlsbench"), "run", str(experiment), "--db", str(db), "--quiet"],
+        start_fake(
+            "run",
+            str(experiment),
+            "--db",
+            str(db),
+            "--quiet",
             stderr=subprocess.PIPE,
-            text=True,
         )
         for _ in range(3)
     ]

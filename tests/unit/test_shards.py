@@ -11,14 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from tlsbench import paths, shards
+from fake.builds import run_fake, start_fake
+from tlsbench import shards
 from tlsbench.errors import UserError
 from tlsbench.report import load_run
 from tlsbench.store import Store
 
-pytestmark = pytest.mark.slow
-
-# Cheap points of the null variant (the harness without TLS): seconds for the whole run.
+# Cheap points (the fake driver, tests/fake/): seconds for the whole run.
 EXPERIMENT = """
 question = "Do two shards fill one run as one runner does?"
 repetitions = 2
@@ -36,13 +35,11 @@ payload = [16, 32, 64, 128, 256, 512, 1024]
 
 
 def tlsbench(*args: str, **kwargs) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(paths.REPO / "tlsbench"), *args], capture_output=True,
-                          text=True, check=False, **kwargs)  # fmt: skip
+    return run_fake(*args, **kwargs)
 
 
 def start(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([str(paths.REPO / "tlsbench"), *args], stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)  # fmt: skip
+    return start_fake(*args, stderr=subprocess.PIPE, start_new_session=True)
 
 
 def point_set(store: Store, run_id: int) -> dict[tuple[str, str], list[tuple[int, str]]]:
@@ -65,10 +62,7 @@ def test_the_split_is_deterministic_and_covers_every_point_once() -> None:
         shards.check_run_key("two words")
 
 
-def test_two_shards_at_once_fill_one_run_as_one_runner_does(
-    tmp_path: Path, pg_url: str, build_of
-) -> None:
-    build_of("null")
+def test_two_shards_at_once_fill_one_run_as_one_runner_does(tmp_path: Path, pg_url: str) -> None:
     experiment = tmp_path / "split.toml"
     experiment.write_text(EXPERIMENT.format(iterations=300))
     whole = tlsbench("run", str(experiment), "--db", pg_url, "--quiet", "--seed", "5")
@@ -112,10 +106,7 @@ def test_two_shards_at_once_fill_one_run_as_one_runner_does(
     assert other.returncode == 2 and "shard count (2 there, 3 here)" in other.stderr
 
 
-def test_a_shard_killed_with_sigkill_resumes_and_loses_nothing(
-    tmp_path: Path, pg_url: str, build_of
-) -> None:
-    build_of("null")
+def test_a_shard_killed_with_sigkill_resumes_and_loses_nothing(tmp_path: Path, pg_url: str) -> None:
     experiment = tmp_path / "long.toml"
     experiment.write_text(EXPERIMENT.format(iterations=60000))
     command = ["run", str(experiment), "--run-key", "ci-kill", "--db", pg_url, "--quiet"]
