@@ -39,9 +39,10 @@ CPU_PROFILE ?=
 test: deps venv
 	TLSBENCH_CPU_PROFILE=$(CPU_PROFILE) $(VENV)/bin/pytest -v tests
 
-# The fast tiers, for development: no library build (the null variant builds in seconds).
+# The fast tiers, for development: no library build (the null variant builds in seconds),
+# a test per CPU at a time.
 test-fast: venv
-	TLSBENCH_CPU_PROFILE=$(CPU_PROFILE) $(VENV)/bin/pytest -q tests/unit tests/null
+	TLSBENCH_CPU_PROFILE=$(CPU_PROFILE) $(VENV)/bin/pytest -q -n auto tests/unit tests/null
 
 # Many more mutations of the user-edited files than `make test` tries (FUZZ_COUNT per file kind,
 # seeds FUZZ_SEEDS): exit 0 or 2, never a traceback, never a store change.

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import fcntl
+import functools
 import hashlib
 import inspect
 import json
@@ -180,6 +181,16 @@ def _digest(obj: Any) -> str:
 
 
 def _tree_digest(root: Path) -> str:
+    """The digest of a tree's files, names and contents (what a driver build is made of)."""
+    stamp = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in sorted(root.rglob("*"))
+                  if p.is_file() and "__pycache__" not in p.parts)  # fmt: skip
+    return _digest_of_files(root, stamp)
+
+
+@functools.lru_cache(maxsize=8)
+def _digest_of_files(root: Path, stamp: tuple[tuple[str, int, int], ...]) -> str:
+    """Hashed again whenever a file's name, time or size differs (`stamp`), else once per
+    process: every build of a run asks for the drivers' key."""
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts:

@@ -523,13 +523,12 @@ def _write_text(path: Path, text: str, flag: str) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from tlsbench.report import EXPORTERS, FORMATS, export
+    from tlsbench.report import FORMATS, NAMES, export
     from tlsbench.report.model import load_runs
-    from tlsbench.report.plots import write_plots
     from tlsbench.store import Store
 
     fmt = {"md": "markdown"}.get(args.format, args.format)
-    if fmt not in EXPORTERS:
+    if fmt not in NAMES:
         raise UserError(f"unknown --format {args.format}; choose md, csv, json, html, bmf or gab")
     store = Store(db_target(args.db), readonly=True)
     runs = [store.run(r)["id"] for r in args.runs or ["latest"]]
@@ -545,6 +544,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     if fmt not in FORMATS:  # figures for a dashboard: no plots
         print(f"wrote {out}", file=sys.stderr)
         return 0
+    from tlsbench.report.plots import write_plots  # matplotlib only when plots are written
+
     plots = write_plots(model, out.parent / "plots")
     print(f"wrote {out}" + (f" and {len(plots)} plot files in {out.parent / 'plots'}"
                             if plots else ""), file=sys.stderr)  # fmt: skip

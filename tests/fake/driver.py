@@ -171,9 +171,12 @@ def main(argv: list[str]) -> int:
     if heap_run:
         side = {"start": 0, "ctx": 100, "peak": 20000, "retained": 10000,
                 "peak_minus_start": 20000, "retained_minus_start": 10000, "conn_peak": 19900,
-                "conn_retained": 9900, "handshake_allocs": 50, "stack": 4096}  # fmt: skip
+                "conn_retained": 9900, "handshake_allocs": 50, "stack": 4096,
+                "usable": {"start": 0, "ctx": 104, "peak": 20480, "retained": 10240}}  # fmt: skip
         output["heap"] = {"global": {"live": 0, "peak": 0, "allocs": 0},
-                          "client": dict(side), "server": dict(side)}  # fmt: skip
+                          "client": dict(side), "server": dict(side),
+                          "process": {"peak": 60000, "peak_usable": 61440,
+                                      "allocs": 120}}  # fmt: skip
     samples: dict[str, list[float]] = {}
     for series in entry["series"]:
         when = series.get("when")

@@ -160,5 +160,9 @@ def test_the_fake_driver_prints_what_the_real_one_prints(null, tmp_path, scenari
         key = option.removeprefix("--")
         assert fake["params"][key] == real["params"][key], key
     assert set(fake["samples"]) == set(real["samples"])
-    assert _shape(fake["heap"]) == _shape(real["heap"], 2) or real["heap"] is None
+    if real["heap"] is None:
+        assert fake["heap"] is None
+    else:  # the parts it has (not the real driver's warm connections) have the real shape
+        assert {k: _shape(v) for k, v in fake["heap"].items()} == {
+            k: _shape(real["heap"][k]) for k in fake["heap"]}  # fmt: skip
     assert set(fake["calibration"]) == set(real["calibration"])

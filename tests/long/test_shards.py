@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 
 from fake.builds import run_fake, start_fake
-from tlsbench import shards
 from tlsbench.errors import UserError
 from tlsbench.report import load_run
 from tlsbench.store import Store
+
+# The fake driver (tests/fake/): every build of these tests is a fake one.
+pytestmark = pytest.mark.usefixtures("fake_driver")
 
 # Cheap points (the fake driver, tests/fake/): seconds for the whole run.
 EXPERIMENT = """
@@ -48,18 +50,6 @@ def point_set(store: Store, run_id: int) -> dict[tuple[str, str], list[tuple[int
         (p.variant, p.name): [(r["repetition"], r["status"]) for r in store.results(p.id)]
         for p in store.points(run_id)
     }
-
-
-def test_the_split_is_deterministic_and_covers_every_point_once() -> None:
-    positions = list(range(11))
-    parts = [shards.select(positions, shards.Shard(k, 3)) for k in (1, 2, 3)]
-    assert parts == [[0, 3, 6, 9], [1, 4, 7, 10], [2, 5, 8]]
-    assert shards.parse(" 2/3 ") == shards.Shard(2, 3)
-    for bad in ("0/2", "3/2", "2", "a/b", "1/0"):
-        with pytest.raises(UserError, match="--shard"):
-            shards.parse(bad)
-    with pytest.raises(UserError, match="--run-key"):
-        shards.check_run_key("two words")
 
 
 def test_two_shards_at_once_fill_one_run_as_one_runner_does(tmp_path: Path, pg_url: str) -> None:
