@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tlsbench import arches, certs, cpuprofile, interop, parallel, paths, remote, scenarios
+from tlsbench import certs, cpuprofile, interop, parallel, paths, remote, scenarios
 from tlsbench.build import Build, Builder
 from tlsbench.dialect import is_postgres, open_database
 from tlsbench.doctor import cpu_facts, cpu_flags, measurement_warnings
@@ -223,9 +223,11 @@ def refuse_impossible(points: list[RunPoint], builds: dict[str, Build]) -> None:
     """Refuses, before anything is stored or runs, what a build declares it can never run:
     TLS points (an interop peer included) of a variant whose driver's `info` declares no TLS
     version, an AEAD-only library (experiments.check_capabilities)."""
-    # Firmware images (Cortex-M) have no driver to ask: their points say what they refuse.
+    # A variant a family claims (a firmware image) has no driver to ask: its points say
+    # what they refuse.
     users = [spec for spec in tls_variants(points)
-             if spec in builds and not arches.arch(builds[spec].variant.arch).firmware]  # fmt: skip
+             if spec in builds and not any(f.claims(builds[spec].variant)
+                                           for f in scenarios.families())]  # fmt: skip
     check_capabilities(points, {spec: builds[spec].info() for spec in users})
 
 
