@@ -37,7 +37,7 @@ run: deps venv
 # builds), tests/long (load, networks, firmware, own code, findings). `test` runs them all.
 CPU_PROFILE ?=
 test: deps venv
-	TLSBENCH_CPU_PROFILE=$(CPU_PROFILE) $(VENV)/bin/pytest -v tests
+	TLSBENCH_CPU_PROFILE=$(CPU_PROFILE) $(VENV)/bin/pytest -v --durations=25 tests
 
 # The fast tiers, for development: no library build (the null variant builds in seconds),
 # a test per CPU at a time.

@@ -151,6 +151,9 @@ static tb_status pin_suite(SSL_CTX *ctx, const tb_config *cfg, int *kx_nid, char
       count_suites(ctx, 0, cfg->suite, &found) != 1 || !found)
     return tb_ossl_fail(err, TB_FAILED, "SSL_CTX_set_cipher_list");
   *kx_nid = SSL_CIPHER_get_kx_nid(c);
+  if ((tb_ossl_psk_mode_of_cipher(c) != TB_PSK_NONE) != (cfg->psk.mode != TB_PSK_NONE))
+    return tb_fail(err, TB_UNSUPPORTED, "'%s' %s a pre-shared key", cfg->suite,
+                   cfg->psk.mode == TB_PSK_NONE ? "needs" : "takes no");
   return TB_OK;
 }
 
@@ -177,6 +180,7 @@ static void note_own_signature(int write_p, int version, int content_type, const
     uint16_t scheme = tb_hs_certificate_verify(m + 4, len - 4);
     if (scheme != 0) c->b.own_sigalg = scheme;
   } else if (m[0] == TB_HS_SERVER_KEY_EXCHANGE && SSL_version(ssl) == TLS1_2_VERSION &&
+             tb_ossl_psk_mode_of_cipher(SSL_get_pending_cipher(ssl)) == TB_PSK_NONE &&
              tb_hs_server_key_exchange(m + 4, len - 4, 0, &kx) == 0) {
     c->b.own_sigalg = kx.sigalg;
   }
@@ -195,6 +199,7 @@ static const tb_ossl_class kClass = {
      * extension, so the receive buffer keeps its full size. */
     .set_record_size = tb_ossl_set_send_fragment,
     .new_session = tb_bssl_keep_new_session,
+    .set_psk = tb_bssl_set_psk,
     .groups = kGroups,
     .n_groups = ARRAY_LEN(kGroups),
     .sigalgs = kSigalgs,
@@ -240,9 +245,10 @@ static tb_status awslc_negotiated(void *conn, tb_negotiated *out, char *err) {
   tb_ossl_copy_name(out->suite, SSL_CIPHER_standard_name(cipher));
   tb_bssl_read_group(ssl, cipher, out->group);
   int server = SSL_is_server(ssl), reused = SSL_session_reused(ssl);
-  /* The SERVER's signature: the server's own, the client's peer's; static RSA and an
+  int psk = tb_ossl_psk_mode_of_cipher(cipher); /* TLS 1.2 only: no TLS 1.3 external PSK */
+  /* The SERVER's signature: the server's own, the client's peer's; static RSA, PSK and an
    * abbreviated handshake sign nothing. */
-  if (SSL_CIPHER_get_kx_nid(cipher) != NID_kx_rsa && !reused)
+  if (SSL_CIPHER_get_kx_nid(cipher) != NID_kx_rsa && psk == TB_PSK_NONE && !reused)
     read_signature(c, server, out->sigalg);
   /* The CLIENT's CertificateVerify (mutual auth): the client's own, the server's peer's;
    * "" when the client signed nothing. */
@@ -250,6 +256,7 @@ static tb_status awslc_negotiated(void *conn, tb_negotiated *out, char *err) {
     read_signature(c, !server, out->client_sigalg);
   out->peer_verified = tb_ossl_peer_verified(ssl);
   out->resumed = reused == 1;
+  if (!out->resumed) out->psk = psk;
   return TB_OK;
 }
 
@@ -315,8 +322,8 @@ static void fill_build_options(void) {
   g_build_options[n + 1] = NULL;
 }
 
-/* Suites a TLS 1.2..1.3 client of this build would offer, with certificate
- * authentication (no PSK suites). */
+/* Suites a TLS 1.2..1.3 client of this build would offer, with certificate or (TLS 1.2)
+ * pre-shared key authentication. */
 static void fill_suites(SSL_CTX *ctx) {
   size_t n = 0;
   if (SSL_CTX_set_cipher_list(ctx, "ALL") && SSL_CTX_set_ciphersuites(ctx, kAllTls13Suites)) {
@@ -325,8 +332,9 @@ static void fill_suites(SSL_CTX *ctx) {
       const SSL_CIPHER *c = sk_SSL_CIPHER_value(list, i);
       int auth = SSL_CIPHER_get_auth_nid(c);
       int kx = SSL_CIPHER_get_kx_nid(c);
-      if ((auth == NID_auth_rsa || auth == NID_auth_ecdsa || auth == NID_auth_any) &&
-          (kx == NID_kx_rsa || kx == NID_kx_ecdhe || kx == NID_kx_any))
+      if ((auth == NID_auth_rsa || auth == NID_auth_ecdsa || auth == NID_auth_any ||
+           auth == NID_auth_psk) &&
+          (kx == NID_kx_rsa || kx == NID_kx_ecdhe || kx == NID_kx_any || kx == NID_kx_psk))
         g_suites[n++] = SSL_CIPHER_standard_name(c);
     }
   }

@@ -145,8 +145,9 @@ static tb_status pin_suite(SSL_CTX *ctx, const tb_config *cfg, int *kx_nid, char
       sk_SSL_CIPHER_num(SSL_CTX_get_ciphers(ctx)) != 1)
     return tb_ossl_fail(err, TB_FAILED, "SSL_CTX_set_strict_cipher_list");
   *kx_nid = SSL_CIPHER_get_kx_nid(c);
-  if (*kx_nid != NID_kx_rsa && *kx_nid != NID_kx_ecdhe)
-    return tb_fail(err, TB_UNSUPPORTED, "'%s' is not certificate-authenticated (PSK)", cfg->suite);
+  if ((tb_ossl_psk_mode_of_cipher(c) != TB_PSK_NONE) != (cfg->psk.mode != TB_PSK_NONE))
+    return tb_fail(err, TB_UNSUPPORTED, "'%s' %s a pre-shared key", cfg->suite,
+                   cfg->psk.mode == TB_PSK_NONE ? "needs" : "takes no");
   return TB_OK;
 }
 
@@ -180,6 +181,7 @@ static const tb_ossl_class kClass = {
     .check_chain = tb_bssl_check_chain,
     .set_record_size = tb_ossl_set_send_fragment,
     .new_session = tb_bssl_keep_new_session,
+    .set_psk = tb_bssl_set_psk,
     .groups = kGroups,
     .n_groups = ARRAY_LEN(kGroups),
     .sigalgs = kSigalgs,
@@ -224,14 +226,18 @@ static tb_status bssl_negotiated(void *conn, tb_negotiated *out, char *err) {
   tb_ossl_copy_name(out->suite, SSL_CIPHER_standard_name(cipher));
   tb_bssl_read_group(ssl, cipher, out->group);
   int server = SSL_is_server(ssl);
+  int psk = tb_ossl_psk_mode_of_cipher(cipher); /* TLS 1.2 only: no TLS 1.3 external PSK */
   uint16_t id;
-  /* The server's signature (none under static RSA): the server's own, the client's peer's. */
-  if (SSL_CIPHER_get_kx_nid(cipher) != NID_kx_rsa && (id = signature(c, server)) != 0)
+  /* The server's signature (none under static RSA or PSK): the server's own, the client's
+   * peer's. */
+  if (SSL_CIPHER_get_kx_nid(cipher) != NID_kx_rsa && psk == TB_PSK_NONE &&
+      (id = signature(c, server)) != 0)
     tb_bssl_sigalg_name(id, out->sigalg);
   /* The client's CertificateVerify: the client's own, the server's peer's. */
   if ((id = signature(c, !server)) != 0) tb_bssl_sigalg_name(id, out->client_sigalg);
   out->peer_verified = tb_ossl_peer_verified(ssl);
   out->resumed = SSL_session_reused(ssl) == 1;
+  if (!out->resumed) out->psk = psk;
   return TB_OK;
 }
 
@@ -311,7 +317,8 @@ static void fill_suites(SSL_CTX *ctx) {
   for (size_t i = 0; all != NULL && i < sk_SSL_CIPHER_num(all) && n + 1 < MAX_LIST; i++) {
     const SSL_CIPHER *c = sk_SSL_CIPHER_value(all, i);
     int kx = SSL_CIPHER_get_kx_nid(c);
-    if (kx == NID_kx_rsa || kx == NID_kx_ecdhe) g_suites[n++] = SSL_CIPHER_standard_name(c);
+    if (kx == NID_kx_rsa || kx == NID_kx_ecdhe || kx == NID_kx_psk)
+      g_suites[n++] = SSL_CIPHER_standard_name(c);
   }
   g_suites[n] = NULL;
 }

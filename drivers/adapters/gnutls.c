@@ -133,6 +133,11 @@ static int certificate_kx(gnutls_kx_algorithm_t kx) {
          kx == GNUTLS_KX_ECDHE_RSA || kx == GNUTLS_KX_ECDHE_ECDSA;
 }
 
+/* ... and keyed by a pre-shared key (RSA-PSK, which also needs a certificate, is not). */
+static int psk_kx(gnutls_kx_algorithm_t kx) {
+  return kx == GNUTLS_KX_PSK || kx == GNUTLS_KX_ECDHE_PSK || kx == GNUTLS_KX_DHE_PSK;
+}
+
 static int suite_lookup(const unsigned char id[2], suite_info *out) {
   unsigned char cs[2];
   gnutls_kx_algorithm_t kx;
@@ -178,8 +183,11 @@ static tb_status prio_suite(const tb_config *cfg, char *buf, size_t size, suite_
   const tb_name *sn = tb_name_find(tb_suite_names, cfg->suite);
   unsigned char id[2] = {(unsigned char)(sn != NULL ? sn->code >> 8 : 0),
                          (unsigned char)(sn != NULL ? sn->code : 0)};
-  if (sn == NULL || !suite_lookup(id, si) || !certificate_kx(si->kx)) {
-    return tb_fail(err, TB_UNSUPPORTED, "suite %s: not in this GnuTLS build", cfg->suite);
+  if (sn == NULL || !suite_lookup(id, si) ||
+      !(si->kx == GNUTLS_KX_UNKNOWN ||
+        (cfg->psk.mode != TB_PSK_NONE ? psk_kx(si->kx) : certificate_kx(si->kx)))) {
+    return tb_fail(err, TB_UNSUPPORTED, "suite %s: not in this GnuTLS build%s", cfg->suite,
+                   cfg->psk.mode != TB_PSK_NONE ? " with a pre-shared key" : "");
   }
   int tls13_suite = id[0] == 0x13;
   if (tls13_suite != (cfg->tls_version == 13)) {
@@ -257,6 +265,28 @@ static tb_status prio_sig(const tb_config *cfg, const char *iana, char *buf, siz
   return TB_OK;
 }
 
+/* A PSK run: in TLS 1.3 the key exchange keyword says the mode (+PSK: psk_ke;
+ * +ECDHE-PSK / +DHE-PSK, by the group's kind: psk_dhe_ke) and the suite carries none; in
+ * TLS 1.2 the suite's own kx is already there. GnuTLS keeps a version only while its
+ * priority has a signature algorithm (priority.c), though a PSK handshake signs nothing:
+ * one is listed, which only fills the ClientHello's signature_algorithms. */
+#define PSK_LISTED_SIGALG "rsa_pss_rsae_sha256"
+
+static tb_status prio_psk(const tb_config *cfg, char *buf, size_t size, char *err) {
+  tb_status st = TB_OK;
+  if (cfg->tls_version == 13) {
+    int ffdhe = cfg->group != NULL && strncmp(cfg->group, "ffdhe", 5) == 0;
+    const char *kx = cfg->psk.mode == TB_PSK_KE ? "PSK" : ffdhe ? "DHE-PSK" : "ECDHE-PSK";
+    if (!prio_add(buf, size, kx)) return tb_fail(err, TB_FAILED, "priority string too long");
+  }
+  if (cfg->psk.mode == TB_PSK_DHE) st = prio_group(cfg, buf, size, err);
+  if (st == TB_OK) {
+    const char *listed = cfg->tls_version == 13 ? PSK_LISTED_SIGALG : STATIC_RSA_SIGALG;
+    st = prio_sig(cfg, listed, buf, size, err);
+  }
+  return st;
+}
+
 /* The priority string that offers exactly the request. */
 static tb_status build_priority(const tb_config *cfg, char *buf, size_t size, char *err) {
   gnutls_protocol_t proto = cfg->tls_version == 13 ? GNUTLS_TLS1_3 : GNUTLS_TLS1_2;
@@ -279,7 +309,9 @@ static tb_status build_priority(const tb_config *cfg, char *buf, size_t size, ch
   suite_info si;
   tb_status st = prio_suite(cfg, buf, size, &si, err);
   if (st != TB_OK) return st;
-  if (si.kx == GNUTLS_KX_RSA) {
+  if (cfg->psk.mode != TB_PSK_NONE) {
+    st = prio_psk(cfg, buf, size, err);
+  } else if (si.kx == GNUTLS_KX_RSA) {
     /* Static RSA key exchange uses no group and signs nothing. */
     st = prio_sig(cfg, cfg->sigalg ? cfg->sigalg : STATIC_RSA_SIGALG, buf, size, err);
   } else if (cfg->sigalg == NULL) {
@@ -312,6 +344,14 @@ typedef struct gt_ctx {
   gnutls_certificate_credentials_t cred;
   gnutls_priority_t prio;
   gnutls_datum_t ticket_key; /* server with resumption: the ticket encryption key */
+  /* A PSK run: its credentials (no certificate ones) and, for the server's callback, the
+   * key and identity. */
+  tb_psk_mode psk;
+  gnutls_psk_client_credentials_t psk_client;
+  gnutls_psk_server_credentials_t psk_server;
+  unsigned char psk_key[64];
+  size_t psk_key_len;
+  char psk_identity[128];
 } gt_ctx;
 
 static void gt_ctx_free(void *p) {
@@ -319,6 +359,9 @@ static void gt_ctx_free(void *p) {
   if (c == NULL) return;
   if (c->prio) gnutls_priority_deinit(c->prio);
   if (c->cred) gnutls_certificate_free_credentials(c->cred);
+  if (c->psk_client) gnutls_psk_free_client_credentials(c->psk_client);
+  if (c->psk_server) gnutls_psk_free_server_credentials(c->psk_server);
+  memset(c->psk_key, 0, sizeof(c->psk_key));
   if (c->ticket_key.data) {
     memset(c->ticket_key.data, 0, c->ticket_key.size);
     gnutls_free(c->ticket_key.data);
@@ -371,6 +414,39 @@ static tb_status ctx_credentials(gt_ctx *c, const tb_config *cfg, char *err) {
   return TB_OK;
 }
 
+static int psk_server_key(gnutls_session_t session, const gnutls_datum_t *username,
+                          gnutls_datum_t *key);
+
+/* A PSK run's credentials: the client's key and identity, or the server's callback. GnuTLS
+ * binds a TLS 1.3 external PSK to SHA-256 (its credentials' binder_algo). */
+static tb_status ctx_psk_credentials(gt_ctx *c, const tb_config *cfg, char *err) {
+  if (cfg->tls_version == 13 && strcmp(cfg->psk.hash, "SHA256") != 0) {
+    return tb_fail(err, TB_UNSUPPORTED,
+                   "GnuTLS binds a TLS 1.3 external PSK to SHA-256, and %s hashes with %s",
+                   cfg->suite, cfg->psk.hash);
+  }
+  if (cfg->psk.key_len > sizeof(c->psk_key) || strlen(cfg->psk.identity) >= sizeof(c->psk_identity))
+    return tb_fail(err, TB_FAILED, "the pre-shared key or its identity is too long");
+  c->psk = cfg->psk.mode;
+  memcpy(c->psk_key, cfg->psk.key, cfg->psk.key_len);
+  c->psk_key_len = cfg->psk.key_len;
+  snprintf(c->psk_identity, sizeof(c->psk_identity), "%s", cfg->psk.identity);
+  int rc;
+  if (cfg->role == TB_CLIENT) {
+    rc = gnutls_psk_allocate_client_credentials(&c->psk_client);
+    if (rc >= 0) {
+      gnutls_datum_t id = {(unsigned char *)c->psk_identity, (unsigned)strlen(c->psk_identity)};
+      gnutls_datum_t key = {c->psk_key, (unsigned)c->psk_key_len};
+      rc = gnutls_psk_set_client_credentials2(c->psk_client, &id, &key, GNUTLS_PSK_KEY_RAW);
+    }
+  } else {
+    rc = gnutls_psk_allocate_server_credentials(&c->psk_server);
+    if (rc >= 0) gnutls_psk_set_server_credentials_function2(c->psk_server, psk_server_key);
+  }
+  if (rc < 0) return tb_fail(err, TB_FAILED, "PSK credentials: %s", gnutls_strerror(rc));
+  return TB_OK;
+}
+
 static tb_status gt_ctx_new(const tb_config *cfg, void **out, char *err) {
   *out = NULL;
   if (cfg->record_size != 0 &&
@@ -388,7 +464,9 @@ static tb_status gt_ctx_new(const tb_config *cfg, void **out, char *err) {
   if (cfg->server_name != NULL)
     snprintf(c->server_name, sizeof(c->server_name), "%s", cfg->server_name);
   tb_status st = ctx_priority(c, cfg, err);
-  if (st == TB_OK) st = ctx_credentials(c, cfg, err);
+  if (st == TB_OK)
+    st = cfg->psk.mode != TB_PSK_NONE ? ctx_psk_credentials(c, cfg, err)
+                                      : ctx_credentials(c, cfg, err);
   if (st == TB_OK && cfg->role == TB_SERVER && cfg->resumption) {
     int rc = gnutls_session_ticket_key_generate(&c->ticket_key);
     if (rc < 0) st = tb_fail(err, TB_FAILED, "ticket key: %s", gnutls_strerror(rc));
@@ -410,6 +488,22 @@ typedef struct gt_conn {
   int send_pending; /* gnutls_record_send returned E_AGAIN: its record is buffered */
   int pull_blocked; /* the last pull found the transport empty */
 } gt_conn;
+
+/* The server's key for the identity a client names (the session's pointer is its
+ * connection); another identity gets none, and the handshake fails. */
+static int psk_server_key(gnutls_session_t session, const gnutls_datum_t *username,
+                          gnutls_datum_t *key) {
+  const gt_conn *c = gnutls_session_get_ptr(session);
+  const gt_ctx *x = c->ctx;
+  if (username->size != strlen(x->psk_identity) ||
+      memcmp(username->data, x->psk_identity, username->size) != 0)
+    return -1;
+  key->data = gnutls_malloc(x->psk_key_len);
+  if (key->data == NULL) return -1;
+  memcpy(key->data, x->psk_key, x->psk_key_len);
+  key->size = (unsigned)x->psk_key_len;
+  return 0;
+}
 
 static ssize_t gt_push(gnutls_transport_ptr_t p, const void *buf, size_t len) {
   gt_conn *c = p;
@@ -473,7 +567,13 @@ static int conn_server(gt_conn *c) {
 static int conn_setup(gt_conn *c, const gnutls_datum_t *resume) {
   gt_ctx *x = c->ctx;
   int rc = gnutls_priority_set(c->session, x->prio);
-  if (rc >= 0) rc = gnutls_credentials_set(c->session, GNUTLS_CRD_CERTIFICATE, x->cred);
+  if (rc >= 0 && x->psk == TB_PSK_NONE)
+    rc = gnutls_credentials_set(c->session, GNUTLS_CRD_CERTIFICATE, x->cred);
+  if (rc >= 0 && x->psk != TB_PSK_NONE) {
+    void *cred = x->role == TB_CLIENT ? (void *)x->psk_client : (void *)x->psk_server;
+    rc = gnutls_credentials_set(c->session, GNUTLS_CRD_PSK, cred);
+    gnutls_session_set_ptr(c->session, c); /* for the server's PSK callback */
+  }
   if (rc < 0) return rc;
   if (c->transport.fd >= 0) {
     /* --io fd: GnuTLS's default push and pull (send/recv on the descriptor). */
@@ -629,7 +729,7 @@ static void negotiated_sigalg(gt_conn *c, int resumed, tb_negotiated *out) {
    * handshake keeps the value of the original one (session data) but signs nothing. */
   if (resumed) return;
   gnutls_kx_algorithm_t kx = gnutls_kx_get(c->session);
-  if (kx == GNUTLS_KX_RSA) return; /* static RSA signs nothing */
+  if (kx == GNUTLS_KX_RSA || psk_kx(kx)) return; /* static RSA and PSK sign nothing */
   int s = gnutls_sign_algorithm_get(c->session);
   if (s == GNUTLS_SIGN_UNKNOWN) return;
   const sig_name *sn = sig_by_gnutls((gnutls_sign_algorithm_t)s);
@@ -679,6 +779,10 @@ static tb_status gt_negotiated(void *p, tb_negotiated *out, char *err) {
   negotiated_sigalg(c, out->resumed, out);
   negotiated_client_sigalg(c, out->resumed, out);
   out->peer_verified = peer_verified(c);
+  /* What keyed a full handshake: the key exchange GnuTLS reports, TLS 1.3's included (PSK,
+   * ECDHE-PSK or DHE-PSK when a pre-shared key was used). */
+  gnutls_kx_algorithm_t kx = gnutls_kx_get(c->session);
+  if (!out->resumed && psk_kx(kx)) out->psk = kx == GNUTLS_KX_PSK ? TB_PSK_KE : TB_PSK_DHE;
   return TB_OK;
 }
 
@@ -819,8 +923,8 @@ static void info_versions(void) {
   g_versions[n] = NULL;
 }
 
-/* The certificate-based suites of GnuTLS's table that this build has, under the core's
- * names. */
+/* The certificate-based and PSK suites of GnuTLS's table that this build has, under the
+ * core's names. */
 static void info_suites(void) {
   size_t n = 0;
   unsigned char cs[2];
@@ -833,7 +937,8 @@ static void info_suites(void) {
        i++) {
     const tb_name *name = tb_name_of_code(tb_suite_names, (unsigned)(cs[0] << 8 | cs[1]));
     suite_info si;
-    if (name != NULL && suite_lookup(cs, &si) && certificate_kx(si.kx)) g_suites[n++] = name->name;
+    if (name != NULL && suite_lookup(cs, &si) && (certificate_kx(si.kx) || psk_kx(si.kx)))
+      g_suites[n++] = name->name;
   }
   g_suites[n] = NULL;
 }

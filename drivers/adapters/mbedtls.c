@@ -151,7 +151,10 @@ typedef enum mt_kx {
   KX_DHE_RSA,
   KX_ECDHE_RSA,
   KX_ECDHE_ECDSA,
-  KX_OTHER, /* PSK, static ECDH, EC J-PAKE: nothing tlsbench configures */
+  KX_PSK,       /* the pre-shared key alone: no group, no signature */
+  KX_ECDHE_PSK, /* the key and ECDHE: no signature */
+  KX_DHE_PSK,   /* the key and DHE: no signature */
+  KX_OTHER,     /* RSA-PSK, static ECDH, EC J-PAKE: nothing tlsbench configures */
 } mt_kx;
 
 static mt_kx suite_kx(const char *iana) {
@@ -160,8 +163,14 @@ static mt_kx suite_kx(const char *iana) {
   if (strncmp(iana, "TLS_DHE_RSA_WITH_", 17) == 0) return KX_DHE_RSA;
   if (strncmp(iana, "TLS_ECDHE_RSA_WITH_", 19) == 0) return KX_ECDHE_RSA;
   if (strncmp(iana, "TLS_ECDHE_ECDSA_WITH_", 21) == 0) return KX_ECDHE_ECDSA;
+  if (strncmp(iana, "TLS_PSK_WITH_", 13) == 0) return KX_PSK;
+  if (strncmp(iana, "TLS_ECDHE_PSK_WITH_", 19) == 0) return KX_ECDHE_PSK;
+  if (strncmp(iana, "TLS_DHE_PSK_WITH_", 17) == 0) return KX_DHE_PSK;
   return KX_OTHER;
 }
+
+static int kx_is_psk(mt_kx kx) { return kx == KX_PSK || kx == KX_ECDHE_PSK || kx == KX_DHE_PSK; }
+static int kx_is_dhe(mt_kx kx) { return kx == KX_DHE_RSA || kx == KX_DHE_PSK; }
 
 /* ------------------------------------------------------------------------- errors */
 
@@ -217,8 +226,9 @@ typedef struct mt_ctx {
   int tls;
   int verify; /* this side verifies the peer's chain */
   int resumption;
-  int expect_hrr; /* client with tb_config.key_share: the server must ask for another share */
-  int own_cert;   /* own_chain / own_key loaded */
+  int expect_hrr;  /* client with tb_config.key_share: the server must ask for another share */
+  int own_cert;    /* own_chain / own_key loaded */
+  tb_psk_mode psk; /* keyed by the pre-shared key (mbedtls_ssl_conf_psk), in this mode */
   size_t record_size;
   char server_name[256];
   int suites[2];
@@ -292,6 +302,16 @@ static void parse_server_key_exchange(mt_seen *s, const unsigned char *b, size_t
   suite_name(s->suite, iana);
   mt_kx kx = suite_kx(iana);
   tb_key_exchange ke;
+  if (kx == KX_ECDHE_PSK || kx == KX_DHE_PSK) {
+    /* A PSK key exchange: an identity hint before the parameters, and nothing signed. */
+    if (tb_hs_psk_server_key_exchange(b, len, kx == KX_DHE_PSK, &ke) != 0) return;
+    if (kx == KX_DHE_PSK) {
+      match_dh_prime(s, ke.dh_p, ke.dh_p_len);
+    } else {
+      s->group = ke.group;
+    }
+    return;
+  }
   if (kx != KX_ECDHE_RSA && kx != KX_ECDHE_ECDSA && kx != KX_DHE_RSA) return;
   if (tb_hs_server_key_exchange(b, len, kx == KX_DHE_RSA, &ke) != 0) return;
   if (kx == KX_DHE_RSA) {
@@ -741,9 +761,13 @@ static tb_status choose_suite(const tb_config *cfg, mt_ctx *ctx, mt_offer *o, ch
   o->kx = suite_kx(cfg->suite);
   if (o->kx == KX_OTHER) {
     return tb_fail(err, TB_UNSUPPORTED,
-                   "%s needs a pre-shared key or a static ECDH certificate, which tlsbench "
-                   "does not configure",
+                   "%s needs a certificate and a pre-shared key at once (RSA-PSK), a static "
+                   "ECDH certificate or EC J-PAKE, which tlsbench does not configure",
                    cfg->suite);
+  }
+  if (kx_is_psk(o->kx) != (cfg->psk.mode != TB_PSK_NONE && cfg->tls_version == 12)) {
+    return tb_fail(err, TB_UNSUPPORTED, "%s %s a pre-shared key", cfg->suite,
+                   kx_is_psk(o->kx) ? "needs" : "takes no");
   }
   if ((o->kx == KX_TLS13) != (cfg->tls_version == 13)) {
     return tb_fail(err, TB_UNSUPPORTED, "%s is not a TLS 1.%d suite", cfg->suite,
@@ -807,7 +831,8 @@ static tb_status pin_groups(const tb_config *cfg, mt_ctx *ctx, const mt_group *g
 }
 
 static tb_status choose_group(const tb_config *cfg, mt_ctx *ctx, mt_offer *o, char *err) {
-  if (o->kx == KX_RSA) return TB_OK; /* static RSA: no key exchange group */
+  /* Static RSA and the pre-shared key alone: no key exchange group. */
+  if (o->kx == KX_RSA || o->kx == KX_PSK || cfg->psk.mode == TB_PSK_KE) return TB_OK;
   const mt_group *g = group_by_name(cfg->group);
   if (g == NULL) {
     return tb_fail(err, TB_UNSUPPORTED, "unknown group %s", cfg->group ? cfg->group : "(none)");
@@ -817,12 +842,12 @@ static tb_status choose_group(const tb_config *cfg, mt_ctx *ctx, mt_offer *o, ch
                    g->name, cfg->tls_version % 10,
                    g->code == 0x11ec ? " (mbedTLS has no ML-KEM)" : "");
   }
-  if (o->kx == KX_DHE_RSA || o->kx == KX_ECDHE_RSA || o->kx == KX_ECDHE_ECDSA) {
-    if ((o->kx == KX_DHE_RSA) != (ffdhe_bits(g) != 0)) {
+  if (o->kx != KX_TLS13) {
+    if (kx_is_dhe(o->kx) != (ffdhe_bits(g) != 0)) {
       return tb_fail(err, TB_UNSUPPORTED, "suite %s cannot use group %s", cfg->suite, g->name);
     }
   }
-  if (o->kx == KX_DHE_RSA) {
+  if (kx_is_dhe(o->kx)) {
     /* TLS 1.2 DHE names no group: the server sends the RFC 7919 prime (mbedTLS would send
      * RFC 3526 MODP 2048 by default) and the client demands at least that size. */
     o->ffdhe_bits = ffdhe_bits(g);
@@ -843,7 +868,8 @@ static tb_status choose_sigalg(const tb_config *cfg, mt_ctx *ctx, mt_offer *o, c
                    "server's: one signature algorithm list serves both",
                    cfg->client_sigalg);
   }
-  if (o->kx == KX_RSA) return TB_OK; /* static RSA signs nothing */
+  /* Static RSA signs nothing, nor does a pre-shared key. */
+  if (o->kx == KX_RSA || cfg->psk.mode != TB_PSK_NONE) return TB_OK;
   const mt_sigalg *s = sigalg_by_name(cfg->sigalg);
   if (s == NULL) {
     return tb_fail(err, TB_UNSUPPORTED, "unknown signature scheme %s",
@@ -906,10 +932,87 @@ static tb_status choose_record_size(const tb_config *cfg, mt_offer *o, char *err
 #endif
 }
 
+/* ------------------------------------------------------------------------- pre-shared keys */
+
+#if defined(MBEDTLS_SSL_HANDSHAKE_WITH_PSK_ENABLED) || \
+    defined(MBEDTLS_KEY_EXCHANGE_SOME_PSK_ENABLED)
+#define MT_HAVE_PSK 1
+#else
+#define MT_HAVE_PSK 0
+#endif
+
+/* Whether this build can key the handshake with the pre-shared key in the mode asked. */
+static tb_status choose_psk(const tb_config *cfg, mt_ctx *ctx, char *err) {
+  if (cfg->psk.mode == TB_PSK_NONE) return TB_OK;
+  if (!MT_HAVE_PSK) {
+    return tb_fail(err, TB_UNSUPPORTED, "this build has no pre-shared key exchange");
+  }
+  if (cfg->tls_version == 13) {
+    /* ssl_tls13_psk_get_psk / the server's identity match: an external PSK is SHA-256's. */
+    if (strcmp(cfg->psk.hash, "SHA256") != 0) {
+      return tb_fail(err, TB_UNSUPPORTED,
+                     "mbedTLS binds a TLS 1.3 external PSK to SHA-256, and %s hashes with %s",
+                     cfg->suite, cfg->psk.hash);
+    }
+#if MT_TLS13 && !defined(MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_PSK_ENABLED)
+    if (cfg->psk.mode == TB_PSK_KE)
+      return tb_fail(err, TB_UNSUPPORTED,
+                     "this build has no psk_ke (MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_PSK)");
+#endif
+#if MT_TLS13 && !defined(MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_PSK_EPHEMERAL_ENABLED)
+    if (cfg->psk.mode == TB_PSK_DHE)
+      return tb_fail(err, TB_UNSUPPORTED,
+                     "this build has no psk_dhe_ke "
+                     "(MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_PSK_EPHEMERAL)");
+#endif
+  }
+  ctx->psk = cfg->psk.mode;
+  return TB_OK;
+}
+
+/* Both sides hold the key and its identity: the client offers it, the server takes a
+ * client offering that identity (mbedTLS compares it with its own). In TLS 1.3 both allow
+ * the one key exchange mode asked, so the client's psk_key_exchange_modes lists it alone
+ * and no key share is sent for psk_ke. */
+static tb_status configure_psk(mt_ctx *ctx, const tb_config *cfg, char *err) {
+  if (ctx->psk == TB_PSK_NONE) return TB_OK;
+#if MT_HAVE_PSK
+  int ret =
+      mbedtls_ssl_conf_psk(&ctx->conf, cfg->psk.key, cfg->psk.key_len,
+                           (const unsigned char *)cfg->psk.identity, strlen(cfg->psk.identity));
+  if (ret != 0) return mt_fail(err, "mbedtls_ssl_conf_psk", ret);
+#if MT_TLS13
+  if (ctx->tls == 13) {
+    mbedtls_ssl_conf_tls13_key_exchange_modes(
+        &ctx->conf, ctx->psk == TB_PSK_KE ? MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_PSK
+                                          : MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_PSK_EPHEMERAL);
+  }
+#endif
+  return TB_OK;
+#else
+  (void)cfg;
+  return tb_fail(err, TB_UNSUPPORTED, "this build has no pre-shared key exchange");
+#endif
+}
+
+/* What keyed a full handshake, as the messages say: TLS 1.2 the suite's key exchange; TLS
+ * 1.3 the ServerHello's pre_shared_key (external: this context offers no ticket with a
+ * pre-shared key) and its key_share. */
+static int psk_seen(const mt_conn *c, const char *suite) {
+  const mt_seen *s = &c->seen;
+  if (!s->tls13) {
+    mt_kx kx = suite_kx(suite);
+    return kx == KX_PSK ? TB_PSK_KE : kx_is_psk(kx) ? TB_PSK_DHE : TB_PSK_NONE;
+  }
+  if (!s->psk || c->ctx->psk == TB_PSK_NONE) return TB_PSK_NONE;
+  return s->group != 0 ? TB_PSK_DHE : TB_PSK_KE;
+}
+
 /* ------------------------------------------------------------------------- contexts */
 
 static tb_status load_credentials(const tb_config *cfg, mt_ctx *ctx, char *err) {
   int ret;
+  if (cfg->psk.mode != TB_PSK_NONE) return TB_OK; /* the key authenticates: no certificate */
   if (ctx->verify) {
     if (cfg->ca_file == NULL) return tb_fail(err, TB_FAILED, "no CA file to verify against");
     ret = mbedtls_x509_crt_parse_file(&ctx->ca, cfg->ca_file);
@@ -1000,7 +1103,7 @@ static tb_status configure_dhe(mt_ctx *ctx, int bits, char *err) {
 #endif
 }
 
-static tb_status configure(mt_ctx *ctx, const mt_offer *o, char *err) {
+static tb_status configure(mt_ctx *ctx, const mt_offer *o, const tb_config *cfg, char *err) {
   mbedtls_ssl_config *conf = &ctx->conf;
   int endpoint = ctx->role == TB_CLIENT ? MBEDTLS_SSL_IS_CLIENT : MBEDTLS_SSL_IS_SERVER;
   int ret = mbedtls_ssl_config_defaults(conf, endpoint, MBEDTLS_SSL_TRANSPORT_STREAM,
@@ -1017,6 +1120,7 @@ static tb_status configure(mt_ctx *ctx, const mt_offer *o, char *err) {
   if (o->pin_sigalgs) mbedtls_ssl_conf_sig_hashes(conf, ctx->sig_hashes);
 #endif
   tb_status st = configure_dhe(ctx, o->ffdhe_bits, err);
+  if (st == TB_OK) st = configure_psk(ctx, cfg, err);
   if (st != TB_OK) return st;
   mbedtls_ssl_conf_authmode(conf,
                             ctx->verify ? MBEDTLS_SSL_VERIFY_REQUIRED : MBEDTLS_SSL_VERIFY_NONE);
@@ -1082,6 +1186,7 @@ static tb_status ctx_new(const tb_config *cfg, void **out, char *err) {
   if (st == TB_OK) st = choose_group(cfg, ctx, &offer, err);
   if (st == TB_OK) st = choose_sigalg(cfg, ctx, &offer, err);
   if (st == TB_OK) st = choose_record_size(cfg, &offer, err);
+  if (st == TB_OK) st = choose_psk(cfg, ctx, err);
   if (st == TB_OK) {
     static const unsigned char personal[] = "tlsbench mbedtls adapter";
     int ret = mbedtls_ctr_drbg_seed(&ctx->drbg, mbedtls_entropy_func, &ctx->entropy, personal,
@@ -1089,7 +1194,7 @@ static tb_status ctx_new(const tb_config *cfg, void **out, char *err) {
     if (ret != 0) st = mt_fail(err, "mbedtls_ctr_drbg_seed", ret);
   }
   if (st == TB_OK) st = load_credentials(cfg, ctx, err);
-  if (st == TB_OK) st = configure(ctx, &offer, err);
+  if (st == TB_OK) st = configure(ctx, &offer, cfg, err);
   if (st != TB_OK) {
     ctx_free(ctx);
     return st;
@@ -1276,7 +1381,11 @@ static tb_status negotiated(void *conn, tb_negotiated *out, char *err) {
     snprintf(out->group, sizeof(out->group), "dhe%d-not-rfc7919", s->dh_bits);
   }
   if (s->have_sigalg) sigalg_name(s->sigalg, out->sigalg);
-  out->resumed = s->tls13 ? s->psk : s->server_hello && !s->hello_done;
+  /* A TLS 1.3 pre_shared_key is a resumption unless the context holds an external key
+   * (the core never resumes a TLS 1.3 PSK run, so that no ticket is offered beside it). */
+  out->resumed =
+      s->tls13 ? s->psk && c->ctx->psk == TB_PSK_NONE : s->server_hello && !s->hello_done;
+  if (!out->resumed) out->psk = psk_seen(c, out->suite);
   if (s->have_client_sigalg && !out->resumed) sigalg_name(s->client_sigalg, out->client_sigalg);
   /* verify_result is 0 only after a chain really verified (verify-none sets SKIP_VERIFY). */
   out->peer_verified = c->ctx->verify && mbedtls_ssl_get_verify_result(&c->ssl) == 0;

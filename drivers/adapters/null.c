@@ -63,6 +63,9 @@ static tb_status ctx_new(const tb_config *cfg, void **ctx, char *err) {
                                        "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
                                        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", NULL};
   static const char *const groups[] = {"x25519", "secp256r1", "secp384r1", NULL};
+  if (cfg->psk.mode != TB_PSK_NONE) {
+    return tb_fail(err, TB_UNSUPPORTED, "the null adapter has no pre-shared keys");
+  }
   if (!one_of(cfg->suite, suites)) {
     return tb_fail(err, TB_UNSUPPORTED, "the null adapter has no cipher suites (asked: %s)",
                    cfg->suite);

@@ -33,6 +33,7 @@
 #include <openssl/x509_vfy.h>
 
 #include "openssl_family.h"
+#include "tls_wire.h"
 #include "tlsbench/driver.h"
 
 #if OPENSSL_VERSION_NUMBER < 0x30000000L
@@ -129,6 +130,10 @@ typedef struct ossl_conn {
   /* TLS 1.2 DHE: the group of the DH parameters the handshake used, as the library showed
    * them to its security callback (OpenSSL has no getter for a TLS 1.2 DHE group). */
   char dhe_group[TB_NAME_LEN];
+  /* A TLS 1.3 PSK run: what the ServerHello said (OpenSSL does not say which PSK mode it
+   * used), as the message callback saw it sent (server) or received (client). */
+  int hello_seen, hello_psk;
+  uint16_t hello_group;
 } ossl_conn;
 
 typedef struct ossl_aead {
@@ -383,7 +388,8 @@ static int set_groups(SSL_CTX *ctx, const char *key_share, const char *name) {
 }
 
 static tb_status pin_group(SSL_CTX *ctx, const tb_config *cfg, int kx_nid, char *err) {
-  if (kx_nid == NID_kx_rsa) return TB_OK; /* static RSA: no group is used */
+  /* Static RSA and the pre-shared key alone: no group is used. */
+  if (kx_nid == NID_kx_rsa || kx_nid == NID_kx_psk || cfg->psk.mode == TB_PSK_KE) return TB_OK;
   if (cfg->group == NULL) return tb_fail(err, TB_UNSUPPORTED, "no group given");
   const group_name *g = find_group(cfg->group);
   if (g == NULL) return tb_fail(err, TB_UNSUPPORTED, "unknown group '%s'", cfg->group);
@@ -397,7 +403,7 @@ static tb_status pin_group(SSL_CTX *ctx, const tb_config *cfg, int kx_nid, char 
              first != NULL ? " after " : "", first != NULL ? first->name : "");
     return tb_ossl_fail(err, TB_UNSUPPORTED, what);
   }
-  if (kx_nid != NID_kx_dhe) return TB_OK;
+  if (kx_nid != NID_kx_dhe && kx_nid != NID_kx_dhe_psk) return TB_OK;
   if (!g->ffdhe)
     return tb_fail(err, TB_UNSUPPORTED, "a DHE suite needs an ffdhe group, not %s", g->name);
   if (g_default_security_cb == NULL) g_default_security_cb = SSL_CTX_get_security_callback(ctx);
@@ -417,6 +423,7 @@ static tb_status pin_sigalg(SSL_CTX *ctx, const tb_config *cfg, int kx_nid, char
   /* Static RSA: the server signs nothing, but a client certificate still signs a
    * CertificateVerify, so a given scheme is pinned all the same. */
   if (kx_nid == NID_kx_rsa && cfg->sigalg == NULL) return TB_OK;
+  if (cfg->psk.mode != TB_PSK_NONE) return TB_OK; /* the key authenticates: nothing signed */
   if (cfg->sigalg == NULL) return tb_fail(err, TB_UNSUPPORTED, "no signature scheme given");
   tb_status st = check_sigalg(cfg, cfg->sigalg, err);
   if (st != TB_OK) return st;
@@ -494,6 +501,114 @@ static tb_status pin_offer(const tb_ossl_class *cls, SSL_CTX *ctx, const tb_conf
   return st;
 }
 
+/* ------------------------------------------------------------------------- pre-shared keys */
+
+/* A TLS 1.3 external PSK is a session: the key as its master secret, the connection's one
+ * (pinned) TLS 1.3 suite, whose hash the key is bound to. */
+static SSL_SESSION *psk_session(SSL *ssl, const tb_ossl_psk *p) {
+  const SSL_CIPHER *cipher = NULL;
+  STACK_OF(SSL_CIPHER) *list = SSL_get_ciphers(ssl);
+  for (int i = 0; i < sk_SSL_CIPHER_num(list) && cipher == NULL; i++) {
+    const SSL_CIPHER *c = sk_SSL_CIPHER_value(list, i);
+    if (SSL_CIPHER_get_kx_nid(c) == NID_kx_any) cipher = c;
+  }
+  SSL_SESSION *s = cipher != NULL ? SSL_SESSION_new() : NULL;
+  if (s == NULL) return NULL;
+  if (!SSL_SESSION_set1_master_key(s, p->key, p->key_len) || !SSL_SESSION_set_cipher(s, cipher) ||
+      !SSL_SESSION_set_protocol_version(s, TLS1_3_VERSION)) {
+    SSL_SESSION_free(s);
+    return NULL;
+  }
+  return s;
+}
+
+/* Client: the external PSK offered in every ClientHello (`md`: the hash a second one after a
+ * HelloRetryRequest must keep). */
+static int use_psk_session(SSL *ssl, const EVP_MD *md, const unsigned char **id, size_t *idlen,
+                           SSL_SESSION **sess) {
+  const tb_ossl_psk *p = tb_ossl_psk_of(ssl);
+  *sess = NULL;
+  SSL_SESSION *s = p != NULL ? psk_session(ssl, p) : NULL;
+  if (s == NULL) return 0;
+  /* Compared by type: OpenSSL 3 hands a fetched EVP_MD, the cipher the built-in one. */
+  const EVP_MD *own = SSL_CIPHER_get_handshake_digest(SSL_SESSION_get0_cipher(s));
+  if (md != NULL && (own == NULL || EVP_MD_type(md) != EVP_MD_type(own))) {
+    SSL_SESSION_free(s);
+    return 1; /* the key's hash does not fit the retried hello: no PSK */
+  }
+  *id = (const unsigned char *)p->identity;
+  *idlen = strlen(p->identity);
+  *sess = s;
+  return 1;
+}
+
+/* Server: the external PSK for the client's identity (another identity: no PSK). */
+static int find_psk_session(SSL *ssl, const unsigned char *identity, size_t identity_len,
+                            SSL_SESSION **sess) {
+  const tb_ossl_psk *p = tb_ossl_psk_of(ssl);
+  *sess = NULL;
+  if (p == NULL || identity_len != strlen(p->identity) ||
+      memcmp(identity, p->identity, identity_len) != 0)
+    return 1;
+  *sess = psk_session(ssl, p);
+  return *sess != NULL;
+}
+
+/* The ServerHello of a TLS 1.3 PSK run, sent or received: its pre_shared_key and key_share
+ * say which key exchange mode ran. */
+static void note_server_hello(int write_p, int version, int content_type, const void *buf,
+                              size_t len, SSL *ssl, void *arg) {
+  (void)write_p, (void)version, (void)arg;
+  const unsigned char *m = buf;
+  ossl_conn *c = SSL_get_app_data(ssl);
+  tb_server_hello sh;
+  if (c == NULL || content_type != SSL3_RT_HANDSHAKE || len < 4 || m[0] != TB_HS_SERVER_HELLO ||
+      tb_hs_server_hello(m + 4, len - 4, &sh) != 0 || sh.hrr)
+    return;
+  c->hello_seen = 1;
+  c->hello_psk = sh.psk;
+  c->hello_group = sh.group;
+}
+
+/* TLS 1.2: the PSK suites' callbacks. TLS 1.3: the external PSK as a session on both sides;
+ * psk_ke is allowed (SSL_OP_ALLOW_NO_DHE_KEX) and, from 3.3, preferred by the server; a
+ * client cannot offer it alone (it always adds psk_dhe_ke and a key share). */
+static tb_status ossl_set_psk(const tb_ossl_class *cls, SSL_CTX *ctx, const tb_config *cfg,
+                              char *err) {
+  (void)cls;
+  if (cfg->tls_version == 12) {
+    tb_ossl_psk_tls12_callbacks(ctx);
+    return TB_OK;
+  }
+  if (cfg->psk.mode == TB_PSK_KE && cfg->role == TB_CLIENT) {
+    return tb_fail(err, TB_UNSUPPORTED,
+                   "an OpenSSL client cannot offer psk_ke alone: it always offers psk_dhe_ke "
+                   "and a key share beside it (SSL_OP_ALLOW_NO_DHE_KEX only adds psk_ke)");
+  }
+  if (cfg->psk.mode == TB_PSK_KE) {
+    SSL_CTX_set_options(ctx, SSL_OP_ALLOW_NO_DHE_KEX);
+#ifdef SSL_OP_PREFER_NO_DHE_KEX
+    SSL_CTX_set_options(ctx, SSL_OP_PREFER_NO_DHE_KEX);
+#endif
+  }
+  if (cfg->role == TB_CLIENT)
+    SSL_CTX_set_psk_use_session_callback(ctx, use_psk_session);
+  else
+    SSL_CTX_set_psk_find_session_callback(ctx, find_psk_session);
+  SSL_CTX_set_msg_callback(ctx, note_server_hello);
+  return TB_OK;
+}
+
+/* What keyed a full handshake: TLS 1.2 the suite's key exchange; TLS 1.3 the ServerHello of
+ * a context holding a PSK (the core never resumes a TLS 1.3 PSK run, so a pre_shared_key
+ * there is the external key). */
+static int read_psk(ossl_conn *c, const SSL_CIPHER *cipher) {
+  if (SSL_version(c->base.ssl) != TLS1_3_VERSION) return tb_ossl_psk_mode_of_cipher(cipher);
+  const tb_ossl_psk *p = tb_ossl_psk_of(c->base.ssl);
+  if (p == NULL || p->mode == TB_PSK_NONE || !c->hello_psk) return TB_PSK_NONE;
+  return c->hello_group != 0 ? TB_PSK_DHE : TB_PSK_KE;
+}
+
 static void ossl_conn_free(void *p) {
   ossl_conn *c = p;
   if (c == NULL) return;
@@ -513,6 +628,7 @@ static const tb_ossl_class kClass = {
     .pin_offer = pin_offer,
     .check_chain = check_tls12_ecdsa_curve,
     .set_record_size = set_record_size,
+    .set_psk = ossl_set_psk,
 };
 
 /* ------------------------------------------------------------------------- connections */
@@ -537,11 +653,14 @@ static void read_group(ossl_conn *c, const SSL_CIPHER *cipher, char *out) {
   int kx = SSL_CIPHER_get_kx_nid(cipher);
   int tls13 = SSL_version(c->base.ssl) == TLS1_3_VERSION;
   out[0] = '\0';
-  if (kx == NID_kx_rsa) return; /* static RSA: no group */
+  if (kx == NID_kx_rsa || kx == NID_kx_psk) return; /* static RSA, PSK alone: no group */
+  /* TLS 1.3 psk_ke (a ServerHello without key_share): no key exchange ran, yet the getters
+   * report the client's offered share or the session's group. */
+  if (tls13 && c->hello_seen && c->hello_psk && c->hello_group == 0) return;
   /* An abbreviated TLS 1.2 handshake runs no key exchange; SSL_get_negotiated_group
    * would report the original session's group (session->kex_group). */
   if (!tls13 && SSL_session_reused(c->base.ssl)) return;
-  if (kx == NID_kx_dhe) {
+  if (kx == NID_kx_dhe || kx == NID_kx_dhe_psk) {
     tb_ossl_copy_name(out, canonical_group(c->dhe_group));
     return;
   }
@@ -647,10 +766,15 @@ static tb_status ossl_negotiated(void *conn, tb_negotiated *out, char *err) {
   tb_ossl_version_name(c->base.ssl, out->version);
   tb_ossl_copy_name(out->suite, SSL_CIPHER_standard_name(cipher));
   read_group(c, cipher, out->group);
-  read_sigalg(c, cipher, out->sigalg);
+  /* A pre-shared key signs nothing, though OpenSSL 1.1.1 reports a shared scheme. */
+  int psk = read_psk(c, cipher);
+  if (psk == TB_PSK_NONE) read_sigalg(c, cipher, out->sigalg);
   read_client_sigalg(c, out->client_sigalg);
   out->peer_verified = tb_ossl_peer_verified(c->base.ssl);
   out->resumed = SSL_session_reused(c->base.ssl) == 1;
+  /* OpenSSL counts a TLS 1.3 external PSK as a reused session: it is a full handshake. */
+  if (psk != TB_PSK_NONE && SSL_version(c->base.ssl) == TLS1_3_VERSION) out->resumed = 0;
+  if (!out->resumed) out->psk = psk;
   return TB_OK;
 }
 

@@ -187,6 +187,62 @@ tb_status tb_ossl_set_send_fragment(const tb_ossl_class *cls, SSL_CTX *ctx, cons
   return TB_OK;
 }
 
+/* ------------------------------------------------------------------------- pre-shared keys */
+
+const tb_ossl_psk *tb_ossl_psk_of(const SSL *ssl) {
+  const tb_ossl_ctx *oc = SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl));
+  return oc != NULL ? &oc->psk : NULL;
+}
+
+static unsigned psk12_client(SSL *ssl, const char *hint, char *identity, unsigned max_identity_len,
+                             unsigned char *psk, unsigned max_psk_len) {
+  (void)hint;
+  const tb_ossl_psk *p = tb_ossl_psk_of(ssl);
+  if (p == NULL || strlen(p->identity) >= max_identity_len || p->key_len > max_psk_len) return 0;
+  snprintf(identity, max_identity_len, "%s", p->identity);
+  memcpy(psk, p->key, p->key_len);
+  return (unsigned)p->key_len;
+}
+
+/* An unknown identity gets no key (0): the library ends the handshake with
+ * unknown_psk_identity. */
+static unsigned psk12_server(SSL *ssl, const char *identity, unsigned char *psk,
+                             unsigned max_psk_len) {
+  const tb_ossl_psk *p = tb_ossl_psk_of(ssl);
+  if (p == NULL || identity == NULL || strcmp(identity, p->identity) != 0 ||
+      p->key_len > max_psk_len)
+    return 0;
+  memcpy(psk, p->key, p->key_len);
+  return (unsigned)p->key_len;
+}
+
+void tb_ossl_psk_tls12_callbacks(SSL_CTX *ctx) {
+  SSL_CTX_set_psk_client_callback(ctx, psk12_client);
+  SSL_CTX_set_psk_server_callback(ctx, psk12_server);
+}
+
+int tb_ossl_psk_mode_of_cipher(const SSL_CIPHER *cipher) {
+  if (SSL_CIPHER_get_auth_nid(cipher) != NID_auth_psk) return TB_PSK_NONE;
+  return SSL_CIPHER_get_kx_nid(cipher) == NID_kx_psk ? TB_PSK_KE : TB_PSK_DHE;
+}
+
+/* A PSK run: the key kept with the context, then the library's own PSK set-up. */
+static tb_status set_psk(const tb_ossl_class *cls, tb_ossl_ctx *oc, const tb_config *cfg,
+                         char *err) {
+  tb_ossl_psk *p = &oc->psk;
+  if (cfg->psk.key_len > sizeof(p->key) || strlen(cfg->psk.identity) >= sizeof(p->identity))
+    return tb_fail(err, TB_FAILED, "the pre-shared key or its identity is too long");
+  if (cls->set_psk == NULL)
+    return tb_fail(err, TB_UNSUPPORTED, "%s has no pre-shared keys", cls->library);
+  p->mode = cfg->psk.mode;
+  memcpy(p->key, cfg->psk.key, cfg->psk.key_len);
+  p->key_len = cfg->psk.key_len;
+  snprintf(p->identity, sizeof(p->identity), "%s", cfg->psk.identity);
+  snprintf(p->hash, sizeof(p->hash), "%s", cfg->psk.hash);
+  SSL_CTX_set_app_data(oc->ctx, oc);
+  return cls->set_psk(cls, oc->ctx, cfg, err);
+}
+
 static tb_status configure(const tb_ossl_class *cls, tb_ossl_ctx *oc, const tb_config *cfg,
                            char *err) {
   SSL_CTX *ctx = oc->ctx;
@@ -205,6 +261,7 @@ static tb_status configure(const tb_ossl_class *cls, tb_ossl_ctx *oc, const tb_c
 
   int kx_nid = NID_undef;
   tb_status st = cls->pin_offer(cls, ctx, cfg, &kx_nid, err);
+  if (st == TB_OK && cfg->psk.mode != TB_PSK_NONE) st = set_psk(cls, oc, cfg, err);
   if (st == TB_OK) st = load_own_chain(ctx, cfg, err);
   if (st == TB_OK) st = cls->check_chain(cls, ctx, cfg, kx_nid, err);
   if (st == TB_OK) st = set_verification(ctx, cfg, err);
@@ -220,6 +277,7 @@ void tb_ossl_ctx_free(void *p) {
   tb_ossl_ctx *oc = p;
   if (oc == NULL) return;
   SSL_CTX_free(oc->ctx);
+  OPENSSL_cleanse(&oc->psk, sizeof(oc->psk));
   free(oc);
 }
 
@@ -420,7 +478,8 @@ static int group_code(const tb_ossl_class *cls, const char *name) {
 
 tb_status tb_bssl_pin_groups(const tb_ossl_class *cls, SSL_CTX *ctx, const tb_config *cfg,
                              int kx_nid, char *err) {
-  if (kx_nid == NID_kx_rsa) return TB_OK; /* static RSA: no group is used */
+  /* Static RSA and the pre-shared key alone: no group is used. */
+  if (kx_nid == NID_kx_rsa || kx_nid == NID_kx_psk || cfg->psk.mode == TB_PSK_KE) return TB_OK;
   if (cfg->group == NULL) return tb_fail(err, TB_UNSUPPORTED, "no group given");
   if (strncmp(cfg->group, "ffdhe", 5) == 0)
     return tb_fail(err, TB_UNSUPPORTED, "%s has no finite-field (ffdhe) groups", cls->library);
@@ -468,6 +527,7 @@ tb_status tb_bssl_pin_sigalgs(const tb_ossl_class *cls, SSL_CTX *ctx, const tb_c
   /* Static RSA: the server signs nothing, but a client certificate still signs a
    * CertificateVerify, so a given scheme is pinned all the same. */
   if (kx_nid == NID_kx_rsa && cfg->sigalg == NULL) return TB_OK;
+  if (cfg->psk.mode != TB_PSK_NONE) return TB_OK; /* the key authenticates: nothing signed */
   if (cfg->sigalg == NULL) return tb_fail(err, TB_UNSUPPORTED, "no signature scheme given");
   uint16_t server = 0, client = 0;
   tb_status st = sigalg_code(cls, cfg, cfg->sigalg, &server, err);
@@ -505,6 +565,17 @@ tb_status tb_bssl_check_chain(const tb_ossl_class *cls, SSL_CTX *ctx, const tb_c
                    "TLS 1.2 with an ECDSA certificate on %s needs that curve among the "
                    "supported groups, and the offer is pinned to %s",
                    curve, cfg->group != NULL ? cfg->group : "none");
+  return TB_OK;
+}
+
+tb_status tb_bssl_set_psk(const tb_ossl_class *cls, SSL_CTX *ctx, const tb_config *cfg, char *err) {
+  if (cfg->tls_version == 13) {
+    return tb_fail(err, TB_UNSUPPORTED,
+                   "%s has no TLS 1.3 external PSK: its PSK callbacks serve TLS 1.2 PSK suites "
+                   "only",
+                   cls->library);
+  }
+  tb_ossl_psk_tls12_callbacks(ctx);
   return TB_OK;
 }
 

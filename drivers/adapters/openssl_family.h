@@ -26,11 +26,22 @@
 #define TB_BSSL_API 1 /* BoringSSL's API: BoringSSL and AWS-LC */
 #endif
 
-/* A context: the library's, the side, and (client) the server name to send. */
+/* A PSK run's key and identity, which the library's PSK callbacks hand over. */
+typedef struct tb_ossl_psk {
+  tb_psk_mode mode; /* TB_PSK_NONE: no PSK */
+  unsigned char key[64];
+  size_t key_len;
+  char identity[128];
+  char hash[8]; /* TLS 1.3: "SHA256" or "SHA384" */
+} tb_ossl_psk;
+
+/* A context: the library's, the side, (client) the server name to send, and the PSK (the
+ * SSL_CTX's app data points here, for the PSK callbacks). */
 typedef struct tb_ossl_ctx {
   SSL_CTX *ctx;
   tb_role role;
   char server_name[256]; /* client: SNI */
+  tb_ossl_psk psk;
 } tb_ossl_ctx;
 
 /* What every adapter's connection starts with. */
@@ -57,6 +68,9 @@ struct tb_ossl_class {
                            char *err);
   tb_status (*set_record_size)(const tb_ossl_class *cls, SSL_CTX *ctx, const tb_config *cfg,
                                char *err);
+  /* A PSK run, after the offer is pinned (the context's tb_ossl_psk is filled): the
+   * library's PSK callbacks and what the mode needs. NULL: the library has no PSK. */
+  tb_status (*set_psk)(const tb_ossl_class *cls, SSL_CTX *ctx, const tb_config *cfg, char *err);
   /* Client: the new-session callback that keeps each session the library hands over
    * (NULL: the client takes its session from the connection, caching none). */
   int (*new_session)(SSL *ssl, SSL_SESSION *session);
@@ -115,6 +129,16 @@ tb_status tb_ossl_io_status(tb_ossl_conn *c, int ret, const char *what, char *er
 tb_status tb_ossl_set_send_fragment(const tb_ossl_class *cls, SSL_CTX *ctx, const tb_config *cfg,
                                     char *err);
 
+/* ------------------------------------------------------------------------- pre-shared keys */
+
+/* The PSK of the context `ssl` belongs to. */
+const tb_ossl_psk *tb_ossl_psk_of(const SSL *ssl);
+/* TLS 1.2 PSK and ECDHE-PSK suites: the client's and the server's callbacks, which give the
+ * context's key for its identity (the server sends no identity hint). */
+void tb_ossl_psk_tls12_callbacks(SSL_CTX *ctx);
+/* The tb_psk_mode a TLS 1.2 suite's key exchange says (by its kx and auth NIDs). */
+int tb_ossl_psk_mode_of_cipher(const SSL_CIPHER *cipher);
+
 /* ------------------------------------------------------------------------- read-back */
 
 /* "1.3", "1.2", or the library's own version string. */
@@ -153,6 +177,9 @@ tb_status tb_bssl_pin_sigalgs(const tb_ossl_class *cls, SSL_CTX *ctx, const tb_c
 /* TLS 1.2 ECDSA: the certificate's curve must be the pinned group (RFC 8422). */
 tb_status tb_bssl_check_chain(const tb_ossl_class *cls, SSL_CTX *ctx, const tb_config *cfg,
                               int kx_nid, char *err);
+/* A PSK run (the class's set_psk): TLS 1.2 PSK suites through the shared callbacks; the API
+ * has no TLS 1.3 external PSK. */
+tb_status tb_bssl_set_psk(const tb_ossl_class *cls, SSL_CTX *ctx, const tb_config *cfg, char *err);
 /* Keeps each session the library hands a client (SSL_CTX_sess_set_new_cb). */
 int tb_bssl_keep_new_session(SSL *ssl, SSL_SESSION *session);
 void tb_bssl_conn_free(void *conn);

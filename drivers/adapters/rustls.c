@@ -12,7 +12,8 @@
  *  - signature scheme: rustls-ffi has no API to choose them either. A rustls server signs
  *    with the first scheme of its key type the client offers (RSA: rsa_pss_rsae_sha512;
  *    ECDSA: the curve's scheme; Ed25519): a side with a key refuses any other request;
- *  - record size: rustls' max_fragment_size is not exposed by rustls-ffi: unsupported.
+ *  - record size: rustls' max_fragment_size is not exposed by rustls-ffi: unsupported;
+ *  - pre-shared keys: rustls has none (no external PSK, no PSK suites): unsupported.
  *
  * Read-back: version, suite, group, resumption and the peer's certificate come from the
  * library. The signature schemes do not (neither rustls nor rustls-ffi reports them): they
@@ -659,6 +660,12 @@ static void rl_ctx_free(void *p) {
 }
 
 static tb_status rl_ctx_new(const tb_config *cfg, void **out, char *err) {
+  if (cfg->psk.mode != TB_PSK_NONE) {
+    /* rustls has no external PSK (only its own resumption tickets), nor PSK suites. */
+    return tb_fail(err, TB_UNSUPPORTED,
+                   "rustls has no pre-shared keys: neither TLS 1.3 external PSKs nor TLS 1.2 "
+                   "PSK suites (rustls-ffi 0.15 / rustls 0.23)");
+  }
   rl_ctx *c = calloc(1, sizeof(*c));
   if (c == NULL) return tb_fail(err, TB_FAILED, "out of memory");
   c->role = cfg->role;

@@ -67,26 +67,41 @@ static int vector(const unsigned char *b, size_t len, size_t *p, size_t prefix,
   return 0;
 }
 
-int tb_hs_server_key_exchange(const unsigned char *b, size_t len, int dhe, tb_key_exchange *out) {
-  memset(out, 0, sizeof(*out));
+/* The (EC)DH parameters of a ServerKeyExchange from b[*p]; *p past them. */
+static int dh_params(const unsigned char *b, size_t len, size_t *p, int dhe, tb_key_exchange *out) {
   const unsigned char *data;
-  size_t n, p = 0;
+  size_t n;
   if (!dhe) {
     /* ECParameters (curve type, named curve), the public point<1..255> */
-    if (len < 4 || b[0] != NAMED_CURVE) return -1;
-    out->group = tb_get16(b + 1);
-    p = 3;
-    if (vector(b, len, &p, 1, &data, &n) != 0) return -1;
-  } else {
-    /* dh_p<1..2^16-1>, dh_g, dh_Ys */
-    if (vector(b, len, &p, 2, &out->dh_p, &out->dh_p_len) != 0 ||
-        vector(b, len, &p, 2, &data, &n) != 0 || vector(b, len, &p, 2, &data, &n) != 0)
-      return -1;
+    if (*p + 4 > len || b[*p] != NAMED_CURVE) return -1;
+    out->group = tb_get16(b + *p + 1);
+    *p += 3;
+    return vector(b, len, p, 1, &data, &n);
   }
+  /* dh_p<1..2^16-1>, dh_g, dh_Ys */
+  if (vector(b, len, p, 2, &out->dh_p, &out->dh_p_len) != 0 ||
+      vector(b, len, p, 2, &data, &n) != 0 || vector(b, len, p, 2, &data, &n) != 0)
+    return -1;
+  return 0;
+}
+
+int tb_hs_server_key_exchange(const unsigned char *b, size_t len, int dhe, tb_key_exchange *out) {
+  memset(out, 0, sizeof(*out));
+  size_t p = 0;
+  if (dh_params(b, len, &p, dhe, out) != 0) return -1;
   /* Then the signature: its scheme, then the signature itself (not needed here). */
   if (p + 2 > len) return -1;
   out->sigalg = tb_get16(b + p);
   return 0;
+}
+
+int tb_hs_psk_server_key_exchange(const unsigned char *b, size_t len, int dhe,
+                                  tb_key_exchange *out) {
+  memset(out, 0, sizeof(*out));
+  const unsigned char *hint;
+  size_t hint_len, p = 0;
+  if (vector(b, len, &p, 2, &hint, &hint_len) != 0) return -1;
+  return dh_params(b, len, &p, dhe, out);
 }
 
 uint16_t tb_hs_certificate_verify(const unsigned char *b, size_t len) {

@@ -1,7 +1,8 @@
 /*
  * Reading what was negotiated off the wire, for the adapters whose library does not say
- * it (mbedTLS: group, signature schemes, resumption; rustls: signature schemes; AWS-LC: a
- * side's own signature scheme): one reader of TLS handshake messages and one
+ * it (mbedTLS: group, signature schemes, resumption, the pre-shared key's mode; rustls:
+ * signature schemes; AWS-LC: a side's own signature scheme; OpenSSL: the pre-shared key's
+ * mode): one reader of TLS handshake messages and one
  * HKDF-Expand-Label (RFC 8446 7.1), written against no library (tls_wire.c). The adapters
  * keep what is their own: where the bytes come from (records sent, messages received, a
  * message callback) and how a TLS 1.3 record is opened (the library's cipher).
@@ -42,7 +43,7 @@ void tb_hs_each_message(const unsigned char *buf, size_t len,
 typedef struct tb_server_hello {
   int hrr;        /* a HelloRetryRequest (RFC 8446 4.1.3's random) */
   int tls13;      /* supported_versions selects TLS 1.3 */
-  int psk;        /* TLS 1.3: the server accepted a pre-shared key (resumption) */
+  int psk;        /* TLS 1.3: the server accepted a pre-shared key (resumption or external) */
   uint16_t suite; /* the cipher suite */
   uint16_t group; /* TLS 1.3: the key share's group; 0: none */
 } tb_server_hello;
@@ -60,6 +61,11 @@ typedef struct tb_key_exchange {
 
 /* 0 when the body is an ECDHE (named curve) or, with `dhe`, a DHE ServerKeyExchange. */
 int tb_hs_server_key_exchange(const unsigned char *body, size_t len, int dhe, tb_key_exchange *out);
+
+/* 0 when the body is a TLS 1.2 ECDHE-PSK or, with `dhe`, DHE-PSK ServerKeyExchange (RFC 5489
+ * 2, RFC 4279 3): an identity hint, then the (EC)DH parameters, and no signature (sigalg 0). */
+int tb_hs_psk_server_key_exchange(const unsigned char *body, size_t len, int dhe,
+                                  tb_key_exchange *out);
 
 /* The SignatureScheme a CertificateVerify body starts with (TLS 1.2 and 1.3); 0 when it is
  * too short. */

@@ -57,6 +57,13 @@ typedef struct wolf_ctx {
   tb_auth auth;
   int expect_hrr;        /* client with tb_config.key_share: a HelloRetryRequest is due */
   char server_name[256]; /* client: SNI and the name the certificate must carry */
+  /* A PSK run: the key and identity the PSK callbacks give, and (TLS 1.3) the suite the
+   * key is for, in wolfSSL's spelling. */
+  tb_psk_mode psk;
+  unsigned char psk_key[64];
+  size_t psk_key_len;
+  char psk_identity[128];
+  char psk_suite[64];
 #ifdef WOLFSSL_STATIC_MEMORY
   unsigned char *pool;     /* this context's static memory pool */
   WOLFSSL_HEAP_HINT *hint; /* wolfSSL's handle on it (lives inside the pool) */
@@ -444,14 +451,48 @@ static const char *group_name(WOLFSSL *ssl, int tls13, int resumed) {
   }
   if (resumed) return "";
   switch (ssl->specs.kea) {
+#ifndef NO_PSK
+    case ecdhe_psk_kea:
+#endif
     case ecc_diffie_hellman_kea:
       return ecc_oid_name(ssl->ecdhCurveOID);
+#ifndef NO_PSK
+    case dhe_psk_kea:
+#endif
     case diffie_hellman_kea:
       if (ssl->namedGroup == 0) return "dhe-unnamed-params";
       return named_group(ssl->namedGroup);
     default:
       return ""; /* static RSA: no group */
   }
+}
+
+/* Whether a pre-shared key keyed the handshake (TLS 1.3: options.pskNegotiated, set on the
+ * ServerHello; TLS 1.2: the suite's key exchange), and then in which mode: psk_ke leaves
+ * no named group in TLS 1.3, a PSK_WITH suite has no key exchange in TLS 1.2. */
+static int psk_mode_used(WOLFSSL *ssl, int tls13) {
+#ifndef NO_PSK
+  if (tls13) {
+#if defined(WOLFSSL_TLS13) && (defined(HAVE_SESSION_TICKET) || !defined(NO_PSK))
+    if (!ssl->options.pskNegotiated) return TB_PSK_NONE;
+    return ssl->namedGroup == 0 ? TB_PSK_KE : TB_PSK_DHE;
+#else
+    return TB_PSK_NONE;
+#endif
+  }
+  switch (ssl->specs.kea) {
+    case psk_kea:
+      return TB_PSK_KE;
+    case dhe_psk_kea:
+    case ecdhe_psk_kea:
+      return TB_PSK_DHE;
+    default:
+      return TB_PSK_NONE;
+  }
+#else
+  (void)ssl, (void)tls13;
+  return TB_PSK_NONE;
+#endif
 }
 
 /* wolfSSL's (signature algorithm, hash) pair as a SignatureScheme code point. */
@@ -479,7 +520,7 @@ static int sigalg_code(byte sig, byte hash) {
  * message). Resumed handshakes and static RSA key exchange carry no server signature
  * (and wolfSSL still fills those fields in those cases, so they are not read then). */
 static const char *sigalg_name(WOLFSSL *ssl, tb_role role, int tls13, int resumed) {
-  if (resumed || (!tls13 && ssl->specs.kea == rsa_kea)) return "";
+  if (resumed || (!tls13 && ssl->specs.kea == rsa_kea) || psk_mode_used(ssl, tls13)) return "";
   byte sig = role == TB_SERVER ? ssl->options.sigAlgo : ssl->options.peerSigAlgo;
   byte hash = role == TB_SERVER ? ssl->options.hashAlgo : ssl->options.peerHashAlgo;
   const char *name = name_of(kSigalgs, sigalg_code(sig, hash));
@@ -525,6 +566,7 @@ static tb_status read_private(WOLFSSL *ssl, tb_role role, int tls13, int resumed
   copy_name(out->sigalg, sizeof(out->sigalg), sigalg_name(ssl, role, tls13, resumed));
   copy_name(out->client_sigalg, sizeof(out->client_sigalg), client_sigalg_name(ssl, role, resumed));
   out->peer_verified = peer_verified(ssl);
+  if (!resumed) out->psk = psk_mode_used(ssl, tls13);
   return TB_OK;
 }
 
@@ -603,7 +645,8 @@ static tb_status set_suite(WOLFSSL_CTX *ctx, int version, const char *suite, cha
  * With cfg->key_share the list is [key_share, group]: the one share is for key_share. */
 static tb_status set_group(wolf_ctx *w, const tb_config *cfg, char *err) {
   kx_kind kx = kx_of_suite(cfg->tls_version, cfg->suite);
-  if (kx == KX_STATIC) return TB_OK; /* no key exchange group: nothing to offer */
+  /* Static RSA, PSK alone: no key exchange group, nothing to offer. */
+  if (kx == KX_STATIC || cfg->psk.mode == TB_PSK_KE) return TB_OK;
   if (cfg->group == NULL) return tb_fail(err, TB_UNSUPPORTED, "no group given");
   int group = code_of(kGroups, cfg->group);
   if (group < 0) {
@@ -742,6 +785,10 @@ static tb_status set_record_size(WOLFSSL_CTX *ctx, const tb_config *cfg, char *e
 #endif
 }
 
+/* Why a build without PSK cannot honour --kx psk / psk_dhe. */
+#define NO_PSK_REASON \
+  "this wolfSSL build has no pre-shared keys (configure --enable-psk: the variant feature psk)"
+
 static tb_status check_config(const tb_config *cfg, char *err) {
 #ifndef TB_WOLF_PRIVATE
   return tb_fail(err, TB_UNSUPPORTED, NO_PRIVATE_REASON);
@@ -750,7 +797,11 @@ static tb_status check_config(const tb_config *cfg, char *err) {
     return tb_fail(err, TB_UNSUPPORTED, "TLS version %d", cfg->tls_version);
   }
   if (cfg->suite == NULL) return tb_fail(err, TB_UNSUPPORTED, "no suite given");
-  if (cfg->role == TB_SERVER || cfg->auth == TB_AUTH_MUTUAL) {
+#ifdef NO_PSK
+  /* Said before the suite, which a build without PSK does not have either. */
+  if (cfg->psk.mode != TB_PSK_NONE) return tb_fail(err, TB_UNSUPPORTED, NO_PSK_REASON);
+#endif
+  if ((cfg->role == TB_SERVER || cfg->auth == TB_AUTH_MUTUAL) && cfg->psk.mode == TB_PSK_NONE) {
     if (cfg->chain_file == NULL || cfg->key_file == NULL) {
       return tb_fail(err, TB_FAILED, "certificate chain and key are required");
     }
@@ -774,6 +825,92 @@ static tb_status keep_server_name(wolf_ctx *w, const tb_config *cfg, char *err) 
   return TB_OK;
 }
 
+/* ------------------------------------------------------------------------- pre-shared keys */
+
+#ifndef NO_PSK
+/* TLS 1.2 client: the key and identity (the server sends no hint). */
+static unsigned int psk_client(WOLFSSL *ssl, const char *hint, char *identity, unsigned int id_max,
+                               unsigned char *key, unsigned int key_max) {
+  (void)hint;
+  const wolf_ctx *w = wolfSSL_get_psk_callback_ctx(ssl);
+  if (w == NULL || strlen(w->psk_identity) >= id_max || w->psk_key_len > key_max) return 0;
+  copy_name(identity, id_max, w->psk_identity);
+  memcpy(key, w->psk_key, w->psk_key_len);
+  return (unsigned int)w->psk_key_len;
+}
+
+/* TLS 1.2 server: the key for the one identity (another one gets none: the handshake
+ * fails). */
+static unsigned int psk_server(WOLFSSL *ssl, const char *identity, unsigned char *key,
+                               unsigned int key_max) {
+  const wolf_ctx *w = wolfSSL_get_psk_callback_ctx(ssl);
+  if (w == NULL || identity == NULL || strcmp(identity, w->psk_identity) != 0 ||
+      w->psk_key_len > key_max)
+    return 0;
+  memcpy(key, w->psk_key, w->psk_key_len);
+  return (unsigned int)w->psk_key_len;
+}
+
+#ifdef WOLFSSL_TLS13
+/* TLS 1.3: the same, and the suite the key is for (its hash is the key's). */
+static unsigned int psk_client13(WOLFSSL *ssl, const char *hint, char *identity,
+                                 unsigned int id_max, unsigned char *key, unsigned int key_max,
+                                 const char **suite) {
+  const wolf_ctx *w = wolfSSL_get_psk_callback_ctx(ssl);
+  if (w != NULL) *suite = w->psk_suite;
+  return psk_client(ssl, hint, identity, id_max, key, key_max);
+}
+
+static unsigned int psk_server13(WOLFSSL *ssl, const char *identity, unsigned char *key,
+                                 unsigned int key_max, const char **suite) {
+  const wolf_ctx *w = wolfSSL_get_psk_callback_ctx(ssl);
+  if (w != NULL) *suite = w->psk_suite;
+  return psk_server(ssl, identity, key, key_max);
+}
+#endif
+#endif /* NO_PSK */
+
+/* A PSK run: the callbacks with the key and identity, and in TLS 1.3 the one mode the
+ * client offers and the server accepts (wolfSSL_CTX_no_dhe_psk: psk_ke alone;
+ * wolfSSL_CTX_only_dhe_psk: psk_dhe_ke alone). */
+static tb_status set_psk(wolf_ctx *w, const tb_config *cfg, char *err) {
+  if (cfg->psk.mode == TB_PSK_NONE) return TB_OK;
+#ifdef NO_PSK
+  (void)w;
+  return tb_fail(err, TB_UNSUPPORTED, NO_PSK_REASON);
+#else
+  if (cfg->psk.key_len > sizeof(w->psk_key) || strlen(cfg->psk.identity) >= sizeof(w->psk_identity))
+    return tb_fail(err, TB_FAILED, "the pre-shared key or its identity is too long");
+  w->psk = cfg->psk.mode;
+  memcpy(w->psk_key, cfg->psk.key, cfg->psk.key_len);
+  w->psk_key_len = cfg->psk.key_len;
+  copy_name(w->psk_identity, sizeof(w->psk_identity), cfg->psk.identity);
+  wolfSSL_CTX_set_psk_callback_ctx(w->ctx, w);
+  if (cfg->role == TB_CLIENT)
+    wolfSSL_CTX_set_psk_client_callback(w->ctx, psk_client);
+  else
+    wolfSSL_CTX_set_psk_server_callback(w->ctx, psk_server);
+  if (cfg->tls_version != 13) return TB_OK;
+#ifdef WOLFSSL_TLS13
+  byte c0 = 0, c1 = 0;
+  int flags = 0;
+  if (wolfSSL_get_cipher_suite_from_name(cfg->suite, &c0, &c1, &flags) != 0)
+    return tb_fail(err, TB_UNSUPPORTED, "suite %s is not compiled into this wolfSSL", cfg->suite);
+  copy_name(w->psk_suite, sizeof(w->psk_suite), wolfSSL_get_cipher_name_from_suite(c0, c1));
+  if (cfg->role == TB_CLIENT)
+    wolfSSL_CTX_set_psk_client_tls13_callback(w->ctx, psk_client13);
+  else
+    wolfSSL_CTX_set_psk_server_tls13_callback(w->ctx, psk_server13);
+  int ret = cfg->psk.mode == TB_PSK_KE ? wolfSSL_CTX_no_dhe_psk(w->ctx)
+                                       : wolfSSL_CTX_only_dhe_psk(w->ctx);
+  if (ret != 0) return fail_code(err, TB_FAILED, "no_dhe_psk / only_dhe_psk", ret);
+  return TB_OK;
+#else
+  return tb_fail(err, TB_UNSUPPORTED, "TLS 1.3 is not compiled into this wolfSSL");
+#endif
+#endif /* NO_PSK */
+}
+
 static tb_status configure(wolf_ctx *w, const tb_config *cfg, char *err) {
   tb_status st = TB_OK;
   if (cfg->chain_file != NULL) st = load_own_chain(w->ctx, cfg, err);
@@ -789,6 +926,7 @@ static tb_status configure(wolf_ctx *w, const tb_config *cfg, char *err) {
                  cfg->client_sigalg);
   }
   if (st == TB_OK) st = set_group(w, cfg, err);
+  if (st == TB_OK) st = set_psk(w, cfg, err);
   if (st == TB_OK) st = set_verify(w->ctx, cfg, err);
   if (st == TB_OK) st = set_sessions(w->ctx, cfg, err);
   if (st == TB_OK && cfg->role == TB_CLIENT) st = keep_server_name(w, cfg, err);
@@ -839,6 +977,7 @@ static void wolf_ctx_free(void *p) {
   wolf_ctx *w = p;
   if (w == NULL) return;
   wolfSSL_CTX_free(w->ctx);
+  memset(w->psk_key, 0, sizeof(w->psk_key));
 #ifdef WOLFSSL_STATIC_MEMORY
   if (w->hint != NULL) wc_UnloadStaticMemory(w->hint);
   free(w->pool);
@@ -924,6 +1063,14 @@ static tb_status client_setup(wolf_ctx *w, wolf_conn *c, void *session, char *er
       if (ret != WOLFSSL_SUCCESS) return fail_code(err, TB_FAILED, "check_domain_name", ret);
     }
   }
+#if !defined(NO_PSK) && defined(WOLFSSL_TLS13) && defined(HAVE_SUPPORTED_CURVES)
+  /* psk_ke: the ClientHello offers that mode alone (no_dhe_psk), but wolfSSL would still
+   * generate and send a key share for its first group: the share is left empty. */
+  if (w->psk == TB_PSK_KE && w->tls_version == 13) {
+    ret = wolfSSL_NoKeyShares(c->ssl);
+    if (ret != WOLFSSL_SUCCESS) return fail_code(err, TB_FAILED, "NoKeyShares", ret);
+  }
+#endif
   if (session != NULL) {
     /* Fails (without an error code) for a session that was never set up: no ticket and
      * no cache entry, as after a handshake with resumption off. */

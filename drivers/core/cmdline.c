@@ -185,15 +185,106 @@ static const char *default_suite(const char *cert, int tls) {
                                       : "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256";
 }
 
-/* The TLS request as a whole: defaults that follow from the certificate and version, and
- * combinations that cannot be asked for. */
+/* ------------------------------------------------------------------------- key exchange */
+
+static const char *kx_name(int kx) { return tb_choice_name(TB_OPT_KX, kx); }
+
+/* The key exchange a TLS 1.2 suite names; RSA-PSK suites (a certificate and a key at once)
+ * are none tlsbench runs. */
+static int suite_kx(const char *suite) {
+  if (strncmp(suite, "TLS_PSK_WITH_", 13) == 0) return TB_KX_PSK;
+  if (strncmp(suite, "TLS_ECDHE_PSK_", 14) == 0 || strncmp(suite, "TLS_DHE_PSK_", 12) == 0)
+    return TB_KX_PSK_DHE;
+  if (strncmp(suite, "TLS_RSA_PSK_", 12) == 0) return TB_KX_UNSET;
+  if (strncmp(suite, "TLS_RSA_WITH_", 13) == 0) return TB_KX_RSA;
+  return TB_KX_ECDHE;
+}
+
+static int is_psk(int kx) { return kx == TB_KX_PSK || kx == TB_KX_PSK_DHE; }
+
+/* --kx against --tls and --suite: the TLS 1.2 suite names its key exchange, which --kx may
+ * repeat but not contradict; without --kx it is the suite's (or ecdhe). */
+static int choose_kx(tb_options *o) {
+  int named = o->tls == 12 && o->suite != NULL ? suite_kx(o->suite) : TB_KX_UNSET;
+  if (o->tls == 12 && o->suite != NULL && named == TB_KX_UNSET) {
+    return tb_usage_error(
+        "%s needs a certificate and a pre-shared key at once (RSA-PSK), which "
+        "tlsbench does not run: use a PSK_WITH or ECDHE_PSK suite",
+        o->suite);
+  }
+  if (o->kx != TB_KX_UNSET && named != TB_KX_UNSET && o->kx != named) {
+    return tb_usage_error("%s is a suite of --kx %s: --kx %s does not apply to it", o->suite,
+                          kx_name(named), kx_name(o->kx));
+  }
+  if (o->kx == TB_KX_UNSET) o->kx = named != TB_KX_UNSET ? named : TB_KX_ECDHE;
+  if (o->tls == 13 && o->kx == TB_KX_RSA) {
+    return tb_usage_error("TLS 1.3 has no RSA key exchange: --kx ecdhe, psk or psk_dhe");
+  }
+  return 0;
+}
+
+/* A PSK run: the key authenticates both sides, so nothing about certificates applies, and
+ * the key alone (psk) agrees on no group. */
+static int check_psk(tb_options *o) {
+  static const tb_option_id certificate_options[] = {TB_OPT_CERT, TB_OPT_CHAIN, TB_OPT_SIGALG};
+  const char *kx = kx_name(o->kx);
+  for (size_t i = 0; i < sizeof(certificate_options) / sizeof(certificate_options[0]); i++) {
+    if (o->given[certificate_options[i]]) {
+      return tb_usage_error(
+          "--kx %s uses no certificate, so --%s does not apply: the pre-shared "
+          "key authenticates both sides",
+          kx, tb_options_table[certificate_options[i]].name);
+    }
+  }
+  if (o->given[TB_OPT_AUTH] && o->auth != TB_AUTH_NONE) {
+    return tb_usage_error(
+        "--auth %s verifies certificates, and --kx %s uses none (the "
+        "pre-shared key authenticates both sides): leave --auth out",
+        tb_choice_name(TB_OPT_AUTH, o->auth), kx);
+  }
+  if (o->wrong_ca) {
+    return tb_usage_error(
+        "--wrong-ca: --kx %s verifies no certificate; its negative control is "
+        "--fault psk-key (the client holds another key)",
+        kx);
+  }
+  o->auth = TB_AUTH_NONE;
+  o->sigalg = NULL;
+  if (o->kx == TB_KX_PSK && (o->group != NULL || o->key_share != NULL)) {
+    return tb_usage_error(
+        "--kx psk agrees on no group (the key alone): --%s does not apply; "
+        "--kx psk_dhe adds an (EC)DHE share",
+        o->group != NULL ? "group" : "key-share");
+  }
+  if (o->suite == NULL && o->tls == 12) {
+    o->suite = o->kx == TB_KX_PSK ? "TLS_PSK_WITH_AES_128_GCM_SHA256"
+                                  : "TLS_ECDHE_PSK_WITH_AES_128_CBC_SHA256";
+  }
+  if (o->suite == NULL) o->suite = "TLS_AES_128_GCM_SHA256";
+  if (o->kx == TB_KX_PSK_DHE && o->group == NULL) o->group = "x25519";
+  return 0;
+}
+
+/* The TLS request as a whole: defaults that follow from the certificate, version and key
+ * exchange, and combinations that cannot be asked for. */
 static int check_tls(tb_options *o) {
   if (o->suite != NULL && tb_name_find(tb_suite_names, o->suite)->tls != o->tls) {
     return tb_usage_error("%s is a TLS %s suite, not one of TLS %s", o->suite,
                           o->tls == 13 ? "1.2" : "1.3", o->tls == 13 ? "1.3" : "1.2");
   }
-  if (o->group == NULL) o->group = default_group(o->cert, o->tls);
-  if (o->key_share != NULL && (o->tls != 13 || strcmp(o->key_share, o->group) == 0)) {
+  if (choose_kx(o) != 0) return -1;
+  if (is_psk(o->kx) && check_psk(o) != 0) return -1;
+  if (!is_psk(o->kx)) {
+    if (o->group == NULL) o->group = default_group(o->cert, o->tls);
+    if (o->sigalg == NULL) o->sigalg = default_sigalg(o->cert, o->tls);
+    if (o->sigalg == NULL) return tb_usage_error("unknown --cert %s", o->cert);
+    if (o->suite == NULL) {
+      o->suite =
+          o->kx == TB_KX_RSA ? "TLS_RSA_WITH_AES_128_GCM_SHA256" : default_suite(o->cert, o->tls);
+    }
+  }
+  if (o->key_share != NULL &&
+      (o->tls != 13 || (o->group != NULL && strcmp(o->key_share, o->group) == 0))) {
     return tb_usage_error(
         "--key-share names the client's first key share, one the server rejects with a "
         "HelloRetryRequest: TLS 1.3 only, and a group other than --group (%s)",
@@ -204,11 +295,8 @@ static int check_tls(tb_options *o) {
         "--key-share is checked by counting round trips on the wire, which --io fd does not "
         "see: use --io callbacks");
   }
-  if (o->sigalg == NULL) o->sigalg = default_sigalg(o->cert, o->tls);
-  if (o->suite == NULL) o->suite = default_suite(o->cert, o->tls);
-  if (o->sigalg == NULL) return tb_usage_error("unknown --cert %s", o->cert);
   /* A TLS 1.2 suite names its key exchange: the group must be of that kind. */
-  int ffdhe_group = strncmp(o->group, "ffdhe", 5) == 0;
+  int ffdhe_group = o->group != NULL && strncmp(o->group, "ffdhe", 5) == 0;
   if (o->tls == 12 && strncmp(o->suite, "TLS_ECDHE_", 10) == 0 && ffdhe_group) {
     return tb_usage_error("%s uses an elliptic-curve group, not %s", o->suite, o->group);
   }
@@ -295,7 +383,8 @@ int tb_parse_options(int argc, char **argv, const tb_scenario *const *registry, 
   }
   if (check_by_flags(registry, sc, o) != 0 || check_tls(o) != 0) return -1;
   if (sc->check != NULL && sc->check(o) != 0) return -1;
-  return (sc->flags & TB_SC_TLS) ? find_certificates(o) : 0;
+  /* A PSK run reads no certificate. */
+  return (sc->flags & TB_SC_TLS) && !is_psk(o->kx) ? find_certificates(o) : 0;
 }
 
 /* ------------------------------------------------------------------------- usage */

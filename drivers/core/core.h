@@ -47,6 +47,7 @@ typedef enum tb_option_id {
   /* the TLS scenarios */
   TB_OPT_TLS,
   TB_OPT_SUITE,
+  TB_OPT_KX,
   TB_OPT_GROUP,
   TB_OPT_KEY_SHARE,
   TB_OPT_SIGALG,
@@ -82,6 +83,15 @@ typedef enum tb_option_id {
   TB_OPT_END = -1, /* ends a scenario's list of options */
 } tb_option_id;
 
+/* --kx: how the keys are agreed and the sides authenticated. */
+typedef enum tb_kx {
+  TB_KX_UNSET = 0,   /* not given: what the TLS 1.2 suite says, else ecdhe */
+  TB_KX_ECDHE = 1,   /* an (EC)DHE share, certificates authenticate (TLS 1.2: (EC)DHE suites) */
+  TB_KX_RSA = 2,     /* TLS 1.2 static RSA: the premaster secret encrypted to the certificate */
+  TB_KX_PSK = 3,     /* the pre-shared key alone: TLS 1.3 psk_ke, TLS 1.2 PSK suites */
+  TB_KX_PSK_DHE = 4, /* the key and an (EC)DHE share: psk_dhe_ke, (EC)DHE-PSK suites */
+} tb_kx;
+
 /* --io: who reads and writes the connection's bytes. */
 typedef enum tb_io {
   TB_IO_CALLBACKS = 0, /* the library calls tlsbench's transport callbacks */
@@ -105,9 +115,10 @@ typedef struct tb_options {
   const char *variant; /* label for the output only */
   int tls;             /* 12 or 13 */
   const char *suite;
-  const char *group;
+  int kx;                /* tb_kx; never TB_KX_UNSET once the options are read */
+  const char *group;     /* NULL with --kx psk: no group is used */
   const char *key_share; /* --key-share: the client's first, rejected key share (HRR) */
-  const char *sigalg;
+  const char *sigalg;    /* NULL when nothing is signed (static RSA, PSK) */
   const char *cert;
   int chain;
   int auth; /* tb_auth */
@@ -261,6 +272,11 @@ int tb_check_side(tb_run *r, const char *side, const tb_negotiated *n, int verif
 int tb_check_hello_retry(tb_run *r, uint64_t client_round_trips);
 /* Checks the client's CertificateVerify scheme as one side read it back (mutual auth). */
 int tb_check_client_sigalg(tb_run *r, const char *side, const tb_negotiated *n, int expect_resumed);
+/* A usage error (-1) for resumption in a TLS 1.3 PSK run (`what` names the scenario's
+ * resumption); 0 otherwise. */
+int tb_refuse_tls13_psk_resumption(const tb_options *o, const char *what);
+/* The tb_psk_mode of a --kx value (TB_PSK_NONE for the certificate key exchanges). */
+int tb_psk_mode_of(int kx);
 /* Whether the side playing `role` verifies its peer's chain under the run's --auth. */
 int tb_verifies(const tb_options *o, tb_role role);
 

@@ -10,6 +10,11 @@
 #define FIELD(f) offsetof(tb_options, f)
 
 static const tb_choice tls_choices[] = {{"1.2", 12}, {"1.3", 13}, {NULL, 0}};
+static const tb_choice kx_choices[] = {{"ecdhe", TB_KX_ECDHE},
+                                       {"rsa", TB_KX_RSA},
+                                       {"psk", TB_KX_PSK},
+                                       {"psk_dhe", TB_KX_PSK_DHE},
+                                       {NULL, 0}};
 static const tb_choice auth_choices[] = {
     {"none", TB_AUTH_NONE}, {"server", TB_AUTH_SERVER}, {"mutual", TB_AUTH_MUTUAL}, {NULL, 0}};
 static const tb_choice transport_choices[] = {
@@ -49,6 +54,11 @@ const tb_option tb_options_table[TB_N_OPTIONS] = {
     [TB_OPT_TLS] = CHOICE("tls", TB_FOR_TLS, tls, tls_choices, "1.3", "protocol version"),
     [TB_OPT_SUITE] = NAME("suite", "NAME", TB_FOR_TLS, suite, tb_suite_names, NULL,
                           "IANA cipher suite (default per version and certificate)"),
+    [TB_OPT_KX] = CHOICE("kx", TB_FOR_TLS, kx, kx_choices, NULL,
+                         "key exchange: ecdhe (certificates), rsa (TLS 1.2), psk (the "
+                         "pre-shared key alone: TLS 1.3 psk_ke, TLS 1.2 PSK suites) or psk_dhe "
+                         "(and (EC)DHE: psk_dhe_ke, ECDHE-PSK suites); no certificate with a "
+                         "PSK (default: the TLS 1.2 suite's, else ecdhe)"),
     [TB_OPT_GROUP] = NAME("group", "NAME", TB_FOR_TLS, group, tb_group_names, NULL,
                           "key exchange group (default x25519; TLS 1.2 with ECDSA: the "
                           "certificate's curve)"),

@@ -11,13 +11,17 @@ void tb_write_params(tb_json *j, const tb_scenario *s, const tb_options *o) {
   if (s->flags & TB_SC_TLS) {
     tb_json_str(j, "tls", tb_choice_name(TB_OPT_TLS, o->tls));
     tb_json_str(j, "suite", o->suite);
+    /* A pre-shared key: the key exchange, and no certificate (the key alone: no group).
+     * Only then, so that the points with certificates keep their stored params. */
+    int psk = tb_psk_mode_of(o->kx) != TB_PSK_NONE;
+    if (psk) tb_json_str(j, "kx", tb_choice_name(TB_OPT_KX, o->kx));
     /* Static RSA (TLS 1.2) negotiates no group and signs nothing: no such parameters. */
     int static_rsa = o->tls == 12 && strncmp(o->suite, "TLS_RSA_WITH_", 13) == 0;
     tb_json_str(j, "group", static_rsa ? NULL : o->group);
     if (o->key_share != NULL) tb_json_str(j, "key_share", o->key_share);
     tb_json_str(j, "sigalg", static_rsa ? NULL : o->sigalg);
-    tb_json_str(j, "cert", o->cert);
-    tb_json_u64(j, "chain", (uint64_t)o->chain);
+    tb_json_str(j, "cert", psk ? NULL : o->cert);
+    if (!psk) tb_json_u64(j, "chain", (uint64_t)o->chain);
     tb_json_str(j, "auth", tb_choice_name(TB_OPT_AUTH, o->auth));
     tb_json_bool(j, "wrong_ca", o->wrong_ca);
     tb_json_u64(j, "record_size", o->record_size);
@@ -54,6 +58,9 @@ static void write_negotiated(tb_json *j, const tb_run *r) {
   /* The client's CertificateVerify (mutual auth): omitted when the client signed nothing,
    * so that other results keep the shape they were stored with. */
   if (n->client_sigalg[0] != '\0') tb_json_str(j, "client_sigalg", n->client_sigalg);
+  /* The pre-shared key exchange mode read back, only where a PSK keyed the handshake. */
+  if (n->psk == TB_PSK_KE) tb_json_str(j, "psk", "psk");
+  if (n->psk == TB_PSK_DHE) tb_json_str(j, "psk", "psk_dhe");
   tb_json_object(j, "peer_verified");
   /* A peer process knows only its own side's verification. */
   if (!peer || !server_side) tb_json_bool(j, "client", r->client_neg.peer_verified);
@@ -186,8 +193,13 @@ static void write_samples(tb_json *j, const tb_run *r) {
 
 void tb_print_text(const tb_run *r) {
   if (r->have_negotiated) {
-    printf("negotiated TLS %s %s group=%s sigalg=%s resumed=%d\n", r->client_neg.version,
-           r->client_neg.suite, r->client_neg.group[0] ? r->client_neg.group : "-",
+    int psk = r->client_neg.psk;
+    printf("negotiated TLS %s %s%s group=%s sigalg=%s resumed=%d\n", r->client_neg.version,
+           r->client_neg.suite,
+           psk == TB_PSK_KE    ? " psk"
+           : psk == TB_PSK_DHE ? " psk_dhe"
+                               : "",
+           r->client_neg.group[0] ? r->client_neg.group : "-",
            r->client_neg.sigalg[0] ? r->client_neg.sigalg : "-", r->client_neg.resumed);
   }
   const tb_heap_report *sides[2] = {&r->heap_client, &r->heap_server};

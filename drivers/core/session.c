@@ -18,6 +18,43 @@ int tb_status_exit(tb_status st) {
   }
 }
 
+/* The pre-shared key of PSK runs, both sides': a fixed test value, never a secret (the one
+ * the firmware images carry too), and its identity. */
+static const unsigned char test_psk[32] = {
+    0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1a, 0x1b, 0x1c, 0x1d, 0x1e, 0x1f,
+    0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28, 0x29, 0x2a, 0x2b, 0x2c, 0x2d, 0x2e, 0x2f};
+/* --fault psk-key: the client's key, one bit away from the server's. */
+static const unsigned char wrong_psk[32] = {
+    0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1a, 0x1b, 0x1c, 0x1d, 0x1e, 0x1f,
+    0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28, 0x29, 0x2a, 0x2b, 0x2c, 0x2d, 0x2e, 0x2e};
+#define TEST_PSK_IDENTITY "tlsbench-device"
+
+int tb_psk_mode_of(int kx) {
+  return kx == TB_KX_PSK ? TB_PSK_KE : kx == TB_KX_PSK_DHE ? TB_PSK_DHE : TB_PSK_NONE;
+}
+
+/* The key, its identity and (TLS 1.3) its hash, the suite's: the external PSK is bound to
+ * that hash (RFC 8446 4.2.11), so a suite of another hash could not use it. */
+static void fill_psk(const tb_options *o, tb_psk *psk) {
+  psk->mode = (tb_psk_mode)tb_psk_mode_of(o->kx);
+  if (psk->mode == TB_PSK_NONE) return;
+  psk->key = test_psk;
+  psk->key_len = sizeof(test_psk);
+  psk->identity = TEST_PSK_IDENTITY;
+  size_t n = strlen(o->suite);
+  psk->hash = n > 6 && strcmp(o->suite + n - 6, "SHA384") == 0 ? "SHA384" : "SHA256";
+}
+
+int tb_refuse_tls13_psk_resumption(const tb_options *o, const char *what) {
+  if (o->tls != 13 || tb_psk_mode_of(o->kx) == TB_PSK_NONE) return 0;
+  return tb_usage_error(
+      "%s: a TLS 1.3 resumption is itself a pre-shared key handshake (the "
+      "ticket's), and with --kx %s the client would offer the ticket and the "
+      "external key at once, which tlsbench does not run; resume TLS 1.3 with "
+      "--kx ecdhe, or a TLS 1.2 PSK suite",
+      what, tb_psk_mode_of(o->kx) == TB_PSK_KE ? "psk" : "psk_dhe");
+}
+
 void tb_fill_config(tb_run *r, tb_config *cfg, tb_role role, int resumption) {
   const tb_options *o = r->opt;
   memset(cfg, 0, sizeof(*cfg));
@@ -31,6 +68,12 @@ void tb_fill_config(tb_run *r, tb_config *cfg, tb_role role, int resumption) {
   cfg->server_name = "localhost"; /* the test certificates are issued to it */
   cfg->record_size = o->record_size;
   cfg->resumption = resumption;
+  fill_psk(o, &cfg->psk);
+  if (cfg->psk.mode != TB_PSK_NONE) {
+    cfg->ca_file = NULL; /* no certificate anywhere: the key authenticates */
+    cfg->key_share = role == TB_CLIENT ? o->key_share : NULL;
+    return;
+  }
   if (role == TB_SERVER) {
     cfg->chain_file = o->server_chain;
     cfg->key_file = o->server_key;
@@ -52,7 +95,11 @@ void tb_fill_config(tb_run *r, tb_config *cfg, tb_role role, int resumption) {
  * RSA certificate) keeps the server's signature as asked and moves only the client's
  * CertificateVerify to the other scheme of the pair: the server must accept it, so both
  * configurations carry it as client_sigalg (one pinned scheme per side could not differ
- * and still complete the handshake). */
+ * and still complete the handshake). psk-key is the PSK runs' negative control (as --wrong-ca
+ * is the certificates'): the client holds another key, and the handshake must fail. kx
+ * moves a TLS 1.3 PSK run to the other key exchange mode (psk_ke <-> psk_dhe_ke) on both
+ * sides; in TLS 1.2 the suite says the mode, and `suite` swaps a PSK suite with its
+ * ECDHE-PSK counterpart. */
 const tb_name tb_fault_names[] = {{"server-tickets", 0, 0},
                                   {"suite", 0, 0},
                                   {"group", 0, 0},
@@ -63,6 +110,8 @@ const tb_name tb_fault_names[] = {{"server-tickets", 0, 0},
                                   {"client-sigalg", 0, 0},
                                   {"key-share", 0, 0},
                                   {"key-share-readback", 0, 0},
+                                  {"psk-key", 0, 0},
+                                  {"kx", 0, 0},
                                   {NULL, 0, 0}};
 
 static int fault_is(const tb_run *r, const char *name) {
@@ -82,7 +131,11 @@ static int apply_fault(tb_run *r) {
   static const char *const suites[][2] = {
       {"TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384"},
       {"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"},
-      {"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"}};
+      {"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"},
+      {"TLS_PSK_WITH_AES_128_GCM_SHA256", "TLS_PSK_WITH_AES_256_GCM_SHA384"},
+      {"TLS_PSK_WITH_AES_128_CBC_SHA256", "TLS_ECDHE_PSK_WITH_AES_128_CBC_SHA256"},
+      {"TLS_PSK_WITH_CHACHA20_POLY1305_SHA256", "TLS_ECDHE_PSK_WITH_CHACHA20_POLY1305_SHA256"},
+      {"TLS_PSK_WITH_AES_128_CBC_SHA", "TLS_ECDHE_PSK_WITH_AES_128_CBC_SHA"}};
   static const char *const groups[][2] = {{"x25519", "secp384r1"}};
   static const char *const sigalgs[][2] = {{"rsa_pss_rsae_sha256", "rsa_pss_rsae_sha384"},
                                            {"rsa_pkcs1_sha256", "rsa_pkcs1_sha384"}};
@@ -109,6 +162,20 @@ static int apply_fault(tb_run *r) {
     r->server_cfg.group = r->opt->key_share;
     return TB_EXIT_OK;
   }
+  if (fault_is(r, "psk-key")) {
+    if (r->client_cfg.psk.mode == TB_PSK_NONE) goto no_fault;
+    r->client_cfg.psk.key = wrong_psk;
+    return TB_EXIT_OK;
+  }
+  if (fault_is(r, "kx")) {
+    if (r->opt->tls != 13 || r->client_cfg.psk.mode == TB_PSK_NONE) goto no_fault;
+    int dhe = r->client_cfg.psk.mode == TB_PSK_KE;
+    for (int i = 0; i < 2; i++) {
+      cfgs[i]->psk.mode = dhe ? TB_PSK_DHE : TB_PSK_KE;
+      cfgs[i]->group = dhe ? "x25519" : NULL;
+    }
+    return TB_EXIT_OK;
+  }
   if (fault_is(r, "verify")) {
     if (r->opt->auth != TB_AUTH_MUTUAL) goto no_fault;
     for (int i = 0; i < 2; i++) cfgs[i]->auth = TB_AUTH_SERVER;
@@ -123,6 +190,19 @@ static int apply_fault(tb_run *r) {
     for (int i = 0; i < 2; i++) cfgs[i]->client_sigalg = other;
     return TB_EXIT_OK;
   }
+  if (fault_is(r, "version") && r->client_cfg.psk.mode != TB_PSK_NONE) {
+    /* A PSK run moves to the other version with the same key exchange mode. */
+    int dhe = r->client_cfg.psk.mode == TB_PSK_DHE;
+    for (int i = 0; i < 2; i++) {
+      cfgs[i]->tls_version = r->opt->tls == 13 ? 12 : 13;
+      cfgs[i]->suite = r->opt->tls == 12 ? "TLS_AES_128_GCM_SHA256"
+                       : dhe             ? "TLS_ECDHE_PSK_WITH_AES_128_CBC_SHA256"
+                                         : "TLS_PSK_WITH_AES_128_GCM_SHA256";
+      cfgs[i]->group = dhe ? "x25519" : NULL;
+      cfgs[i]->psk.hash = "SHA256";
+    }
+    return TB_EXIT_OK;
+  }
   if (fault_is(r, "version")) {
     if (strncmp(r->opt->cert, "rsa", 3) != 0) goto no_fault;
     for (int i = 0; i < 2; i++) {
@@ -134,11 +214,21 @@ static int apply_fault(tb_run *r) {
     }
     return TB_EXIT_OK;
   }
-  if (fault_is(r, "suite")) other = swap(r->opt->suite, suites, 3);
-  if (fault_is(r, "group")) other = swap(r->opt->group, groups, 1);
+  if (fault_is(r, "suite")) other = swap(r->opt->suite, suites, 7);
+  if (fault_is(r, "group") && r->opt->group) other = swap(r->opt->group, groups, 1);
   if (fault_is(r, "sigalg") && r->opt->sigalg) other = swap(r->opt->sigalg, sigalgs, 2);
   if (other == NULL) goto no_fault;
   for (int i = 0; i < 2; i++) {
+    if (fault_is(r, "suite") && cfgs[i]->psk.mode != TB_PSK_NONE && r->opt->tls == 12) {
+      /* A TLS 1.2 PSK suite's counterpart may be of the other mode: its group follows. */
+      int dhe = strncmp(other, "TLS_ECDHE_PSK_", 14) == 0;
+      cfgs[i]->psk.mode = dhe ? TB_PSK_DHE : TB_PSK_KE;
+      cfgs[i]->group = dhe ? (r->opt->group ? r->opt->group : "x25519") : NULL;
+    }
+    if (fault_is(r, "suite") && cfgs[i]->psk.mode != TB_PSK_NONE) {
+      size_t n = strlen(other);
+      cfgs[i]->psk.hash = strcmp(other + n - 6, "SHA384") == 0 ? "SHA384" : "SHA256";
+    }
     if (fault_is(r, "suite")) cfgs[i]->suite = other;
     if (fault_is(r, "group")) cfgs[i]->group = other;
     if (fault_is(r, "sigalg")) cfgs[i]->sigalg = other;
@@ -281,20 +371,33 @@ int tb_check_hello_retry(tb_run *r, uint64_t client_round_trips) {
   return mismatch(r, "client", "round trips", "2 (a HelloRetryRequest)", got);
 }
 
+static const char *psk_mode_name(int mode) {
+  return mode == TB_PSK_KE ? "psk" : mode == TB_PSK_DHE ? "psk_dhe" : "none (certificates)";
+}
+
 int tb_check_side(tb_run *r, const char *side, const tb_negotiated *n, int verifies,
                   int expect_resumed) {
   const tb_options *o = r->opt;
   const char *version = o->tls == 13 ? "1.3" : "1.2";
   if (strcmp(n->version, version) != 0) return mismatch(r, side, "version", version, n->version);
   if (strcmp(n->suite, o->suite) != 0) return mismatch(r, side, "suite", o->suite, n->suite);
-  int no_group = o->tls == 12 && is_static_rsa(o->suite);
+  /* Whether the pre-shared key keyed a full handshake, and with an (EC)DHE share or not. A
+   * resumed one's key is the session's, whatever keyed the first. */
+  int psk = tb_psk_mode_of(o->kx);
+  if (!expect_resumed && n->psk != psk) {
+    return mismatch(r, side, "pre-shared key exchange", psk_mode_name(psk), psk_mode_name(n->psk));
+  }
+  /* Static RSA and the pre-shared key alone agree on no group. */
+  int no_group = (o->tls == 12 && is_static_rsa(o->suite)) || psk == TB_PSK_KE;
   const char *group = no_group ? "" : o->group;
   /* A resumed TLS 1.3 handshake may skip the key exchange (psk_ke): no group then. */
   int group_ok = strcmp(n->group, group) == 0 || (expect_resumed && n->group[0] == '\0');
   if (!group_ok) return mismatch(r, side, "group", group, n->group);
   if (!expect_resumed) {
-    /* Resumed handshakes sign nothing; full ones must sign with exactly the request. */
-    const char *sigalg = no_group ? "" : o->sigalg;
+    /* Resumed handshakes sign nothing; full ones must sign with exactly the request, and
+     * static RSA and PSK ones nothing. */
+    const char *sigalg =
+        o->sigalg != NULL && !(o->tls == 12 && is_static_rsa(o->suite)) ? o->sigalg : "";
     if (strcmp(n->sigalg, sigalg) != 0)
       return mismatch(r, side, "signature scheme", sigalg, n->sigalg);
     if (n->peer_verified != verifies) {

@@ -240,7 +240,7 @@ class _Loader(PointChecker):
                 if (negotiates_no_key_exchange(point.options)
                         and ("group" in entry or "sigalg" in entry)) or (
                         authenticates_by_psk(point.options)
-                        and ("cert" in entry or "chain" in entry)):  # fmt: skip
+                        and any(k in entry for k in CERTIFICATE_KEYS)):  # fmt: skip
                     continue  # the same point once its group / sigalg / cert were dropped
                 raise self.error(f"two points are the same: {point.name} on {point.variant}")
             seen[point.key] = point
@@ -307,9 +307,9 @@ class _Loader(PointChecker):
             options.pop("group", None)
             options.pop("sigalg", None)
         if authenticates_by_psk(options):
-            # The key authenticates: no certificate is sent.
-            options.pop("cert", None)
-            options.pop("chain", None)
+            # The key authenticates both sides: no certificate is sent or verified.
+            for key in CERTIFICATE_KEYS:
+                options.pop(key, None)
         return RunPoint(
             name=point_name(scenario, options),
             variant=variant.name,
@@ -352,6 +352,28 @@ def check_capabilities(points: list[RunPoint], infos: dict[str, dict[str, Any]])
         )
 
 
+# The key exchanges keyed by the pre-shared key, and what no point of them has.
+PSK_KX = ("psk", "psk_dhe")
+CERTIFICATE_KEYS = ("cert", "chain", "sigalg", "auth")
+
+
+def suite_kx(suite: str) -> str:
+    """The key exchange a TLS 1.2 suite names (as the driver reads it)."""
+    if suite.startswith("TLS_PSK_WITH_"):
+        return "psk"
+    if suite.startswith(("TLS_ECDHE_PSK_", "TLS_DHE_PSK_")):
+        return "psk_dhe"
+    return "rsa" if suite.startswith("TLS_RSA_WITH_") else "ecdhe"
+
+
+def point_kx(options: dict[str, Any]) -> str:
+    """The key exchange a point runs: its kx, else its TLS 1.2 suite's, else ecdhe."""
+    suite = str(options.get("suite") or "")
+    if "kx" in options:
+        return str(options["kx"])
+    return suite_kx(suite) if options.get("tls") == "1.2" and suite else "ecdhe"
+
+
 def negotiates_no_key_exchange(options: dict[str, Any]) -> bool:
     """TLS 1.2 static-RSA and PSK suites, TLS 1.3 psk_ke: no group, no signature."""
     suite = str(options.get("suite", ""))
@@ -361,11 +383,12 @@ def negotiates_no_key_exchange(options: dict[str, Any]) -> bool:
 
 
 def authenticates_by_psk(options: dict[str, Any]) -> bool:
-    """PSK key exchanges (kx psk or psk_dhe, TLS 1.2 PSK and ECDHE-PSK suites): no
+    """PSK key exchanges (kx psk or psk_dhe, TLS 1.2 PSK, ECDHE-PSK and DHE-PSK suites): no
     certificate."""
     suite = str(options.get("suite", ""))
-    return options.get("kx") in ("psk", "psk_dhe") or (
-        options.get("tls") == "1.2" and suite.startswith(("TLS_PSK_WITH_", "TLS_ECDHE_PSK_"))
+    return options.get("kx") in PSK_KX or (
+        options.get("tls") == "1.2"
+        and suite.startswith(("TLS_PSK_WITH_", "TLS_ECDHE_PSK_", "TLS_DHE_PSK_"))
     )
 
 

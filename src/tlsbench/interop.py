@@ -43,7 +43,7 @@ START_TIMEOUT_S = 10.0
 PEER_TIMEOUT_S = programs.PEER_TIMEOUT_S
 STDERR_TAIL_LINES = 12
 # The parameters both sides must have read back alike.
-AGREED = ("version", "suite", "group", "sigalg", "resumed")
+AGREED = ("version", "suite", "group", "sigalg", "resumed", "psk")
 
 
 @dataclass
@@ -189,7 +189,7 @@ def program_side(name: str, options: dict[str, Any], port: int | None, connectio
                  scratch: Path, host: str = "127.0.0.1") -> Side | str:  # fmt: skip
     """A real program as the peer (programs.py), or the reason it cannot play this point."""
     program = programs.program(name)
-    refused = program.missing() or program.refusal(options)
+    refused = program.psk_refusal(options) or program.missing() or program.refusal(options)
     if refused is not None:
         return refused
     command = program.command(options, port, connections, scratch, host)

@@ -58,7 +58,7 @@ NGINX = programs.NGINX
 LOAD_KEYS = ("client", "server", "pattern", "connections", "rate", "duration_s", "request_size",
              "workers", "heap", "accel", "payload")  # fmt: skip
 # TLS options passed to both tlsbench sides.
-TLS_ARG_KEYS = ("tls", "suite", "group", "sigalg", "cert", "chain", "auth", "record_size")
+TLS_ARG_KEYS = ("tls", "suite", "kx", "group", "sigalg", "cert", "chain", "auth", "record_size")
 DEFAULTS = {"pattern": "keepalive", "connections": 1, "duration_s": 3, "payload": 1024,
             "workers": 1, "server": "self"}  # fmt: skip
 # The heap run (heap = true) is a second, short run of the server's heap driver.
@@ -101,6 +101,11 @@ def refusal(options: dict[str, Any], variant_line: str,
     """(key, reason) when no run of this point could be what it asks (of the programs, or of
     the library where its limit is known): checked when the experiment is loaded."""
     client, server = str(options.get("client", "")), str(option(options, "server"))
+    if options.get("kx") in ("psk", "psk_dhe") and (client == "h2load" or server == "nginx"):
+        program = "h2load" if client == "h2load" else "nginx"
+        return ("client" if program == "h2load" else "server",
+                f"{program} is run with certificates only: a pre-shared key (kx = "
+                f"{options['kx']}) is for tlsbench's own server and generator")  # fmt: skip
     if client == "h2load":
         pattern = option(options, "pattern")
         if pattern == "resume" and server == "nginx":

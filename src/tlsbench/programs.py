@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tlsbench import certs
+from tlsbench.experiments import PSK_KX, point_kx
 
 # The pinned build whose own `openssl` program is a peer (its own sources, X25519MLKEM768
 # included), beside the machine's OpenSSL 3.0.
@@ -56,6 +57,10 @@ GNUTLS_SIGNS = {
 GNUTLS_ECDSA_SIGNS = {"ecdsa_secp256r1_sha256": (256, 256), "ecdsa_secp384r1_sha384": (384, 384),
                       "ecdsa_secp521r1_sha512": (521, 512)}  # fmt: skip
 GNUTLS_VERSIONS = {"1.2": "+VERS-TLS1.2", "1.3": "+VERS-TLS1.3"}
+# The pre-shared key of PSK points, as the driver holds it (drivers/core/session.c): a fixed
+# test key, never a secret, and its identity; a program that takes one is given the same.
+PSK_KEY_HEX = bytes(range(0x10, 0x30)).hex()
+PSK_IDENTITY = "tlsbench-device"
 # The group a driver checks when the point names none (default_group in the driver core):
 # in TLS 1.2 an ECDSA certificate's curve, else x25519.
 TLS12_CERT_GROUPS = {"ecdsa-p256": "secp256r1", "ecdsa-p384": "secp384r1"}
@@ -192,6 +197,8 @@ class Program:
     uses: tuple[str, ...] = ()  # the scenarios that run it
     # Its response body is tlsbench's pattern (a tlsbench client then checks every byte).
     serves_pattern: bool = False
+    # It takes a pre-shared key (kx = psk | psk_dhe); the others run with certificates only.
+    takes_psk: bool = False
 
     def find(self, path: str | None = None) -> str | None:
         """Where it is installed (PATH, then /usr/sbin), or None."""
@@ -225,6 +232,12 @@ class Program:
         first = (proc.stdout or proc.stderr).strip().splitlines()[:1]
         return first[0] if first else None
 
+    def psk_refusal(self, options: dict[str, Any]) -> str | None:
+        """Why it cannot be keyed by the point's pre-shared key, if the point has one."""
+        if point_kx(options) in PSK_KX and not self.takes_psk:
+            return f"{self.name} is run with certificates only (no pre-shared key)"
+        return None
+
     def refusal(self, options: dict[str, Any]) -> str | None:
         """What this program cannot do for an interop point, whatever the command: a real
         program runs one process per connection with a one-certificate chain."""
@@ -255,6 +268,7 @@ class OpensslProgram(Program):
     executable = "openssl"
     package = "openssl"
     uses = ("interop",)
+    takes_psk = True
 
     def version_command(self, executable: str) -> list[str]:
         return [executable, "version"]
@@ -265,6 +279,9 @@ class OpensslProgram(Program):
         offer = openssl_offer(options, executable)
         if isinstance(offer, str):
             return offer
+        kx = point_kx(options)
+        if kx in PSK_KX:
+            return self.psk_command(executable, offer, options, kx, port, connections, host)
         auth = str(options.get("auth", "server"))
         ca = cert_file(options, "ca.pem")
         if self.role == "server":
@@ -284,10 +301,36 @@ class OpensslProgram(Program):
                         "-key", cert_file(options, "client.key")]  # fmt: skip
         return command
 
+    def psk_command(self, executable: str, offer: list[str], options: dict[str, Any], kx: str,
+                    port: int | None, connections: int, host: str) -> list[str] | str:  # fmt: skip
+        """Keyed by the pre-shared key (no certificate). A TLS 1.3 external PSK is bound to
+        SHA-256 here (s_server / s_client: a TLS_AES_128_GCM_SHA256 session)."""
+        tls = str(options.get("tls", "1.3"))
+        suite = str(options.get("suite") or "")
+        if tls == "1.3" and suite.endswith("SHA384"):
+            return (f"{self.name} binds a TLS 1.3 external PSK to SHA-256, and {suite} hashes "
+                    "with SHA-384")  # fmt: skip
+        psk = ["-psk", PSK_KEY_HEX, "-psk_identity", PSK_IDENTITY]
+        if tls == "1.3" and kx == "psk":
+            # Allowed, and (3.3 on) preferred by a server; a client offers it beside
+            # psk_dhe_ke, never alone: the tlsbench server's readback says which ran.
+            psk.append("-allow_no_dhe_kex")
+            if self.role == "server" and isinstance(self, PinnedOpenssl):
+                psk.append("-prefer_no_dhe_kex")
+        if self.role == "server":
+            return [executable, "s_server", "-accept", f"{host}:{port}", "-naccept",
+                    str(connections), "-www", "-nocert", "-num_tickets", "0", "-no_ticket",
+                    *psk, *offer]  # fmt: skip
+        return [executable, "s_client", "-connect", f"{host}:{port}", "-servername",
+                "localhost", "-ign_eof", "-no_ticket", *psk, *offer]  # fmt: skip
+
     def check_output(self, out: str, options: dict[str, Any], scratch: Path) -> str | None:
         problem = super().check_output(out, options, scratch)
         if problem is None and self.role == "client":
-            m = re.search(r"^New, (TLSv1\.[23]), Cipher is (\S+)", out, re.M)
+            # s_client calls a TLS 1.3 handshake with an external PSK "Reused" (OpenSSL
+            # counts the PSK as a session); programs here never resume.
+            opening = "(?:New|Reused)" if point_kx(options) in PSK_KX else "New"
+            m = re.search(rf"^{opening}, (TLSv1\.[23]), Cipher is (\S+)", out, re.M)
             tls = "TLSv" + str(options.get("tls", "1.3"))
             if m is None or m.group(1) != tls:
                 return f"openssl s_client reports {m.group(1) if m else 'no protocol'}, not {tls}"
@@ -322,12 +365,45 @@ class PinnedOpensslClient(PinnedOpenssl):
     name, role = f"{PINNED_OPENSSL_LINE}-s_client", "client"
 
 
+def gnutls_psk_priority(options: dict[str, Any], kx: str) -> str | None:
+    """The priority string of a GnuTLS program keyed by the pre-shared key: TLS 1.3's key
+    exchange keyword is the mode; in TLS 1.2 the tlsbench side pins the suite, whose key
+    exchange must be among the program's."""
+    priority = gnutls_priority(options)
+    if priority is None:
+        return None
+    dhe = "DHE-PSK" if point_group(options).startswith("ffdhe") else "ECDHE-PSK"
+    priority += ":-KX-ALL:+" + ("PSK" if kx == "psk" else dhe)
+    if str(options.get("tls", "1.3")) == "1.2":
+        priority += ":+SHA256:+SHA384"  # the CBC suites' MACs, which NORMAL leaves out
+    return priority
+
+
+def gnutls_psk_suite_refusal(name: str, options: dict[str, Any]) -> str | None:
+    """GnuTLS binds a TLS 1.3 external PSK to its credentials' hash, SHA-256."""
+    suite = str(options.get("suite") or "")
+    if str(options.get("tls", "1.3")) == "1.3" and suite.endswith("SHA384"):
+        return f"{name} binds a TLS 1.3 external PSK to SHA-256, and {suite} hashes with SHA-384"
+    return None
+
+
 class GnutlsServer(Program):
     name, role, executable, package, uses = "gnutls-serv", "server", "gnutls-serv", \
         "gnutls-bin", ("interop",)  # fmt: skip
+    takes_psk = True
 
     def command(self, options: dict[str, Any], port: int | None, connections: int,
                 scratch: Path, host: str) -> list[str] | str:  # fmt: skip
+        kx = point_kx(options)
+        if kx in PSK_KX:
+            refused = gnutls_psk_suite_refusal(self.name, options)
+            priority = gnutls_psk_priority(options, kx)
+            if refused or priority is None:
+                return refused or f"{self.name} cannot be pinned to this point's group or suite"
+            passwd = scratch / "psk.passwd"
+            passwd.write_text(f"{PSK_IDENTITY}:{PSK_KEY_HEX}\n")
+            return ["gnutls-serv", "--port", str(port), "--http", "--pskpasswd", str(passwd),
+                    "--priority", priority, "--noticket"]  # fmt: skip
         if options.get("key_share"):
             return ("gnutls-serv is run with GnuTLS's NORMAL groups: it accepts the client's "
                     "first key share, so no HelloRetryRequest")  # fmt: skip
@@ -347,9 +423,19 @@ class GnutlsServer(Program):
 class GnutlsClient(Program):
     name, role, executable, package, uses = "gnutls-cli", "client", "gnutls-cli", \
         "gnutls-bin", ("interop",)  # fmt: skip
+    takes_psk = True
 
     def command(self, options: dict[str, Any], port: int | None, connections: int,
                 scratch: Path, host: str) -> list[str] | str:  # fmt: skip
+        kx = point_kx(options)
+        if kx in PSK_KX:
+            refused = gnutls_psk_suite_refusal(self.name, options)
+            priority = gnutls_psk_priority(options, kx)
+            if refused or priority is None:
+                return refused or f"{self.name} cannot be pinned to this point's group or suite"
+            return ["gnutls-cli", "--port", str(port), host, "--sni-hostname", "localhost",
+                    "--priority", priority, "--pskusername", PSK_IDENTITY, "--pskkey",
+                    PSK_KEY_HEX]  # fmt: skip
         priority = gnutls_priority(options)
         if priority is None:
             return f"{self.name} cannot be pinned to this point's group, suite or signature scheme"

@@ -371,10 +371,10 @@ def test_experiment_point_stores_identical_counts_and_refuses_what_the_image_can
     ecdhe = next(p for (v, n), p in points.items() if "ecdhe_rsa" in n)
     counts = store.samples(ecdhe.id, "client_instructions")
     assert len(counts) == 2 and counts[0] == counts[1] > 1_000_000
-    psk = points[("mbedtls-3.6.6:cortex-m7", "handshake_1.3_aes_128_gcm_sha256_psk_server")]
+    psk = points[("mbedtls-3.6.6:cortex-m7", "handshake_1.3_aes_128_gcm_sha256_psk")]
     assert 0 < store.samples(psk.id, "client_instructions")[0] < counts[0]
     for key, reason in [
-        (("mbedtls-2.28.x:cortex-m7", "handshake_1.3_aes_128_gcm_sha256_psk_server"),
+        (("mbedtls-2.28.x:cortex-m7", "handshake_1.3_aes_128_gcm_sha256_psk"),
          "not in this build"),
         (("mbedtls-3.6.6:cortex-m7", "handshake_1.3_aes_128_gcm_sha256_chain1_mutual"),
          "auth = server only"),

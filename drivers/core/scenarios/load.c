@@ -572,7 +572,8 @@ static int check(tb_options *o) {
   if (o->key_share != NULL) {
     return tb_usage_error("--key-share is checked on the wire by the peer scenario");
   }
-  return 0;
+  return o->pattern == TB_PATTERN_RESUME ? tb_refuse_tls13_psk_resumption(o, "--pattern resume")
+                                         : 0;
 }
 
 static void params(tb_json *j, const tb_options *o) {

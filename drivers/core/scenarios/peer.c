@@ -428,7 +428,7 @@ static int check(tb_options *o) {
     return tb_usage_error("peer --role client needs --connect HOST:PORT");
   }
   if (o->role == TB_SERVER && o->listen == NULL) o->listen = "127.0.0.1:0";
-  return 0;
+  return o->peer_resume ? tb_refuse_tls13_psk_resumption(o, "--peer-resume") : 0;
 }
 
 static void params(tb_json *j, const tb_options *o) {

@@ -65,6 +65,8 @@ static int run(tb_run *r, tb_json *j) {
   return code;
 }
 
+static int check(tb_options *o) { return tb_refuse_tls13_psk_resumption(o, "resume"); }
+
 const tb_scenario tb_scenario_resume = {
     .name = "resume",
     .summary = "resumed handshakes (tickets or session cache), both sides in this process",
@@ -72,5 +74,6 @@ const tb_scenario tb_scenario_resume = {
     .options = options,
     .defaults = defaults,
     .series = series,
+    .check = check,
     .run = run,
 };

@@ -76,6 +76,30 @@ typedef enum tb_auth {
   TB_AUTH_MUTUAL = 2, /* and the server requires and verifies a client chain */
 } tb_auth;
 
+/* Pre-shared keys (RFC 4279 and 5489 for TLS 1.2, RFC 8446 2.2 and 4.2.9 for TLS 1.3): the
+ * two sides hold the same key, which authenticates them instead of certificates. */
+typedef enum tb_psk_mode {
+  TB_PSK_NONE = 0, /* certificates authenticate (every key exchange but the two below) */
+  TB_PSK_KE = 1,   /* the key alone: TLS 1.3 psk_ke, TLS 1.2 PSK suites; no group is used */
+  TB_PSK_DHE = 2,  /* the key and an (EC)DHE share: TLS 1.3 psk_dhe_ke, TLS 1.2 ECDHE-PSK and
+                      DHE-PSK suites; `group` is the share's */
+} tb_psk_mode;
+
+/* The external pre-shared key both sides of a PSK run are given (tlsbench's fixed test key,
+ * never a secret). TLS 1.3: an external PSK (not a resumption one) whose hash is `hash`,
+ * the suite's; the client offers exactly this one identity and the key exchange mode
+ * (psk_ke or psk_dhe_ke) of `mode` only, where the library can be held to it. TLS 1.2: the
+ * suite says the mode; the server sends no identity hint. The core never asks a TLS 1.3 PSK
+ * run to resume (a ticket would be offered beside the key): a pre_shared_key a TLS 1.3
+ * server accepts in a PSK run is this key. */
+typedef struct tb_psk {
+  tb_psk_mode mode; /* TB_PSK_NONE: the fields below are unset */
+  const unsigned char *key;
+  size_t key_len;
+  const char *identity; /* NUL-terminated */
+  const char *hash;     /* "SHA256" or "SHA384" */
+} tb_psk;
+
 /* What one side is asked to do. Every knob is mandatory for the adapter: it pins the
  * library's offer to exactly this (no other versions, suites, groups or signature
  * schemes offered), or returns TB_UNSUPPORTED with the reason. */
@@ -84,7 +108,8 @@ typedef struct tb_config {
   int tls_version;   /* 12 (TLS 1.2) or 13 (TLS 1.3); the only version offered */
   const char *suite; /* IANA name, e.g. "TLS_AES_128_GCM_SHA256" */
   const char *group; /* "x25519", "secp256r1", "secp384r1", "ffdhe2048", "ffdhe3072",
-                        "X25519MLKEM768"; for TLS 1.2 suites without (EC)DHE: ignored */
+                        "X25519MLKEM768"; ignored by TLS 1.2 static RSA suites; NULL when
+                        the pre-shared key alone is used (TB_PSK_KE) */
   /* Client, TLS 1.3 only: NULL, or a group other than `group` that the client offers first,
    * with its only key share. The offer is then exactly [key_share, group], one key share
    * (for key_share); the server, which offers `group` alone, must answer with a
@@ -93,7 +118,7 @@ typedef struct tb_config {
   const char *key_share;
   const char *sigalg; /* IANA SignatureScheme name, e.g. "rsa_pss_rsae_sha256",
                          "ecdsa_secp256r1_sha256", "ed25519", "rsa_pkcs1_sha256";
-                         NULL when the suite signs nothing (static RSA key exchange) */
+                         NULL when nothing is signed (static RSA key exchange, PSK) */
   /* Mutual auth: the scheme the client signs its CertificateVerify with and the server
    * accepts there, when it is not `sigalg`; NULL: `sigalg`. Only the test hook
    * --fault client-sigalg sets it; an adapter that cannot keep the two apart returns
@@ -108,6 +133,10 @@ typedef struct tb_config {
   size_t record_size;      /* 0: library default; else max plaintext per record to use */
   int resumption;          /* 0: full handshakes only (no tickets sent, no session cache);
                               1: tickets / session cache on, as resumption needs */
+  /* A PSK run (psk.mode != TB_PSK_NONE) uses no certificate at all: ca_file, chain_file,
+   * key_file and sigalg are NULL, auth is TB_AUTH_NONE. An adapter whose library (build)
+   * has no such PSK returns TB_UNSUPPORTED with the reason, never runs with certificates. */
+  tb_psk psk;
 } tb_config;
 
 /* ------------------------------------------------------------------------- results */
@@ -125,6 +154,11 @@ typedef struct tb_negotiated {
    * the client reads its own, the server its peer's; "" when the client did not sign (auth
    * not mutual, resumed). */
   char client_sigalg[TB_NAME_LEN];
+  /* A full handshake keyed by the external pre-shared key: TB_PSK_KE or TB_PSK_DHE, read
+   * back from the library (TLS 1.2: the negotiated suite's key exchange; TLS 1.3: the
+   * ServerHello's pre_shared_key and key_share, where the library does not say);
+   * TB_PSK_NONE after a certificate handshake. Not read on resumed handshakes. */
+  int psk;
 } tb_negotiated;
 
 /* Build facts for `info` and the JSON output: NULL-terminated arrays of strings. */

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 # Driver options that tell two points of one table apart, in the order labels show them.
 CASE_KEYS = (
-    "tls", "suite", "group", "key_share", "sigalg", "cert", "chain", "auth", "record_size",
+    "tls", "suite", "kx", "group", "key_share", "sigalg", "cert", "chain", "auth", "record_size",
     "payload", "bytes", "aead", "accel", "transport", "io", "rtt_ms", "loss", "rate",
 )  # fmt: skip
 SIDES = ("client", "server")
@@ -80,7 +80,7 @@ def format_option(key: str, value: Any) -> str:
         return f"{value} B"
     if key == "bytes":
         return f"{int(value):,} bytes"
-    if key in ("chain", "auth", "accel"):
+    if key in ("chain", "auth", "accel", "kx"):
         return f"{key} {value}"
     if key == "rtt_ms":
         return f"RTT {value} ms"

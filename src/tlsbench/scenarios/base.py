@@ -273,6 +273,37 @@ def check_key_share(
         raise checker.value_error("key_share", key_share, why)
 
 
+def check_kx(checker: PointChecker, values: dict[str, Any], resumes: bool = False) -> None:
+    """The key exchange against the version, the suite and resumption (`resumes`: the point
+    resumes sessions), as the driver checks them (drivers/core/cmdline.c), before anything
+    runs."""
+    from tlsbench.experiments import PSK_KX, suite_kx
+
+    tls = values.get("tls", "1.3")
+    suite = str(values.get("suite", ""))
+    if tls == "1.2" and suite.startswith("TLS_RSA_PSK_"):
+        why = "a PSK_WITH, ECDHE_PSK or DHE_PSK suite: RSA-PSK (a certificate and a key at "
+        raise checker.value_error("suite", suite, why + "once) is not run")
+    kx = values.get("kx")
+    if kx is None:
+        return
+    named = suite_kx(suite) if tls == "1.2" and suite else None
+    if named is not None and kx != named:
+        raise checker.value_error("kx", kx, f'"{named}" with suite {suite} (the suite names '
+                                  "its key exchange), or another suite")  # fmt: skip
+    if kx == "rsa" and tls == "1.3":
+        raise checker.value_error("kx", kx, 'with tls = "1.2" only (TLS 1.3 has no RSA key '
+                                  "exchange)")  # fmt: skip
+    if kx in PSK_KX and tls == "1.3" and resumes:
+        raise checker.value_error("kx", kx, "without TLS 1.3 resumption: a TLS 1.3 resumption "
+                                  "is itself a pre-shared key handshake, and the client would "
+                                  "offer the ticket and the external key at once; resume TLS "
+                                  "1.3 with kx = \"ecdhe\", or a TLS 1.2 PSK suite")  # fmt: skip
+    if kx == "psk" and values.get("key_share") is not None:
+        raise checker.value_error("kx", kx, '"psk_dhe" with key_share (the key alone sends '
+                                  "no key share)")  # fmt: skip
+
+
 def check_suite_version(checker: PointChecker, values: dict[str, Any]) -> None:
     """A suite of the point's TLS version (the driver would refuse it)."""
     suite = values.get("suite")
@@ -378,6 +409,7 @@ class Family:
               variant: Variant) -> None:  # fmt: skip
         """What no library could honour, whatever it supports: a typo in spirit."""
         check_key_share(checker, values)
+        check_kx(checker, values)
 
     def check_variant(self, checker: PointChecker, scenario: str, values: dict[str, Any],
                       variant: Variant) -> None:  # fmt: skip

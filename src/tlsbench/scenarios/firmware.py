@@ -5,8 +5,7 @@ the library's TLS client and server and runs one handshake of the point's job un
 qemu-system-arm, counting each side's instructions (deterministic), heap and stack, and the
 one-role images' sizes. The family claims the one-process points of such variants (the
 image runs handshakes only; other scenarios are unsupported there, with the reason) and
-says, for any point of any variant, what kx may be: a Cortex-M job's key exchange, which no
-native driver takes yet.
+checks, for every point of such a variant, that its job is one the image can run.
 
 Report: the answer first (does the client fit its core's reference part, how long does its
 handshake take), then the detail per side, and the projected handshake time per core.
@@ -52,12 +51,8 @@ class Firmware(Family):
     def check_variant(self, checker: PointChecker, scenario: str, values: dict[str, Any],
                       variant: Variant) -> None:  # fmt: skip
         """A Cortex-M firmware point's job, said wrong before anything runs (cortexm.make_job:
-        a suite and kx that disagree, a certificate the suite cannot use); `kx` on any other
-        variant, which no native driver takes yet."""
+        a suite and kx that disagree, a certificate the suite cannot use)."""
         if not self.claims(variant):
-            if "kx" in values:
-                raise checker.value_error("kx", values["kx"], "on Cortex-M firmware variants "
-                                          "only (the native drivers take no kx yet)")  # fmt: skip
             return
         if scenario != "handshake" or "suite" not in values:
             return  # the point is unsupported there, with the reason (cortexm.run_point)

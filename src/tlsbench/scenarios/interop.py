@@ -69,6 +69,7 @@ class Interop(Family):
         if values.get("role", "client") != "client":
             why = 'with role = "client" only: it is the tlsbench client\'s first key share'
         base.check_key_share(checker, values, why)
+        base.check_kx(checker, values, resumes=values.get("resume") == "on")
 
     def settle(self, checker: PointChecker, scenario: str, options: dict[str, Any],
                values: dict[str, Any], variant: Variant) -> None:  # fmt: skip
@@ -181,7 +182,8 @@ class InteropRow:
     server: str
     case: str
     result: str  # ok | unsupported | failed
-    negotiated: str  # version, suite, group, signature scheme as the tlsbench side read back
+    # version, suite, PSK mode, group, signature scheme as the tlsbench side read back
+    negotiated: str
     detail: str  # why not ok
     client_wall_ms: float | None  # connect to handshake done, median
     client_cpu_ms: float | None
@@ -261,7 +263,9 @@ def load_interop(reader: RunReader) -> dict[str, list[Any]]:
         negotiated = ""
         if outputs:
             n = outputs[0].get("negotiated") or {}
-            parts = [n.get("version"), n.get("suite"), n.get("group"), n.get("sigalg")]
+            # The pre-shared key's mode (psk, psk_dhe) where one keyed the handshake.
+            parts = [n.get("version"), n.get("suite"), n.get("psk"), n.get("group"),
+                     n.get("sigalg")]  # fmt: skip
             negotiated = " ".join(str(x) for x in parts if x) + (
                 " resumed" if n.get("resumed") else ""
             )

@@ -73,6 +73,7 @@ class Load(Family):
     def check(self, checker: PointChecker, scenario: str, values: dict[str, Any],
               variant: Variant) -> None:  # fmt: skip
         base.check_key_share(checker, values)
+        base.check_kx(checker, values, resumes=values.get("pattern") == "resume")
         base.check_suite_version(checker, values)
 
     def settle(self, checker: PointChecker, scenario: str, options: dict[str, Any],

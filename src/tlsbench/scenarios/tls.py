@@ -61,6 +61,7 @@ class OneProcess(Family):
             raise checker.value_error("io", "fd", 'with transport = "tcp" only (the library '
                                       "needs a socket of its own)")  # fmt: skip
         base.check_key_share(checker, values)
+        base.check_kx(checker, values, resumes=scenario == "resume")
         base.check_suite_version(checker, values)
         if scenario == "records" and "payload" in values:
             limit = values.get("record_size") or checker.declared.ranges["record_size"].max
