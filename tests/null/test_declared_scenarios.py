@@ -92,7 +92,7 @@ def test_the_families_run_what_the_driver_declares(table: Declared) -> None:
 def test_every_experiment_key_the_driver_names_is_declared(table: Declared) -> None:
     """The keys whose names and ranges come from the driver: each is declared, so that an
     experiment is checked against the driver that will run it."""
-    for key in ("tls", "auth", "transport", "io", "role", "pattern", "suite", "group",
+    for key in ("tls", "kx", "auth", "transport", "io", "role", "pattern", "suite", "group",
                 "key_share", "sigalg", "cert", "aead"):  # fmt: skip
         assert table.choices(key), key
     for key in ("chain", "record_size", "payload", "bytes", "iterations", "warmup",
