@@ -17,7 +17,7 @@ DEBIAN_PACKAGES := gcc g++ gcc-multilib make cmake ninja-build autoconf automake
 # Debian 12's cargo (0.66) cannot read crates.io's index.
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: run test check format deps venv build bench fuzz
+.PHONY: run test test-fast check format deps venv build bench fuzz
 
 # The main job: the `quick` experiment into results/tlsbench.db, its tables in the terminal,
 # and results/report.md + results/report.html (plots in results/plots/). A point that failed
@@ -32,9 +32,17 @@ run: deps venv
 # CPU_PROFILE=avx2|sse4|valgrind runs the suite as on a CPU without some extensions (the
 # libraries' own capability switches; src/tlsbench/cpuprofile.py): a test that holds on this
 # CPU only fails here, not on the next CI machine.
+# The tests live in tiers by folder (docs/testing.md): tests/unit (no builds, the fake
+# driver), tests/null (the null variant's driver only), tests/libraries (real library
+# builds), tests/long (load, networks, firmware, own code, findings). `test` runs them all.
 CPU_PROFILE ?=
 test: deps venv
 	TLSBENCH_CPU_PROFILE=$(CPU_PROFILE) $(VENV)/bin/pytest -v --durations=25 tests
+
+# The fast tiers, for development: no library build (the null variant builds in seconds),
+# a test per CPU at a time.
+test-fast: venv
+	TLSBENCH_CPU_PROFILE=$(CPU_PROFILE) $(VENV)/bin/pytest -q -n auto tests/unit tests/null
 
 # Many more mutations of the user-edited files than `make test` tries (FUZZ_COUNT per file kind,
 # seeds FUZZ_SEEDS): exit 0 or 2, never a traceback, never a store change.
@@ -43,7 +51,7 @@ FUZZ_SEEDS ?= 1 2 3 4 5
 fuzz: venv
 	@for seed in $(FUZZ_SEEDS); do \
 		TLSBENCH_FUZZ_SEED=$$seed TLSBENCH_FUZZ_COUNT=$(FUZZ_COUNT) \
-			$(VENV)/bin/pytest -q -s tests/test_fuzz_inputs.py || exit 1; \
+			$(VENV)/bin/pytest -q -s tests/unit/test_fuzz_inputs.py || exit 1; \
 	done
 
 check: venv

@@ -27,7 +27,7 @@ import sys
 
 from tlsbench.build import Builder
 from tlsbench.drive import driver_command
-from tlsbench.runner import OPENSSL_ACCEL_OFF_MASK
+from tlsbench.recipes.openssl import OPENSSL_ACCEL_OFF_MASK
 from tlsbench.variants import Catalog
 
 CONFIGS = [("AES-128-GCM", "aes-128-gcm", size) for size in (16, 256, 1350, 16384)]

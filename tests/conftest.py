@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 
 from tlsbench import cpuprofile
@@ -64,3 +67,25 @@ def postgres_server():
 def pg_url(postgres_server) -> str:
     """The URL of a new, empty database on the session's PostgreSQL server."""
     return postgres_server.database()
+
+
+@pytest.fixture(scope="session")
+def fake_builds(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's folder of fake builds (tests/fake/; the real cache is never touched)."""
+    return tmp_path_factory.mktemp("fake-builds")
+
+
+@pytest.fixture
+def fake_driver(fake_builds: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Every build of the test is a fake one (tests/fake/builds.py), in this process and in
+    the `tlsbench` processes it starts with fake.builds.run_fake / start_fake; so is the
+    driver's declaration."""
+    from fake.builds import ROOT_VARIABLE, install
+    from tlsbench.scenarios import declared
+
+    real = Builder.build
+    install(fake_builds)
+    monkeypatch.setenv(ROOT_VARIABLE, str(fake_builds))
+    yield fake_builds
+    Builder.build = real  # type: ignore[method-assign]
+    declared.cache_clear()

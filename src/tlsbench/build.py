@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import fcntl
+import functools
 import hashlib
 import inspect
 import json
@@ -180,6 +181,16 @@ def _digest(obj: Any) -> str:
 
 
 def _tree_digest(root: Path) -> str:
+    """The digest of a tree's files, names and contents (what a driver build is made of)."""
+    stamp = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in sorted(root.rglob("*"))
+                  if p.is_file() and "__pycache__" not in p.parts)  # fmt: skip
+    return _digest_of_files(root, stamp)
+
+
+@functools.lru_cache(maxsize=8)
+def _digest_of_files(root: Path, stamp: tuple[tuple[str, int, int], ...]) -> str:
+    """Hashed again whenever a file's name, time or size differs (`stamp`), else once per
+    process: every build of a run asks for the drivers' key."""
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts:
@@ -195,6 +206,20 @@ def _locked(path: Path) -> Iterator[None]:
     with path.open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
+
+
+# Where a recipe's run-time knowledge begins (recipes/runtime.py): what follows this line is
+# not a build input, so a change there rebuilds nothing.
+RUN_TIME_MARKER = "# -- At run time"
+
+
+def recipe_source(recipe: object) -> str:
+    """A recipe module's source as a build input: up to its run-time section, if it has one
+    (so that a recipe's key is the same as before the section was added)."""
+    source = inspect.getsource(sys.modules[type(recipe).__module__])
+    if RUN_TIME_MARKER not in source:
+        return source
+    return source.split(RUN_TIME_MARKER)[0].rstrip("\n") + "\n"
 
 
 class Builder:
@@ -238,9 +263,7 @@ class Builder:
             "options": variant.options(),
             "compiler": self.cross_compiler(variant) if cross else self.compiler(),
             "arch": variant.arch,
-            "recipe": hashlib.sha256(
-                inspect.getsource(sys.modules[type(recipe).__module__]).encode()
-            ).hexdigest(),
+            "recipe": hashlib.sha256(recipe_source(recipe).encode()).hexdigest(),
             "tools": recipe.key_inputs(variant),
             # A cross target's own flags (native keys stay as they were).
             **({"arch_flags": list(arches.arch(variant.arch).flags)} if cross else {}),

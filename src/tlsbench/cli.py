@@ -252,7 +252,11 @@ def cmd_sources(args: argparse.Namespace) -> int:
 
 def cmd_drive(args: argparse.Namespace) -> int:
     from tlsbench.drive import drive
+    from tlsbench.scenarios import declared
 
+    known = declared().scenarios
+    if args.scenario not in known:
+        raise UserError(f"unknown scenario {args.scenario!r}: the driver's are {', '.join(known)}")
     return drive(args.variant, args.scenario, args.driver_args, measure=args.measure,
                  replace=args.exec)  # fmt: skip
 
@@ -519,13 +523,12 @@ def _write_text(path: Path, text: str, flag: str) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from tlsbench.report import EXPORTERS, FORMATS, export
+    from tlsbench.report import FORMATS, NAMES, export
     from tlsbench.report.model import load_runs
-    from tlsbench.report.plots import write_plots
     from tlsbench.store import Store
 
     fmt = {"md": "markdown"}.get(args.format, args.format)
-    if fmt not in EXPORTERS:
+    if fmt not in NAMES:
         raise UserError(f"unknown --format {args.format}; choose md, csv, json, html, bmf or gab")
     store = Store(db_target(args.db), readonly=True)
     runs = [store.run(r)["id"] for r in args.runs or ["latest"]]
@@ -541,6 +544,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     if fmt not in FORMATS:  # figures for a dashboard: no plots
         print(f"wrote {out}", file=sys.stderr)
         return 0
+    from tlsbench.report.plots import write_plots  # matplotlib only when plots are written
+
     plots = write_plots(model, out.parent / "plots")
     print(f"wrote {out}" + (f" and {len(plots)} plot files in {out.parent / 'plots'}"
                             if plots else ""), file=sys.stderr)  # fmt: skip
@@ -776,18 +781,7 @@ def parser() -> argparse.ArgumentParser:
     drive.add_argument("variant", help="a variant, e.g. openssl-3.5.x or wolfssl-5.7.2:intelasm")
     drive.add_argument(
         "scenario",
-        choices=[
-            "handshake",
-            "resume",
-            "records",
-            "connections",
-            "bulk",
-            "aead",
-            "info",
-            "peer",
-            "serve",
-            "load",
-        ],
+        help="one of the driver's scenarios (`tlsbench drive null info --json` declares them)",
     )
     drive.add_argument("driver_args", nargs=argparse.REMAINDER, help="options for the driver")
 

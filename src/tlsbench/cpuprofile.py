@@ -110,7 +110,7 @@ PROFILES = {
         ),
         # valgrind 3.19 runs a program on a CPU of its own: on an AVX2 host, amd64 guests see
         # a Haswell's CPUID (GenuineIntel; AVX2, BMI1/2, RDSEED; no ADX, SHA, AVX-512 or
-        # anything in CPUID.7 ECX), whatever the host has (tests/test_cpuprofile.py checks
+        # anything in CPUID.7 ECX), whatever the host has (tests/libraries/test_cpuprofile.py checks
         # this against valgrind). Under massif or callgrind a library takes that CPU's paths.
         CpuProfile(
             "valgrind",

@@ -9,6 +9,7 @@ import platform
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,26 +50,32 @@ class PeerProgram:
     package: str  # the Debian package that provides it
     uses: list[str]  # scenario and the name an experiment gives it: "interop openssl-s_server"
     version: str | None = None  # None: not installed
+    # How it tells its version, given where it is (not shown).
+    version_command: Callable[[str], list[str]] = field(
+        default=lambda where: [where, "--version"], repr=False
+    )
 
 
 def peer_programs(path: str | None = None) -> list[PeerProgram]:
-    """The real programs of the interop and load runners, from their own tables (so that a
-    program added there is listed here), each with its version when installed. `path`: the
+    """The real programs of the interop and load scenarios, from their registry (programs.py:
+    a program added there is listed here), each with its version when installed. `path`: the
     directories to search (default PATH, then /usr/sbin)."""
-    from tlsbench import interop, load
+    from tlsbench import programs
 
     search = path if path is not None else os.pathsep.join([os.environ.get("PATH", ""), SBIN])
     found: dict[str, PeerProgram] = {}
-    for scenario, table in (("interop", interop.PROGRAM_PACKAGES),
-                            ("load", load.PROGRAM_PACKAGES)):  # fmt: skip
-        for name, package in table.items():
-            executable = interop.program_executable(name)
-            program = found.setdefault(executable, PeerProgram(executable, package, []))
-            program.uses.append(f"{scenario} {name}")
-    for program in found.values():
-        where = shutil.which(program.executable, path=search)
+    for scenario in ("interop", "load"):
+        for program in programs.PROGRAMS:
+            if scenario not in program.uses or not program.package:
+                continue  # a program tlsbench builds itself is no machine's tool
+            made = PeerProgram(program.executable, program.package, [])
+            peer = found.setdefault(program.executable, made)
+            peer.uses.append(f"{scenario} {program.name}")
+            peer.version_command = program.version_command
+    for peer in found.values():
+        where = shutil.which(peer.executable, path=search)
         if where is not None:
-            program.version = tool_version(interop.version_command(where))
+            peer.version = tool_version(peer.version_command(where))
     return sorted(found.values(), key=lambda p: p.executable)
 
 
@@ -215,7 +222,9 @@ def run_doctor(as_json: bool = False, program_path: str | None = None) -> int:
     if as_json:
         from tlsbench import cpuprofile
 
-        data = {**report.__dict__, "programs": [p.__dict__ for p in report.programs],
+        data = {**report.__dict__, "programs": [{"executable": p.executable, "package": p.package,
+                                      "uses": p.uses, "version": p.version}
+                                     for p in report.programs],
                 "cpu_profile": {"name": cpuprofile.active().name,
                                 "environment": cpuprofile.active_environment()}}  # fmt: skip
         print(json.dumps({**data, "install": report.install_command()}, indent=2))

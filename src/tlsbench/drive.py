@@ -17,10 +17,24 @@ from tlsbench.variants import Catalog
 DRIVER = "tlsbench-driver"
 HEAP_DRIVER = "tlsbench-driver-heap"
 PROGRAMS = {"time": DRIVER, "heap": HEAP_DRIVER}
-# Scenarios with no heap figures (the runner times them only).
-TIMED_ONLY = {"bulk", "aead"}
-# Scenarios that run TLS and so need certificates.
-TLS_SCENARIOS = {"handshake", "resume", "records", "connections", "bulk", "peer", "serve", "load"}
+
+
+def runs_tls(scenario: str) -> bool:
+    """Whether the driver declares the scenario a TLS one (it then needs certificates)."""
+    from tlsbench.scenarios import declared
+
+    table = declared().scenario_table
+    return scenario in table and table[scenario].has("tls")
+
+
+def timed_only(scenario: str) -> bool:
+    """A scenario the runner measures (instructions) whose figures are times only: no heap
+    figures of its own (bulk, aead)."""
+    from tlsbench.scenarios import declared
+
+    table = declared().scenario_table
+    return scenario in table and table[scenario].has("instructions") \
+        and not table[scenario].has("heap")  # fmt: skip
 
 
 def option_value(args: list[str], name: str, default: str) -> str:
@@ -38,7 +52,7 @@ def driver_command(
 ) -> list[str]:
     """The command line of one driver run: `measure` "time" or "heap" picks the program."""
     command = [*build.command(PROGRAMS[measure]), scenario, "--variant", build.variant.name]
-    if scenario in TLS_SCENARIOS and "--cert-dir" not in args:
+    if "--cert-dir" not in args and runs_tls(scenario):
         kind = option_value(args, "--cert", "rsa2048")
         if kind in certs.KINDS:  # an unknown kind is the driver's usage error to report
             command += ["--cert-dir", str(certs.cert_dir(kind).parent)]
@@ -59,7 +73,7 @@ def drive(
     catalog = catalog or Catalog()
     variant = catalog.resolve(spec)
     if not arches.arch(variant.arch).timing:
-        if scenario in TIMED_ONLY:
+        if timed_only(scenario):
             raise UserError(  # unsupported (3), as the runner stores such a point
                 f"{variant.name}: {scenario} measures time only, and "
                 f"{arches.no_timing_reason(variant.arch)}",
@@ -81,7 +95,7 @@ def drive(
     if replace:
         # This process becomes the driver: a signal sent to it (a remote runner's SIGTERM
         # that stops a server) reaches the driver, and its output is the driver's own.
-        from tlsbench.runner import driver_environment
+        from tlsbench.process import driver_environment
 
         sys.stdout.flush()
         sys.stderr.flush()

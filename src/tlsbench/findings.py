@@ -4,8 +4,9 @@ finding (with the command that shows it without tlsbench) or still unexplained.
 
 A finding matches a failed cell by its client and server, the point's options it names in
 `when` and a pattern of the failure's own words, so that a different failure of the same
-pair stays unexplained. Every entry is exercised by tests/test_findings.py: its reproduction
-must still print what `expect` says, and its interop point must still fail as `error` says.
+pair stays unexplained. Every entry is exercised by tests/long/test_findings_reproduce.py:
+its reproduction must still print what `expect` says, and its interop point must still fail
+as `error` says.
 """
 
 from __future__ import annotations
@@ -17,9 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tlsbench import paths
+from tlsbench import paths, programs
 from tlsbench.errors import UserError, read_user_file
-from tlsbench.interop import is_program, program_role
 
 FINDINGS_FILE = paths.REPO / "findings" / "findings.toml"
 # What the report says of a failed cell that no finding explains.
@@ -58,7 +58,7 @@ class Finding:
     def point(self) -> tuple[str, dict[str, str]]:
         """The interop point that shows the finding: its variant and its options (`peer`,
         `role` and `when`)."""
-        if is_program(self.client) and program_role(self.client) == "client":
+        if programs.is_program(self.client) and programs.program(self.client).role == "client":
             return self.server, {"role": "server", "peer": self.client, **self.when}
         return self.client, {"peer": self.server, **self.when}
 

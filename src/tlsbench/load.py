@@ -37,7 +37,6 @@ import contextlib
 import os
 import re
 import resource
-import shutil
 import signal
 import tempfile
 import time
@@ -46,25 +45,20 @@ from typing import Any
 
 import numpy as np
 
-from tlsbench import interop
+from tlsbench import interop, programs
 from tlsbench.build import Build
 from tlsbench.drive import driver_command
 from tlsbench.interop import PairResult, Side
+from tlsbench.recipes.runtime import at_run_time
 
-PATTERNS = ("new", "resume", "keepalive")
-SERVERS = ("self", "nginx")
-GENERATOR_PROGRAMS = ("h2load",)
-# nginx is Debian's: its TLS library is the machine's OpenSSL, tlsbench's openssl-system.
-NGINX_LINE = "openssl-system"
+# The load generators that are real programs (programs.py), and nginx, the real server.
+GENERATOR_PROGRAMS = programs.playing("generator", "load")
+NGINX = programs.NGINX
 # The option keys of a load point that the runner acts on (never passed to a driver as such).
 LOAD_KEYS = ("client", "server", "pattern", "connections", "rate", "duration_s", "request_size",
              "workers", "heap", "accel", "payload")  # fmt: skip
 # TLS options passed to both tlsbench sides.
 TLS_ARG_KEYS = ("tls", "suite", "kx", "group", "sigalg", "cert", "chain", "auth", "record_size")
-# Bounds of the load keys (the driver's own: drivers/core/options.c, `info --json` ranges).
-RANGES = {"connections": (1, 10000), "rate": (1, 10_000_000), "workers": (1, 64),
-          "request_size": (1, 4096),
-          "duration_s": (1, 3600)}  # fmt: skip
 DEFAULTS = {"pattern": "keepalive", "connections": 1, "duration_s": 3, "payload": 1024,
             "workers": 1, "server": "self"}  # fmt: skip
 # The heap run (heap = true) is a second, short run of the server's heap driver.
@@ -102,7 +96,8 @@ def option(options: dict[str, Any], key: str) -> Any:
     return options.get(key, DEFAULTS.get(key))
 
 
-def refusal(options: dict[str, Any], variant_line: str) -> tuple[str, str] | None:
+def refusal(options: dict[str, Any], variant_line: str,
+            library: str) -> tuple[str, str] | None:  # fmt: skip
     """(key, reason) when no run of this point could be what it asks (of the programs, or of
     the library where its limit is known): checked when the experiment is loaded."""
     client, server = str(options.get("client", "")), str(option(options, "server"))
@@ -138,16 +133,15 @@ def refusal(options: dict[str, Any], variant_line: str) -> tuple[str, str] | Non
         return ("heap", "true with keepalive only: heap per connection is measured at steady "
                 "state; with new or resume, what the server's session cache accumulates "
                 "would be charged to the connections open at that moment")  # fmt: skip
-    if (variant_line.startswith("wolfssl") and option(options, "pattern") == "resume"
+    cannot = at_run_time(library).no_resume_across_workers
+    if (cannot is not None and option(options, "pattern") == "resume"
             and int(option(options, "workers")) > 1):  # fmt: skip
-        return ("workers", "1 for a wolfSSL server with resume: each worker process makes "
-                "its own ticket key after the fork, so a ticket from one worker does not "
-                "resume on another")  # fmt: skip
+        return ("workers", f"1 with resume: {cannot}")
     if server == "nginx":
-        if variant_line != NGINX_LINE:
+        if variant_line != NGINX.line:
             return (
                 "variant",
-                f'with server = "nginx", {NGINX_LINE} (nginx is Debian\'s, '
+                f'with server = "nginx", {NGINX.line} (nginx is Debian\'s, '
                 "linked against the machine's OpenSSL: the variant names its library)",
             )
         if options.get("heap"):
@@ -158,20 +152,17 @@ def refusal(options: dict[str, Any], variant_line: str) -> tuple[str, str] | Non
     return None
 
 
-# Where each program comes from (the message when it is missing).
-PROGRAM_PACKAGES = {"nginx": "nginx-light", "h2load": "nghttp2-client"}
-
-
 def unsupported(options: dict[str, Any]) -> str | None:
     """What the real programs cannot offer (a capability, reported as unsupported), or that
     one is not installed."""
-    programs = [p for p in (str(option(options, "server")), str(options.get("client")))
-                if p in PROGRAM_PACKAGES]  # fmt: skip
-    for program in programs:
-        if shutil.which(program) is None and not Path(f"/usr/sbin/{program}").exists():
-            return f"{program} is not installed (Debian package {PROGRAM_PACKAGES[program]})"
-    if programs and str(options.get("group", "")) == "X25519MLKEM768":
-        return (f"{programs[0]} links the machine's OpenSSL 3.0, which has no ML-KEM "
+    used = [programs.program(p) for p in (str(option(options, "server")),
+                                          str(options.get("client")))
+            if programs.is_program(p)]  # fmt: skip
+    for program in used:
+        if (missing := program.missing()) is not None:
+            return missing
+    if used and str(options.get("group", "")) == "X25519MLKEM768":
+        return (f"{used[0].name} links the machine's OpenSSL 3.0, which has no ML-KEM "
                 "(X25519MLKEM768)")  # fmt: skip
     return None
 
@@ -256,22 +247,10 @@ def load_command(build: Build, options: dict[str, Any], connect: str, duration: 
 
 def h2load_command(options: dict[str, Any], port: int, log: Path, duration: int | None,
                    requests: int | None) -> list[str]:  # fmt: skip
-    """h2load over HTTP/1.1, one thread (one core, like tlsbench's generator), offering the
-    point's suite and group (its TLS library is the machine's OpenSSL 3.0)."""
-    command = ["h2load", "--h1", "-t", "1", "-c", str(option(options, "connections")),
-               f"--log-file={log}"]  # fmt: skip
-    command += ["-D", str(duration)] if duration is not None else ["-n", str(requests)]
-    if option(options, "pattern") != "keepalive":
-        command += ["-H", "Connection: close"]
-    suite = options.get("suite")
-    if suite and str(options.get("tls", "1.3")) == "1.3":
-        command.append(f"--tls13-ciphers={suite}")
-    elif suite:
-        command.append(f"--ciphers={interop._openssl_suite_name(str(suite), 'openssl')}")
-    if options.get("group"):
-        group = str(options["group"])
-        command.append(f"--groups={interop.OPENSSL_GROUPS.get(group, group)}")
-    return [*command, f"https://127.0.0.1:{port}/{option(options, 'payload')}"]
+    """h2load (programs.H2load) for the point: by duration or by a count of requests."""
+    return programs.H2LOAD.load_command(
+        options, port, int(option(options, "connections")), log, duration, requests,
+        str(option(options, "pattern")), int(option(options, "payload")))  # fmt: skip
 
 
 # ------------------------------------------------------------------------- h2load's report
@@ -354,7 +333,7 @@ def h2load_problem(found: dict[str, Any], options: dict[str, Any], code: int | N
         return f"h2load negotiated TLS {found.get('version')}, not {tls}"
     suite = options.get("suite")
     if suite:
-        want = str(suite) if tls == "1.3" else interop._openssl_suite_name(str(suite), "openssl")
+        want = str(suite) if tls == "1.3" else programs.openssl_suite_name(str(suite))
         if found.get("cipher") != want:
             return f"h2load negotiated {found.get('cipher')}, not {want}"
     payload = int(option(options, "payload"))
@@ -427,10 +406,10 @@ def _run_once(options: dict[str, Any], build: Build, client_build: Build | None,
     bound = int(max(1, deadline - time.monotonic()) + STOP_TIMEOUT_S)
     if server_name == "nginx":
         port = interop.free_port()
-        command = interop.nginx_command(options, port, scratch, "127.0.0.1",
-                                        workers=int(option(options, "workers")),
-                                        max_connections=connections + 64,
-                                        keep_env=tuple(sorted(server_env)))  # fmt: skip
+        command = NGINX.configured(options, port, scratch, "127.0.0.1",
+                                   workers=int(option(options, "workers")),
+                                   max_connections=connections + 64,
+                                   keep_env=tuple(sorted(server_env)))  # fmt: skip
         server = Side("server", "nginx", command)
     else:
         server = Side("server", build.variant.name,
@@ -497,7 +476,7 @@ def _run_once(options: dict[str, Any], build: Build, client_build: Build | None,
 
 
 def _environment(point_env: dict[str, str]) -> dict[str, str]:
-    from tlsbench.runner import driver_environment
+    from tlsbench.process import driver_environment
 
     return driver_environment(point_env)
 

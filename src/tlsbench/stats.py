@@ -24,7 +24,6 @@ from enum import StrEnum
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 CONFIDENCE = 0.95
 RESAMPLES = 2000
@@ -107,6 +106,8 @@ def mad_outliers(samples: Sequence[float], threshold: float = 3.5) -> list[bool]
     xs = np.asarray(samples, dtype=float)
     if not xs.size:
         return []
+    from scipy import stats as sps  # scipy when a figure is computed, not on import
+
     mad = float(sps.median_abs_deviation(xs))
     if mad == 0:
         return [False] * int(xs.size)
@@ -120,6 +121,8 @@ def _percentile_ci(data: tuple[np.ndarray, ...], statistic: Any, seed: int) -> t
         return value, value
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # scipy warns that 2 or 3 repetitions are few: we do too
+        from scipy import stats as sps
+
         res = sps.bootstrap(
             data,
             statistic,
@@ -270,6 +273,8 @@ def compare_repetitions(
     if np.all(xa == xa[0]) and np.array_equal(np.unique(xa), np.unique(xb)):
         p_value = 1.0  # identical constant figures (e.g. instruction counts): nothing to test
     else:
+        from scipy import stats as sps
+
         p_value = float(sps.mannwhitneyu(xa, xb, alternative="two-sided").pvalue)
     significant = p_value < alpha and not ci_low <= 1.0 <= ci_high
     if not significant or abs(ratio - 1.0) <= threshold:

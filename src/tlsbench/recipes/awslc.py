@@ -61,3 +61,11 @@ class AwslcRecipe:
             libraries=[*files, "-lstdc++", "-lpthread", "-ldl"],
             library_files=files,
         )
+
+
+# -- At run time (recipes/runtime.py) -------------------------------------------------------
+# What AWS-LC does when it runs, not how it is built: nothing below is a build input.
+
+# AWS-LC reads OPENSSL_ia32cap in OpenSSL's format (crypto/fipsmodule/cpucap): OpenSSL's
+# switch switches its acceleration off.
+ACCEL_OFF_AS = "openssl"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
 import shutil
@@ -20,7 +21,13 @@ LOG_TAIL_LINES = 30
 
 
 def tool_version(argv: list[str]) -> str:
-    """First line a tool prints about its version ("missing" when not installed)."""
+    """First line a tool prints about its version ("missing" when not installed); asked once
+    per process (every build key asks for the compiler's and cmake's)."""
+    return _tool_version(tuple(argv))
+
+
+@functools.cache
+def _tool_version(argv: tuple[str, ...]) -> str:
     if shutil.which(argv[0]) is None:
         return "missing"
     out = subprocess.run(argv, capture_output=True, text=True, check=False)

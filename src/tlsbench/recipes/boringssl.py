@@ -77,3 +77,10 @@ class BoringsslRecipe:
             link_flags=list(ctx.m32),
             library_files=files,
         )
+
+
+# -- At run time (recipes/runtime.py) -------------------------------------------------------
+# What BoringSSL does when it runs, not how it is built: nothing below is a build input.
+
+# BoringSSL reads OPENSSL_ia32cap, in OpenSSL's two-word format, at its CPU probe.
+ACCEL_OFF_AS = "openssl"

@@ -59,3 +59,12 @@ class GnutlsRecipe:
             link_flags=list(ctx.m32),
             library_files=[str(archive)],
         )
+
+
+# -- At run time (recipes/runtime.py) -------------------------------------------------------
+# What GnuTLS does when it runs, not how it is built: nothing below is a build input.
+
+# GNUTLS_CPUID_OVERRIDE=0x1 switches GnuTLS's own code paths off; nettle (which GnuTLS also
+# calls, e.g. for AES and GHASH) has its own run-time selection, switched off by
+# NETTLE_FAT_OVERRIDE=none.
+ACCEL_OFF_ENV = {"GNUTLS_CPUID_OVERRIDE": "0x1", "NETTLE_FAT_OVERRIDE": "none"}

@@ -189,3 +189,15 @@ class HaclRecipe:
         if proc.returncode != 0:
             raise ctx.log.fail(f"{ctx.cc} could not list its predefined macros: {proc.stderr}")
         return "__SIZEOF_INT128__" in proc.stdout
+
+
+# -- At run time (recipes/runtime.py) -------------------------------------------------------
+# What HACL* does when it runs, not how it is built: nothing below is a build input.
+
+# No run-time switch: these build features are its vectorised code.
+ACCEL_FEATURES = ("vec128", "vec256")
+# Builds whose code valgrind cannot run (it stops them with SIGILL), by feature.
+VALGRIND_UNDECODABLE = {
+    "vec256": "valgrind 3.19 cannot decode the register form of VMOVQ (VEX 66 0F D6) that "
+    "HACL*'s AVX2 Poly1305 uses (SIGILL in Hacl_MAC_Poly1305_Simd256_load_acc4)",
+}

@@ -153,3 +153,14 @@ class MbedtlsRecipe:
                 f"{', '.join(unknown)} is not a config macro of this mbedTLS "
                 f"({config_header(ctx.source).name} does not mention it)"
             )
+
+
+# -- At run time (recipes/runtime.py) -------------------------------------------------------
+# What mbedTLS does when it runs, not how it is built: nothing below is a build input.
+
+# No run-time switch for its CPU acceleration: a build without assembly is the only way.
+ACCEL_FEATURES = ()
+ACCEL_OFF_NEEDS = ("no-asm", "mbedTLS has no run-time switch: use the mbedtls no-asm variant")
+# mbedTLS sizes its record buffers at build time: the probe's figure (what the compiled
+# library really uses) is a point's record size where the point leaves it at its default.
+RECORD_SIZE_PROBE = "MBEDTLS_SSL_IN_CONTENT_LEN"

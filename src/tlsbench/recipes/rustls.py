@@ -126,3 +126,12 @@ class RustlsRecipe:
 
 def hashlib_of(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else "missing"
+
+
+# -- At run time (recipes/runtime.py) -------------------------------------------------------
+# What rustls does when it runs, not how it is built: nothing below is a build input.
+
+ACCEL_NO_SWITCH = (
+    "rustls' crypto providers (aws-lc-rs, ring) pick CPU code paths at run time with no "
+    "switch that rustls-ffi exposes or reports"
+)

@@ -115,3 +115,16 @@ class WolfsslRecipe:
 
 def options_h(prefix: Path) -> Path:
     return prefix / "include" / "wolfssl" / "options.h"
+
+
+# -- At run time (recipes/runtime.py) -------------------------------------------------------
+# What wolfSSL does when it runs, not how it is built: nothing below is a build input.
+
+# No run-time switch: these build features are its CPU acceleration.
+ACCEL_FEATURES = ("intelasm", "aesni", "sp-asm")
+# wolfSSL makes its ticket key per process: after a fork, workers cannot resume each other's
+# sessions.
+NO_RESUME_ACROSS_WORKERS = (
+    "each worker process of a wolfSSL server makes its own ticket key after the fork, so a "
+    "ticket from one worker does not resume on another"
+)

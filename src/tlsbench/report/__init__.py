@@ -13,42 +13,58 @@ reading; one module per format implements `base.Exporter`; `plots` draws with ma
 
 from __future__ import annotations
 
+import functools
+import importlib
 from pathlib import Path
+from typing import Any
 
 from tlsbench.errors import UserError
 from tlsbench.report.base import Exporter
-from tlsbench.report.bmf import BmfExporter
-from tlsbench.report.csv import CsvExporter
-from tlsbench.report.gab import GabExporter
-from tlsbench.report.html import HtmlExporter
-from tlsbench.report.json import JsonExporter
-from tlsbench.report.markdown import MarkdownExporter
 from tlsbench.report.model import RunModel, load_run
 
-EXPORTERS: dict[str, Exporter] = {
-    e.name: e
-    for e in (
-        MarkdownExporter(),
-        CsvExporter(),
-        JsonExporter(),
-        HtmlExporter(),
-        BmfExporter(),
-        GabExporter(),
-    )
+# Each format's exporter: its module and class, imported on first use (HTML draws plots with
+# matplotlib, which a process that writes Markdown, or runs experiments, never needs).
+_EXPORTER_CLASSES = {
+    "markdown": ("markdown", "MarkdownExporter"),
+    "csv": ("csv", "CsvExporter"),
+    "json": ("json", "JsonExporter"),
+    "html": ("html", "HtmlExporter"),
+    "bmf": ("bmf", "BmfExporter"),
+    "gab": ("gab", "GabExporter"),
 }
+NAMES = tuple(_EXPORTER_CLASSES)
+
+
+@functools.cache
+def exporter(fmt: str) -> Exporter | None:
+    """The exporter of a format, None for an unknown one."""
+    if fmt not in _EXPORTER_CLASSES:
+        return None
+    module, cls = _EXPORTER_CLASSES[fmt]
+    made: Exporter = getattr(importlib.import_module(f"tlsbench.report.{module}"), cls)()
+    return made
+
+
+def __getattr__(name: str) -> Any:
+    if name == "EXPORTERS":  # every exporter, by name
+        return {fmt: exporter(fmt) for fmt in NAMES}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 # The report's own formats (write_report writes these); bmf and gab are figures for a
 # dashboard, written on request.
 FORMATS = ("markdown", "csv", "json", "html")
 
-__all__ = ["EXPORTERS", "FORMATS", "Exporter", "RunModel", "export", "load_run", "write_report"]
+__all__ = ["EXPORTERS", "FORMATS", "NAMES", "Exporter", "RunModel", "export", "exporter",
+           "load_run", "write_report"]  # fmt: skip
 
 
 def export(model: RunModel, fmt: str, out_path: Path | None = None) -> str:
     """The report in format `fmt`; also written to `out_path` when one is given."""
-    exporter = EXPORTERS.get(fmt)
-    if exporter is None:
+    made = exporter(fmt)
+    if made is None:
         raise UserError(f"unknown report format {fmt!r}; choose one of: {', '.join(FORMATS)}")
-    text = exporter.render(model)
+    text = made.render(model)
     if out_path is not None:
         if out_path.is_dir():
             example = out_path / f"report.{'md' if fmt == 'markdown' else fmt}"
@@ -70,7 +86,9 @@ def write_report(model: RunModel, out_dir: Path, formats: tuple[str, ...] = FORM
 
     written = []
     for fmt in formats:
-        path = out_dir / f"report{EXPORTERS[fmt].suffix}"
+        made = exporter(fmt)
+        assert made is not None
+        path = out_dir / f"report{made.suffix}"
         export(model, fmt, path)
         written.append(path)
     return written + write_plots(model, out_dir / "plots")

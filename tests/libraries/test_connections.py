@@ -8,9 +8,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from test_heap_oracle import massif_peak
 
 from drivers import offer_args, run_driver
-from test_heap_oracle import massif_peak
 from tlsbench import cpuprofile
 from tlsbench.drive import driver_command
 

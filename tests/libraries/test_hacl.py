@@ -218,7 +218,7 @@ def test_the_aead_experiment_puts_hacl_beside_openssl_with_and_without_asm() -> 
 
 
 def test_accel_off_runs_the_portable_build_and_refuses_a_vectorised_one(build_of) -> None:
-    from tlsbench.runner import accel_env
+    from tlsbench.process import accel_env
 
     for spec, refused in (("hacl-0.1.0", None), (f"{LIBCRUX}:vec256", "is built with vec256")):
         env, reason = accel_env(point(spec, "aead", accel="off"), build_of(spec))
@@ -227,9 +227,9 @@ def test_accel_off_runs_the_portable_build_and_refuses_a_vectorised_one(build_of
 
 
 def test_instruction_mode_refuses_the_avx2_build_valgrind_cannot_run(build_of, tmp_path) -> None:
-    from tlsbench.runner import run_instructions
+    from tlsbench.scenarios.modes import run_instructions
 
     spec = f"{LIBCRUX}:vec256"
     outcome = run_instructions(point(spec, "aead", aead="ChaCha20-Poly1305", payload="16384"),
-                               build_of(spec), 60, tmp_path)  # fmt: skip
+                               build_of(spec), 60)  # fmt: skip
     assert outcome.status == "unsupported" and "VMOVQ" in outcome.stderr_tail

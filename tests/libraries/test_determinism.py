@@ -16,7 +16,8 @@ from drivers import run_driver
 from tlsbench import paths
 from tlsbench.doctor import cpu_flags
 from tlsbench.drive import driver_command
-from tlsbench.runner import callgrind_prefix, callgrind_total, driver_environment
+from tlsbench.process import driver_environment
+from tlsbench.scenarios.modes import callgrind_prefix, callgrind_total
 from tlsbench.store import Point, Store
 
 pytestmark = pytest.mark.slow

@@ -18,7 +18,7 @@ from tlsbench.dialect import SqliteDatabase, errors
 from tlsbench.errors import UserError
 from tlsbench.store import MIGRATIONS, SCHEMA_VERSION, Store
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
 def test_a_version_1_store_is_migrated_in_place_keeping_its_data(tmp_path: Path) -> None:

@@ -359,7 +359,7 @@ def test_pending_entries_do_not_exist_yet() -> None:
         + sorted(PENDING_EXPERIMENTS & experiments())
         + sorted(f for f in PENDING_FILES if (REPO / f).exists())
     )
-    assert not arrived, f"remove from the PENDING_ lists of tests/test_docs.py: {arrived}"
+    assert not arrived, f"remove from the PENDING_ lists of tests/unit/test_docs.py: {arrived}"
 
 
 # -- the file map and the Makefile ----------------------------------------------------------

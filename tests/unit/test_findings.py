@@ -8,7 +8,6 @@ stale entry is noticed rather than left explaining failures it no longer causes.
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -26,46 +25,6 @@ WOLFSSL_NONCE = next(f for f in REGISTRY if f.id == "wolfssl-ticket-nonce")
 NONCE_FAILURE = ("server (mbedtls-3.6.6) failed at write: mbedtls_ssl_write: NET - Sending "
                  "information through the socket failed (-0x004e); client (wolfssl-5.7.2) "
                  "failed at read: read: The security parameter is invalid (-425)")  # fmt: skip
-
-
-@pytest.mark.parametrize("finding", REGISTRY, ids=lambda f: f.id)
-def test_a_finding_still_reproduces_with_the_libraries_own_programs(
-    finding: findings.Finding,
-) -> None:
-    result = findings.reproduce(finding)
-    assert result.reproduced, (
-        f"finding {finding.id} no longer reproduces: `{finding.reproduce}` did not print "
-        f"{result.missing} (exit {result.exit_code}); fix the entry or remove it.\n"
-        f"{result.output[-3000:]}"
-    )
-
-
-@pytest.mark.parametrize("finding", REGISTRY, ids=lambda f: f.id)
-def test_a_finding_still_fails_its_interop_point_and_the_report_says_which(
-    finding: findings.Finding, tmp_path: Path
-) -> None:
-    variant, options = finding.point()
-    lines = "".join(f"{key} = [{json.dumps(value)}]\n" for key, value in options.items())
-    experiment = tmp_path / "finding.toml"
-    experiment.write_text(
-        'question = "Does the finding still show?"\nrepetitions = 1\ntimeout = 60\n'
-        '[defaults]\nscenario = "interop"\niterations = 2\nwarmup = 1\n'
-        f'[[matrix]]\nvariant = ["{variant}"]\n{lines}'
-    )
-    db = tmp_path / "r.db"
-    proc = subprocess.run([str(paths.REPO / "tlsbench"), "run", str(experiment), "--db", str(db)],
-                          capture_output=True, text=True, check=False, timeout=1200)  # fmt: skip
-    assert proc.returncode == 1, proc.stderr  # a failed point
-    model = load_run(Store(db))
-    [row] = model.interop
-    assert row.result == "failed" and row.finding == finding.id, (row.detail, row.verdict)
-    report = subprocess.run([str(paths.REPO / "tlsbench"), "report", "--db", str(db),
-                             "--format", "md"], capture_output=True, text=True,
-                            check=False).stdout  # fmt: skip
-    assert "✗ finding" in report and finding.reproduce in report
-
-
-# ------------------------------------------------------------------------- matching
 
 
 def test_a_finding_explains_only_its_pair_its_condition_and_its_failure() -> None:
@@ -163,12 +122,12 @@ def test_a_malformed_registry_is_a_clear_error(tmp_path: Path, text: str, messag
 
 
 def test_every_entry_names_a_pair_the_interop_runner_knows() -> None:
-    from tlsbench import interop
+    from tlsbench import programs
     from tlsbench.variants import Catalog
 
     catalog = Catalog()
     for f in REGISTRY:
         for name in (f.client, f.server):
-            if not interop.is_program(name):
+            if not programs.is_program(name):
                 catalog.resolve(name)  # a UserError for an unknown variant
         assert f.expect, f.id  # a reproduction that checks nothing would always "reproduce"

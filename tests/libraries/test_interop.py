@@ -4,7 +4,6 @@ runner (real builds, real processes, real programs from Debian at the other end)
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import time
 from pathlib import Path
@@ -12,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from drivers import PINNED, run_driver
-from tlsbench import certs, paths
+from tlsbench import certs, paths, programs
 from tlsbench.drive import driver_command
 from tlsbench.errors import UserError
 from tlsbench.experiments import load
@@ -181,9 +180,7 @@ def test_gnutls_programs_accept_the_priority_that_pins_the_point(
 ) -> None:
     """The priority string given to gnutls-cli / gnutls-serv is one the machine's GnuTLS
     takes, and it enables the point's group (and signature scheme) alone."""
-    from tlsbench import interop
-
-    priority = interop._gnutls_priority(options)
+    priority = programs.gnutls_priority(options)
     assert priority is not None
     listed = subprocess.run(["gnutls-cli", "--priority", priority, "--list"],
                             capture_output=True, text=True, check=False, timeout=30)  # fmt: skip
@@ -193,7 +190,7 @@ def test_gnutls_programs_accept_the_priority_that_pins_the_point(
     assert lines["Groups"] == [f"GROUP-{g}" for g in groups], priority
     if signs is not None:
         assert lines["PK-signatures"] == signs, priority
-    assert interop._gnutls_priority({"group": "X25519MLKEM768"}) is None  # GnuTLS 3.7 has none
+    assert programs.gnutls_priority({"group": "X25519MLKEM768"}) is None  # GnuTLS 3.7 has none
 
 
 def test_a_rustls_client_reads_a_response_that_ends_with_close_notify(
@@ -378,34 +375,6 @@ def test_a_port_already_in_use_is_a_clear_error(build_of) -> None:
     assert f"listen failed (exit 1): 127.0.0.1:{port}: Address already in use" in run.stderr
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces and TUN need root")
-def test_an_emulated_network_delays_and_drops_and_is_removed(tmp_path: Path, build_of) -> None:
-    """rtt_ms and loss: both sides in their own namespaces (198.18.0.0/15), joined by the
-    user-space delay line. A TLS 1.3 handshake then cannot take less than the TCP and TLS
-    round trips: 2 x RTT from connect to handshake done."""
-    build_of("openssl-3.5.x")
-    proc, store = run_experiment(
-        tmp_path,
-        HEADER + '[[matrix]]\nvariant = ["openssl-3.5.x"]\npeer = ["openssl-3.5.x"]\n'
-        "rtt_ms = [60]\nloss = [10]\niterations = [12]\n",
-    )
-    assert proc.returncode == 0, proc.stderr
-    point = store.points(store.run("latest")["id"])[0]
-    assert point.name == "interop_with-openssl-3.5.x_rtt60ms_loss10pct"
-    output = json.loads(store.results(point.id)[0]["output"])
-    network = output["network"]
-    assert network["client"].startswith("198.18.") and network["server"].startswith("198.18.")
-    assert network["rtt_ms"] == 60 and network["packets_relayed"] > 0
-    # 13 connections of about 15 packets each: none dropped at 10 % has odds below 1e-8.
-    assert network["packets_relayed"] > 100 and network["packets_dropped"] > 0
-    walls = store.samples(point.id, "client_wall_ns")
-    assert walls and min(walls) >= 2 * 60e6, walls
-    assert output["wire"]["full"]["round_trips"] == 1
-    # Nothing is left behind: a namespace still listed belongs to a runner that still runs
-    # (another tlsbench run on this machine), never to this one, which has ended.
-    assert all(Path(f"/proc/{_owner(name)}").exists() for name in _namespaces()), _namespaces()
-
-
 def test_a_download_is_checked_and_measured_on_both_sides(tmp_path: Path, build_of) -> None:
     """`bytes`: the client's MB/s and each side's CPU per GB; curl's body checked too."""
     build_of("openssl-3.5.x")
@@ -424,65 +393,3 @@ def test_a_download_is_checked_and_measured_on_both_sides(tmp_path: Path, build_
     assert len(store.samples(curl.id, "server_cpu_s_per_GB")) == 2
     report = tlsbench("report", "--db", str(store.path), "--format", "md").stdout
     assert "## Downloads" in report and "8,388,608" in report
-
-
-def _namespaces(owner: int | None = None) -> list[str]:
-    """tlsbench's namespaces (of the runner with process id `owner`, when given: other runs
-    on the machine may have theirs)."""
-    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    names = [line.split()[0] for line in listed.splitlines() if line.startswith("tlsbench-")]
-    return [n for n in names if owner is None or _owner(n) == str(owner)]
-
-
-def _owner(name: str) -> str:
-    """The runner's process id in a namespace name (tlsbench-s-PID-THREAD)."""
-    return name.split("-")[2]
-
-
-def _sigint_as_in_a_terminal() -> None:
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-@pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces and TUN need root")
-def test_namespaces_are_removed_after_an_interrupt_and_after_a_kill(
-    tmp_path: Path, build_of
-) -> None:
-    """Ctrl-C during an emulated-network point removes its namespaces; a runner killed with
-    SIGKILL cannot, so the next emulated network removes what it left."""
-    import signal
-
-    from tlsbench import netem
-
-    build_of("openssl-3.5.x")
-    experiment = tmp_path / "slow.toml"
-    matrix = 'variant = ["openssl-3.5.x"]\npeer = ["openssl-3.5.x"]\nrtt_ms = [200]\n'
-    experiment.write_text(HEADER + f"[[matrix]]\n{matrix}iterations = [60]\n")
-    for sig in (signal.SIGINT, signal.SIGKILL):
-        command = [str(paths.REPO / "tlsbench"), "run", str(experiment), "--db",
-                   str(tmp_path / "r.db")]  # fmt: skip
-        # A terminal's Ctrl-C reaches a foreground runner; one started from a background job
-        # inherits SIGINT ignored (and Python then installs no handler): give the runner the
-        # disposition a terminal would, whatever this test was started from.
-        proc = subprocess.Popen(
-            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True, preexec_fn=_sigint_as_in_a_terminal,
-        )  # fmt: skip
-        deadline = time.monotonic() + 120
-        # The launcher execs the runner: its process id is the one in the names.
-        while time.monotonic() < deadline and len(_namespaces(proc.pid)) < 2:
-            time.sleep(0.1)
-        assert len(_namespaces(proc.pid)) == 2, "the point never made its namespaces"
-        time.sleep(1.0)  # in the middle of its connections
-        os.killpg(proc.pid, sig)  # as a terminal's Ctrl-C (the whole group) or kill -9
-        proc.wait(timeout=120)
-        if sig == signal.SIGINT:
-            assert proc.returncode == 130
-            assert _namespaces(proc.pid) == []
-        else:
-            assert len(_namespaces(proc.pid)) == 2  # nobody was left to clean up
-            killed = proc.pid
-    left = _namespaces(killed)
-    assert set(left) <= set(netem.remove_stale())  # and those of other dead runners, if any
-    assert _namespaces(killed) == []

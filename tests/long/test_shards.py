@@ -11,14 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from tlsbench import paths, shards
+from fake.builds import run_fake, start_fake
 from tlsbench.errors import UserError
 from tlsbench.report import load_run
 from tlsbench.store import Store
 
-pytestmark = pytest.mark.slow
+# The fake driver (tests/fake/): every build of these tests is a fake one.
+pytestmark = pytest.mark.usefixtures("fake_driver")
 
-# Cheap points of the null variant (the harness without TLS): seconds for the whole run.
+# Cheap points (the fake driver, tests/fake/): seconds for the whole run.
 EXPERIMENT = """
 question = "Do two shards fill one run as one runner does?"
 repetitions = 2
@@ -36,13 +37,11 @@ payload = [16, 32, 64, 128, 256, 512, 1024]
 
 
 def tlsbench(*args: str, **kwargs) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(paths.REPO / "tlsbench"), *args], capture_output=True,
-                          text=True, check=False, **kwargs)  # fmt: skip
+    return run_fake(*args, **kwargs)
 
 
 def start(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([str(paths.REPO / "tlsbench"), *args], stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)  # fmt: skip
+    return start_fake(*args, stderr=subprocess.PIPE, start_new_session=True)
 
 
 def point_set(store: Store, run_id: int) -> dict[tuple[str, str], list[tuple[int, str]]]:
@@ -53,22 +52,7 @@ def point_set(store: Store, run_id: int) -> dict[tuple[str, str], list[tuple[int
     }
 
 
-def test_the_split_is_deterministic_and_covers_every_point_once() -> None:
-    positions = list(range(11))
-    parts = [shards.select(positions, shards.Shard(k, 3)) for k in (1, 2, 3)]
-    assert parts == [[0, 3, 6, 9], [1, 4, 7, 10], [2, 5, 8]]
-    assert shards.parse(" 2/3 ") == shards.Shard(2, 3)
-    for bad in ("0/2", "3/2", "2", "a/b", "1/0"):
-        with pytest.raises(UserError, match="--shard"):
-            shards.parse(bad)
-    with pytest.raises(UserError, match="--run-key"):
-        shards.check_run_key("two words")
-
-
-def test_two_shards_at_once_fill_one_run_as_one_runner_does(
-    tmp_path: Path, pg_url: str, build_of
-) -> None:
-    build_of("null")
+def test_two_shards_at_once_fill_one_run_as_one_runner_does(tmp_path: Path, pg_url: str) -> None:
     experiment = tmp_path / "split.toml"
     experiment.write_text(EXPERIMENT.format(iterations=300))
     whole = tlsbench("run", str(experiment), "--db", pg_url, "--quiet", "--seed", "5")
@@ -112,10 +96,7 @@ def test_two_shards_at_once_fill_one_run_as_one_runner_does(
     assert other.returncode == 2 and "shard count (2 there, 3 here)" in other.stderr
 
 
-def test_a_shard_killed_with_sigkill_resumes_and_loses_nothing(
-    tmp_path: Path, pg_url: str, build_of
-) -> None:
-    build_of("null")
+def test_a_shard_killed_with_sigkill_resumes_and_loses_nothing(tmp_path: Path, pg_url: str) -> None:
     experiment = tmp_path / "long.toml"
     experiment.write_text(EXPERIMENT.format(iterations=60000))
     command = ["run", str(experiment), "--run-key", "ci-kill", "--db", pg_url, "--quiet"]

@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from tlsbench import paths
 from tlsbench.errors import UserError
 from tlsbench.report import FORMATS, export, load_run, write_report
 from tlsbench.report.model import RunModel
@@ -31,7 +32,7 @@ from tlsbench.report.plots import plots, write_plots
 from tlsbench.report.views import fmt_bytes, fmt_sig, views
 from tlsbench.store import Store
 
-GOLDEN = Path(__file__).parent / "golden" / "report.md"
+GOLDEN = Path(__file__).parents[1] / "golden" / "report.md"
 TSC_HZ = 2596120088.0
 REPETITIONS = 3
 STARTED = "2025-11-22T06:50:00+00:00"
@@ -176,7 +177,7 @@ class Fixture:
             "measure",
             REPETITIONS,
             ENVIRONMENT,
-            "# synthetic experiment of tests/test_report.py\n",
+            "# synthetic experiment of tests/unit/test_report.py\n",
             "b191411",
         )
         self.points: list[dict[str, Any]] = []
@@ -595,8 +596,8 @@ def test_html_renders_in_headless_chromium(model: RunModel, tmp_path: Path) -> N
 
 def test_network_latency_plot_has_a_panel_per_loss_and_a_line_per_case() -> None:
     """Handshake time against RTT: interop rows over the emulated network, per loss."""
-    from tlsbench.report.model import InteropRow, RunInfo, RunModel
-    from tlsbench.report.plots import network_latency
+    from tlsbench.report.model import RunInfo, RunModel
+    from tlsbench.scenarios.interop import InteropRow, network_latency
 
     def row(group: str, rtt: float, loss: float) -> InteropRow:
         return InteropRow(
@@ -611,13 +612,13 @@ def test_network_latency_plot_has_a_panel_per_loss_and_a_line_per_case() -> None
     run = RunInfo(1, "network", "?", "time", 1, "complete", STARTED, None, "abc")
     rows = [row(g, rtt, loss) for g in ("x25519", "X25519MLKEM768") for rtt in (5.0, 80.0)
             for loss in (0.0, 3.0)]  # fmt: skip
-    plot = network_latency(RunModel(run=run, interop=rows))
+    plot = network_latency(RunModel(run=run, figures={"interop": rows}))
     assert plot is not None
     axes = plot.figure.axes
     assert [ax.get_title() for ax in axes] == ["loss 0 %", "loss 3 %"]
     for ax in axes:  # per case: the median and the p90 line
         assert len(ax.get_lines()) == 4
-    assert network_latency(RunModel(run=run, interop=[])) is None
+    assert network_latency(RunModel(run=run)) is None
 
 
 def test_a_run_over_several_machines_shows_them_side_by_side(tmp_path: Path) -> None:
@@ -693,7 +694,7 @@ def test_runs_of_several_machines_are_reported_side_by_side(tmp_path: Path) -> N
     assert text.startswith("# tlsbench report: runs 1, 2") and "| null @ beta |" in text
     assert write_plots(model, tmp_path / "plots")  # the machines are two series there too
     store.close()
-    proc = subprocess.run([str(Path(__file__).parents[1] / "tlsbench"), "report", "1", "2",
+    proc = subprocess.run([str(paths.REPO / "tlsbench"), "report", "1", "2",
                            "--format", "json", "--db", str(db)], capture_output=True,
                           text=True, check=False)  # fmt: skip
     assert proc.returncode == 0, proc.stderr

@@ -15,8 +15,10 @@ typo (exit 2); a name that is here but that one library lacks is that library's
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import os
 import subprocess
 from dataclasses import dataclass
 
@@ -34,6 +36,22 @@ class SeriesDecl:
     name: str
     unit: str
     when: str | None  # None: always; else the condition, e.g. "--role client", "heap driver"
+
+
+@dataclass(frozen=True)
+class OptionDecl:
+    """One driver option as the driver declares it (drivers/core/options.c)."""
+
+    name: str  # command-line name without the dashes: "record-size"
+    scope: str  # all (every scenario), tls (TLS scenarios), named (those that list it)
+    choices: tuple[str, ...] | None  # the names it takes, where it takes a fixed set
+    default: int | str | None
+
+    @classmethod
+    def from_json(cls, data: dict) -> OptionDecl:
+        choices = data.get("choices")
+        return cls(data["name"], data["scope"], tuple(choices) if choices else None,
+                   data.get("default"))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -75,6 +93,7 @@ class Declared:
     certs: tuple[str, ...]
     ranges: dict[str, Range]  # option (chain, record_size, payload, ...) -> allowed range
     scenario_table: dict[str, ScenarioDecl]  # name -> declaration, in the driver's order
+    options: dict[str, OptionDecl]  # command-line name -> declaration, in the driver's order
 
     @classmethod
     def from_json(cls, data: dict) -> Declared:
@@ -88,6 +107,7 @@ class Declared:
             certs=tuple(data["certs"]),
             ranges={k: Range(int(v["min"]), int(v["max"])) for k, v in data["ranges"].items()},
             scenario_table={x.name: x for x in table},
+            options={o["name"]: OptionDecl.from_json(o) for o in data.get("options", [])},
         )
 
     def scenario(self, name: str) -> ScenarioDecl:
@@ -99,8 +119,9 @@ class Declared:
         return tuple(s.name for s in self.scenario_table.values() if s.has(flag))
 
     def choices(self, key: str) -> tuple[str, ...] | None:
-        """The allowed names of an option that takes a name, else None."""
-        return {
+        """The allowed names of an option that takes a name (an experiment key: `key_share`
+        for --key-share), else None."""
+        named = {
             "scenario": self.scenarios,
             "suite": tuple(self.suites),
             "group": self.groups,
@@ -109,24 +130,39 @@ class Declared:
             "aead": self.aeads,
             "cert": self.certs,
         }.get(key)
+        if named is not None:
+            return named
+        option = self.options.get(key.replace("_", "-"))
+        return option.choices if option is not None else None
 
 
 @functools.cache
 def declared() -> Declared:
-    """The declaration of the null variant's driver (built on first use, then cached)."""
+    """The declaration of the null variant's driver (built on first use, then cached; kept
+    beside the driver program, whose folder is keyed by the driver sources, so that a
+    process reads it instead of running the driver again)."""
     from tlsbench.build import Builder
     from tlsbench.variants import Catalog
 
     build = Builder(quiet=True).build(Catalog().resolve("null"))
     program = build.program("tlsbench-driver")
+    kept = build.drivers_folder / "declared.json"
+    with contextlib.suppress(OSError, json.JSONDecodeError, KeyError, TypeError, ValueError):
+        return Declared.from_json(json.loads(kept.read_text()))
     proc = subprocess.run(
         [str(program), "info", "--json"], capture_output=True, text=True, check=False
     )
     try:
-        return Declared.from_json(json.loads(proc.stdout)["declared"])
+        data = json.loads(proc.stdout)["declared"]
+        table = Declared.from_json(data)
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
         raise UserError(
             f"{program} info --json gave no declaration of what it accepts ({exc}); "
             f"its stderr: {proc.stderr.strip()[-300:]}",
             1,
         ) from exc
+    with contextlib.suppress(OSError):  # a read-only cache: asked again next time
+        partial = kept.with_name(f".declared.json.{os.getpid()}")
+        partial.write_text(json.dumps(data))
+        partial.replace(kept)
+    return table

@@ -192,11 +192,11 @@ def _gcm_cycles_per_byte(build, env: dict[str, str] | None = None) -> tuple[floa
 def test_accel_off_really_switches_the_cpu_crypto_off(spec, build_of) -> None:
     """The run-time switch the runner uses for accel = "off" (generous bound: on this
     machine the generic code is 10-100x slower than AES-NI + PCLMULQDQ)."""
-    from tlsbench.runner import ACCEL_OFF_ENV
+    from tlsbench.recipes.runtime import at_run_time
 
     build = build_of(spec)
     on, paths_on = _gcm_cycles_per_byte(build)
-    off, paths_off = _gcm_cycles_per_byte(build, ACCEL_OFF_ENV[build.variant.library])
+    off, paths_off = _gcm_cycles_per_byte(build, at_run_time(build.variant.library).accel_off_env)
     assert off > 3 * on, (spec, on, off)
     if spec.startswith(("openssl", "aws-lc", "boringssl")):
         assert paths_on is not None and "AES-NI on, PCLMULQDQ on" in paths_on

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tlsbench import doctor, interop, load, paths
+from tlsbench import doctor, paths, programs
 
 # Every program the two runners can start, by executable, and its Debian package.
 EXPECTED = {"openssl": "openssl", "gnutls-cli": "gnutls-bin", "gnutls-serv": "gnutls-bin",
@@ -22,7 +22,10 @@ def own_answer(executable: str) -> str:
     """What the installed program itself says about its version (first line)."""
     where = shutil.which(executable, path=os.pathsep.join([os.environ["PATH"], "/usr/sbin"]))
     assert where is not None, f"{executable} is not installed: `make deps` installs it"
-    proc = subprocess.run(interop.version_command(where), capture_output=True, text=True,
+    command = next(
+        p.version_command(where) for p in programs.PROGRAMS if p.executable == executable
+    )
+    proc = subprocess.run(command, capture_output=True, text=True,
                           check=False, timeout=30)  # fmt: skip
     return next(line.strip() for line in (proc.stdout or proc.stderr).splitlines() if line.strip())
 
@@ -45,10 +48,10 @@ def test_doctor_lists_every_peer_program_with_the_version_it_reports() -> None:
 
 
 def test_the_runners_programs_are_all_listed() -> None:
-    """A program added to either runner's table shows up in doctor by itself."""
+    """A program added to the registry (programs.py) shows up in doctor by itself; one that
+    tlsbench builds (the pinned openssl's) is not the machine's to install."""
     listed = {p.executable for p in doctor.peer_programs()}
-    runners = {interop.program_executable(n) for n in interop.PROGRAM_PACKAGES}
-    assert listed == runners | set(load.PROGRAM_PACKAGES)
+    assert listed == {p.executable for p in programs.PROGRAMS if p.package}
 
 
 def test_a_missing_program_is_named_with_its_debian_package(

@@ -1,0 +1,302 @@
+"""How a point of a driver scenario is measured, whatever its family: the modes.
+
+- time and heap (`run_time_and_heap`): the timing driver, then, where the scenario has heap
+  figures of its own (the driver declares it `heap`), the heap driver, in separate
+  processes: a timing run has no accounting in the allocation path;
+- heap only (`run_heap_only`): a variant whose programs run under emulation (armhf on
+  qemu-user), where time means nothing;
+- instructions (`run_instructions`): the timing driver under callgrind, counting only the
+  calls the driver toggles, once per side (the scenarios the driver declares
+  `instructions`), with the heap driver's figures beside the counts.
+
+The instructions table of the report is this module's too: any point of any family may
+have instruction counts.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tlsbench import arches
+from tlsbench.build import Build
+from tlsbench.process import Outcome, run_driver, unsupported
+from tlsbench.recipes.runtime import at_run_time
+from tlsbench.scenarios.base import RunPoint, Section, TableSpec
+from tlsbench.scenarios.declared import declared
+
+# valgrind runs code tens of times slower than the CPU.
+VALGRIND_SLOWDOWN = 50
+# Instruction mode only: the library draws its random values from the driver's fixed
+# stream, so that two runs do the same work (timing and heap runs keep real randomness).
+DETERMINISTIC_ARGS = ["--deterministic"]
+# What the driver reports about its clocks: meaningless under emulation, so not stored.
+CLOCK_FIELDS = ("calibration", "tsc_hz", "tsc_overhead_cycles", "tsc_step_ns",
+                "thread_cpu_overhead_ns")  # fmt: skip
+
+
+def has_heap(scenario: str) -> bool:
+    """Whether the driver's heap program has figures of its own for the scenario (heap per
+    side, allocations per record): then its repetitions run both drivers."""
+    table = declared().scenario_table
+    return scenario in table and table[scenario].has("heap")
+
+
+def collected_sides(scenario: str) -> tuple[str, ...]:
+    """Deterministic mode: the sides whose calls are counted (both where the scenario runs
+    TLS: client = handshake side or record writer, server = record reader; else the one)."""
+    table = declared().scenario_table
+    if scenario not in table or not table[scenario].has("instructions"):
+        return ()
+    return ("client", "server") if table[scenario].has("tls") else ("client",)
+
+
+def run_measured(point: RunPoint, build: Build, timeout: float) -> Outcome:
+    """One repetition of a one-process point, as its build allows (timed, or heap only)."""
+    if not build.timing:
+        return run_heap_only(point, build, timeout)
+    return run_time_and_heap(point, build, timeout)
+
+
+def run_time_and_heap(point: RunPoint, build: Build, timeout: float) -> Outcome:
+    """One repetition: the timing driver, then (where the scenario has heap figures) the
+    heap driver, in separate processes. The stored result carries the timing run's series
+    and the heap run's heap figures and allocation counts (never its times), and says which
+    program produced what in output["measure"]."""
+    timed = run_driver(point, build, timeout, measure="time")
+    if timed.status != "ok" or not has_heap(point.scenario):
+        if timed.output is not None:
+            timed.output["measure"] = {"time": "tlsbench-driver"}
+        return timed
+    heap = run_driver(point, build, timeout, measure="heap")
+    if heap.status != "ok" or heap.output is None:
+        heap.stderr_tail = f"(the heap run, tlsbench-driver-heap)\n{heap.stderr_tail}"
+        return heap
+    assert timed.output is not None
+    merged = dict(timed.output)
+    merged["heap"] = heap.output.get("heap")
+    heap_series = {k: v for k, v in heap.output.get("samples", {}).items() if k.endswith("_allocs")}
+    merged["samples"] = {**timed.output.get("samples", {}), **heap_series}
+    merged["summary"] = {
+        **timed.output.get("summary", {}),
+        **{k: v for k, v in heap.output.get("summary", {}).items() if k in heap_series},
+    }
+    merged["measure"] = {
+        "time": "tlsbench-driver",
+        "heap": "tlsbench-driver-heap",
+        "heap_series": sorted(heap_series),
+    }
+    return Outcome(
+        "ok",
+        0,
+        None,
+        timed.seconds + heap.seconds,
+        merged,
+        "\n".join(t for t in (timed.stderr_tail, heap.stderr_tail) if t),
+    )
+
+
+def run_heap_only(point: RunPoint, build: Build, timeout: float) -> Outcome:
+    """A repetition of a variant whose programs run under emulation (armhf on qemu-user):
+    the heap driver only. Its heap figures and allocation counts are stored; its time series
+    and clock facts are dropped (they time the emulator), and output["measure"] says so.
+    Timed-only scenarios (bulk, aead) are unsupported there."""
+    reason = arches.no_timing_reason(build.variant.arch)
+    if not has_heap(point.scenario):
+        return unsupported(f"{point.scenario} measures time only, and {reason}")
+    heap = run_driver(point, build, timeout, measure="heap")
+    if heap.status != "ok" or heap.output is None:
+        heap.stderr_tail = f"(the heap run, tlsbench-driver-heap)\n{heap.stderr_tail}"
+        return heap
+    output = {k: v for k, v in heap.output.items() if k not in CLOCK_FIELDS}
+    heap_series = {k: v for k, v in output.get("samples", {}).items() if k.endswith("_allocs")}
+    output["samples"] = heap_series
+    output["summary"] = {k: v for k, v in output.get("summary", {}).items() if k in heap_series}
+    output["measure"] = {
+        "time": None,
+        "heap": "tlsbench-driver-heap",
+        "heap_series": sorted(heap_series),
+        "time_not_measured": reason,
+    }
+    return Outcome("ok", 0, None, heap.seconds, output, heap.stderr_tail)
+
+
+# -- instructions ----------------------------------------------------------------------------
+
+
+def callgrind_prefix(out_file: Path) -> list[str]:
+    """callgrind counting only what the driver toggles, with address randomisation off."""
+    return [
+        "setarch", "-R", "valgrind", "--tool=callgrind", "--collect-atstart=no",
+        f"--callgrind-out-file={out_file}",
+    ]  # fmt: skip
+
+
+def callgrind_total(out_file: Path) -> int:
+    for line in out_file.read_text().splitlines():
+        if line.startswith("totals:"):
+            return int(line.split()[1])
+    raise ValueError(f"no totals in {out_file}")
+
+
+def run_instructions(point: RunPoint, build: Build, timeout: float) -> Outcome:
+    """Instruction counts per measured operation and side, identical from run to run."""
+    with tempfile.TemporaryDirectory(prefix="tlsbench-callgrind-") as scratch:
+        return _run_instructions(point, build, timeout, Path(scratch))
+
+
+def _run_instructions(point: RunPoint, build: Build, timeout: float, scratch: Path) -> Outcome:
+    if arches.arch(build.variant.arch).emulator:
+        return unsupported(f"instruction mode runs valgrind on this machine's code; "
+                           f"{build.variant.name} runs under qemu-user")  # fmt: skip
+    undecodable = at_run_time(point.library).valgrind_refusal(build.variant.features)
+    if undecodable:
+        return unsupported(f"instruction mode runs valgrind, and {undecodable}")
+    sides = collected_sides(point.scenario)
+    if not sides:
+        return unsupported(f"instruction mode does not apply to the {point.scenario} scenario")
+    if "aead" in declared().scenario(point.scenario).options \
+            and not {"aead", "payload"} <= point.options.keys():  # fmt: skip
+        return unsupported("instruction mode needs an aead point with one aead and one payload")
+    iterations = int(point.options.get("iterations", 0)) or None
+    outcome: Outcome | None = None
+    counts: dict[str, list[float]] = {}
+    for side in sides:
+        out_file = scratch / f"callgrind.{side}.out"
+        outcome = run_driver(
+            point,
+            build,
+            timeout * VALGRIND_SLOWDOWN,
+            prefix=callgrind_prefix(out_file),
+            extra_env={"TLSBENCH_COLLECT": side},
+            extra_args=DETERMINISTIC_ARGS,
+        )
+        if outcome.status != "ok" or outcome.output is None:
+            return outcome
+        per = iterations or int(outcome.output["params"]["iterations"])
+        counts[f"{side}_instructions"] = [callgrind_total(out_file) / per]
+        out_file.unlink()
+    assert outcome is not None and outcome.output is not None
+    outcome.output["samples"] = counts
+    outcome.output["summary"] = {k: {"unit": "instructions"} for k in counts}
+    outcome.output["heap"] = None  # valgrind replaces malloc: the driver's counters read 0
+    return with_heap_figures(point, build, timeout, outcome)
+
+
+def with_heap_figures(point: RunPoint, build: Build, timeout: float, counted: Outcome) -> Outcome:
+    """Instruction mode: the heap driver's figures (heap and stack per side, allocations)
+    beside the counts, from a run of its own outside valgrind (which replaces malloc), so
+    that `tlsbench ab --mode instructions` judges heap too. Its times are not kept."""
+    if not has_heap(point.scenario) or counted.output is None:
+        return counted
+    heap = run_driver(point, build, timeout, measure="heap")
+    if heap.status != "ok" or heap.output is None:
+        heap.stderr_tail = f"(the heap run, tlsbench-driver-heap)\n{heap.stderr_tail}"
+        return heap
+    output = counted.output
+    output["heap"] = heap.output.get("heap")
+    allocs = {k: v for k, v in heap.output.get("samples", {}).items() if k.endswith("_allocs")}
+    output["samples"] = {**output["samples"], **allocs}
+    output["summary"] = {**output["summary"],
+                         **{k: v for k, v in heap.output.get("summary", {}).items()
+                            if k in allocs}}  # fmt: skip
+    output["measure"] = {"instructions": "tlsbench-driver under callgrind",
+                         "heap": "tlsbench-driver-heap", "heap_series": sorted(allocs)}  # fmt: skip
+    return Outcome("ok", 0, None, counted.seconds + heap.seconds, output,
+                   "\n".join(t for t in (counted.stderr_tail, heap.stderr_tail) if t))  # fmt: skip
+
+
+# -- the report: instruction counts of any point ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class InstructionRow:
+    """Instruction mode: instructions of one side's measured calls per operation."""
+
+    variant: str
+    library: str
+    point: str
+    side: str  # client (handshake side / record write) or server (record read)
+    instructions: float  # median over repetitions
+    repetitions: int
+    identical: bool  # every repetition gave the same count
+    failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
+    machine: str = ""  # where the run spans several machines: the one(s) this row ran on
+    # Firmware (Cortex-M) points: the count projected to ms at a reference part's clock, low
+    # and high end of the core's CPI range (cortexm.py); the firmware table has the rest.
+    projected_ms: float | None = None
+    projected_ms_high: float | None = None
+
+
+def load_instructions(reader: Any) -> dict[str, list[Any]]:
+    from tlsbench.scenarios import families
+
+    rows = []
+    for p in reader.points:
+        for series in reader.store.series_names(p.id):
+            if not series.endswith("_instructions"):
+                continue
+            counts = reader.store.samples(p.id, series)
+            side = series.removesuffix("_instructions")
+            projected = next((found for r in reader.ok(p) for f in families()
+                              if (found := f.projected_ms(r.output or {}, side))),
+                             None)  # fmt: skip
+            if counts:
+                rows.append(InstructionRow(
+                    variant=p.variant, library=p.library, point=p.name, side=side,
+                    instructions=statistics.median(counts), repetitions=len(counts),
+                    identical=len(set(counts)) == 1,
+                    projected_ms=projected[0] if projected else None,
+                    projected_ms_high=projected[1] if projected else None,
+                ))  # fmt: skip
+    return {"instructions": rows}
+
+
+def instruction_views(model: Any) -> list[Any]:
+    from tlsbench.report.views import View, fmt_count, fmt_range, variant_cell
+
+    if not model.instructions:
+        return []
+    projected = any(r.projected_ms is not None for r in model.instructions)
+    return [
+        View(
+            "instructions",
+            "Instructions (deterministic mode)",
+            "Instructions counted by callgrind inside one side's measured library calls, "
+            "per operation (handshake, record or bulk pass); `client` is the record "
+            "writer, `server` the reader. Median over repetitions, which should agree."
+            + (" Firmware points: instructions of each side's handshake calls counted by "
+               "QEMU (-icount), projected to ms as a range: the core's cycles per "
+               "instruction at a reference part's clock (an assumption, not a measurement "
+               "of a board: the firmware section says which)." if projected else ""),
+            ["variant", "point", "side", "instructions", "repetitions", "identical",
+             *(["projected ms"] if projected else [])],
+            [False, False, False, True, True, False, *([True] if projected else [])],
+            [
+                [variant_cell(r), r.point, r.side, fmt_count(r.instructions), str(r.repetitions),
+                 "yes" if r.identical else "no",
+                 *([fmt_range(r.projected_ms, r.projected_ms_high)] if projected else [])]
+                for r in model.instructions
+            ],
+        )
+    ]  # fmt: skip
+
+
+def instruction_metrics(model: Any) -> list[Any]:
+    from tlsbench.report.metrics import Metric
+
+    return [Metric(f"{i.variant} {i.point} {i.side}", "instructions", "instructions",
+                   i.instructions) for i in model.instructions]  # fmt: skip
+
+
+INSTRUCTIONS = Section(
+    "instructions",
+    60,
+    (TableSpec("instructions", "instructions", "Instructions", InstructionRow),),
+    load_instructions,
+    views=instruction_views,
+    metrics=instruction_metrics,
+)
