@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tlsbench.dialect import SQLITE_HEADER, Database, Row, errors, is_postgres, open_database
+from tlsbench.dialect import Database, Row, errors, is_postgres, open_database
 from tlsbench.errors import UserError
 
 SCHEMA_VERSION = 4
@@ -210,6 +210,10 @@ TABLES = {"runs", "points", "results", "samples"}
 FINISHED = ("complete", "failed")
 
 
+def not_a_database(exc: BaseException) -> bool:
+    return isinstance(exc, sqlite3.DatabaseError) and "not a database" in str(exc)
+
+
 class Store:
     """The results store at `target` (an SQLite file or a PostgreSQL URL). `readonly=True`
     (runs, report, compare) never creates, migrates or changes anything (SQLite: not even
@@ -225,6 +229,8 @@ class Store:
         try:
             self.db: Database = open_database(self.target, readonly)
         except (OSError, sqlite3.Error) as exc:
+            if not_a_database(exc):
+                raise self._not_sqlite() from exc
             raise UserError(f"cannot open the results store {self.target}: {exc}", 2) from exc
         self.path = self.db.location  # a PostgreSQL URL without its password
         try:
@@ -239,12 +245,24 @@ class Store:
                 self.migrate()
         except errors() as exc:
             self.db.close()
+            if not_a_database(exc):
+                raise self._not_sqlite() from exc
             raise UserError(
                 f"{self.path} is not a usable tlsbench results store: {exc}", 2
             ) from exc
         except UserError:
             self.db.close()
             raise
+
+    def _not_sqlite(self) -> UserError:
+        # SQLite tells this itself. The file is never opened here by hand: closing any
+        # descriptor of it would drop this process's POSIX locks on it, those of a run
+        # writing it through another Store (the heartbeat's) too, and another process's
+        # reader would then checkpoint and delete the write-ahead log under the run.
+        return UserError(
+            f"--db {self.target} is not an SQLite database; choose another file "
+            "(tlsbench creates a new store where none exists)"
+        )
 
     def _check_path(self, path: Path) -> None:
         """What can be told from the file system, before SQLite creates anything."""
@@ -258,13 +276,6 @@ class Store:
                     f"no results store at {path}; run an experiment first (tlsbench run)"
                 )
             return
-        if path.stat().st_size >= 100:  # SQLite's header; a store being created is shorter
-            with path.open("rb") as f:
-                if f.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
-                    raise UserError(
-                        f"--db {path} is not an SQLite database; choose another file "
-                        "(tlsbench creates a new store where none exists)"
-                    )
         if not self.readonly and not (
             os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)
         ):

@@ -394,3 +394,26 @@ def test_the_store_can_be_named_by_the_environment(pg_url: str, tmp_path: Path) 
     proc = subprocess.run([str(paths.REPO / "tlsbench"), "migrate"], capture_output=True,
                           text=True, env=env, check=False)  # fmt: skip
     assert proc.returncode == 0 and "postgresql://" in proc.stdout, proc.stderr
+
+
+def test_a_second_store_of_the_same_file_keeps_the_writers_wal(tmp_path: Path) -> None:
+    """A run opens its store twice in one process (the heartbeat has its own): opening the
+    second must not drop the first one's POSIX locks on the file (closing any descriptor
+    of it would), or an outside reader checkpoints and deletes the write-ahead log while
+    the run still writes into it."""
+    db = tmp_path / "r.db"
+    writer = Store(db)
+    run = writer.new_run("e", "q", "time", 1, {}, "", "c")
+    wal = Path(f"{db}-wal")
+    writer.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the file has its pages now
+    assert wal.exists() and db.stat().st_size > 100
+    second = Store(db)  # as the heartbeat thread opens it
+    # Another process's read (`tlsbench runs`, sqlite3 ...): in this process SQLite would
+    # see this process's locks in its own books, not on the file.
+    read = "import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute('SELECT 1 FROM runs')"
+    subprocess.run([sys.executable, "-c", read, str(db)], check=True)
+    assert wal.exists(), "the outside reader took the last lock and removed the WAL"
+    writer.new_run("e", "q", "time", 1, {}, "", "c")
+    assert len(Store(db, readonly=True).runs()) == 2, run
+    second.close()
+    writer.close()
