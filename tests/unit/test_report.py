@@ -36,8 +36,8 @@ GOLDEN = Path(__file__).parents[1] / "golden" / "report.md"
 TSC_HZ = 2596120088.0
 REPETITIONS = 3
 STARTED = "2025-11-22T06:50:00+00:00"
-# heap vs record size, handshake time, latency CDF, AEAD, throughput, capacity
-EXPECTED_PLOTS = 6
+# the overview, heap vs record size, handshake time, latency CDF, AEAD, throughput, capacity
+EXPECTED_PLOTS = 7
 
 ENVIRONMENT: dict[str, Any] = {
     "cpu": {
@@ -441,8 +441,8 @@ def test_plots_skip_themselves_without_data(tmp_path: Path) -> None:
         "write_ns": [40.0, 41.0, 39.0], "read_ns": [42.0, 40.0, 41.0]})  # fmt: skip
     fx.point("null", "records_256B", "records", {"payload": 256}, [ok(records)])
     m = load_run(store, fx.save())
-    assert [p.name for p in plots(m)] == ["record_latency_cdf"]
-    assert export(m, "html").count('<figure class="plot"') == 1
+    assert [p.name for p in plots(m)] == ["overview", "record_latency_cdf"]
+    assert export(m, "html").count('<figure class="plot"') == 2
     store.close()
 
 

@@ -116,8 +116,7 @@ class HtmlExporter:
             body.append(f"<blockquote>{escape(run.question)}</blockquote>")
         index = 0
         for view in views(model):
-            if view.name != "run":
-                body.append(f'<h2 id="{escape(view.name)}">{escape(view.title)}</h2>')
+            body.append(f'<h2 id="{escape(view.name)}">{escape(view.title)}</h2>')
             if view.intro:
                 # The intros use markdown `code` spans; plain text reads fine here.
                 body.append(f"<p>{escape(view.intro.replace('`', ''))}</p>")
