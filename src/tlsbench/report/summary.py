@@ -8,10 +8,12 @@ join the summary without a change here.
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tlsbench.report.model import RunModel
+from tlsbench.report.palette import split
 from tlsbench.report.views import View
 from tlsbench.scenarios.base import SummaryCell
 
@@ -24,6 +26,8 @@ INTRO = (
     "the headers)."
 )
 
+WIDTH = 100  # the terminal summary's prose lines wrap here (the table is as wide as it is)
+
 
 @dataclass(frozen=True)
 class Summary:
@@ -35,17 +39,21 @@ class Summary:
         return self.cells.get((variant, column))
 
     def cases(self) -> list[tuple[str, str]]:
-        """(column, where its figures come from): one case where every variant's figure
-        shares it, else each variant's."""
+        """(column, where its figures come from): the case, or each case with the variants
+        whose figure comes from it where they differ."""
         out = []
         for column in self.columns:
-            found = {v: c.case for v in self.variants if (c := self.cell(v, column)) and c.case}
-            if not found:
-                continue
-            if len(set(found.values())) == 1:
-                out.append((column, next(iter(found.values()))))
-            else:
-                out.append((column, "; ".join(f"{v}: {case}" for v, case in found.items())))
+            by_case: dict[str, list[str]] = {}
+            for variant in self.variants:
+                cell = self.cell(variant, column)
+                if cell is not None and cell.case:
+                    by_case.setdefault(cell.case, []).append(variant)
+            if len(by_case) == 1:
+                out.append((column, next(iter(by_case))))
+            elif by_case:
+                ranked = sorted(by_case.items(), key=lambda item: -len(item[1]))
+                out.append((column, "; ".join(f"{case} ({', '.join(variants)})"
+                                              for case, variants in ranked)))  # fmt: skip
         return out
 
 
@@ -60,9 +68,9 @@ def summary(model: RunModel) -> Summary:
             if cell.column not in columns:
                 columns.append(cell.column)
             cells.setdefault((cell.variant, cell.column), cell)
-    named = {variant for variant, _ in cells}
-    variants = [v for v in model.variants if v in named]
-    variants += sorted(named - set(variants))  # a variant only a peer or server names
+    # By name, so that a library is found where the eye looks for it; the harness baseline
+    # (null) last.
+    variants = sorted({variant for variant, _ in cells}, key=lambda v: (split(v)[0] == "null", v))
     return Summary(columns, variants, cells)
 
 
@@ -88,21 +96,34 @@ def text(model: RunModel) -> str:
     lines = [f"tlsbench run {run.id}, experiment {run.experiment} ({run.status}, "
              f"{run.repetitions} repetitions, {run.mode} mode)"]  # fmt: skip
     if run.question:
-        lines.append(run.question)
+        lines += textwrap.wrap(run.question, WIDTH)
     view = summary_view(model)
     if view is None:
         lines.append("no figures: every point failed or was unsupported")
     else:
-        table = [view.headers, *view.rows]
-        widths = [max(len(row[i]) for row in table) for i in range(len(view.headers))]
+        # Headers wrap onto lines as wide as their column's figures (a terminal is narrow).
+        heads = []
+        for i, header in enumerate(view.headers):
+            widest = max([len(row[i]) for row in view.rows] + [(len(header) + 1) // 2])
+            heads.append(textwrap.wrap(header, widest, break_long_words=False) or [""])
+        widths = [max(len(t) for t in [*head, *(row[i] for row in view.rows)])
+                  for i, head in enumerate(heads)]  # fmt: skip
+        depth = max(len(head) for head in heads)
 
         def aligned(row: list[str]) -> str:
             cells = zip(row, widths, view.numeric, strict=True)
             return "  ".join(c.rjust(w) if num else c.ljust(w) for c, w, num in cells).rstrip()
 
-        lines += ["", aligned(view.headers), "  ".join("-" * w for w in widths)]
+        lines.append("")
+        for k in range(depth):  # a header's last line sits on the rule
+            lines.append(aligned([h[k - depth + len(h)] if k >= depth - len(h) else ""
+                                  for h in heads]))  # fmt: skip
+        lines.append("  ".join("-" * w for w in widths))
         lines += [aligned(row) for row in view.rows]
-        lines += ["", "from:"] + [f"  {column}: {case}" for column, case in summary(model).cases()]
+        lines += ["", "Where each column comes from:"]
+        for column, case in summary(model).cases():
+            lines += textwrap.wrap(f"{column}: {case}", WIDTH, initial_indent="  ",
+                                   subsequent_indent="      ", break_on_hyphens=False)  # fmt: skip
     bad = {status: sum(1 for p in model.problems if p.status == status)
            for status in ("unsupported", "failed")}  # fmt: skip
     if any(bad.values()):

@@ -616,7 +616,7 @@ def throughput_view(model: RunModel) -> list[View]:
 
 
 def heap_vs_record_size(model: RunModel) -> Plot | None:
-    from tlsbench.report.palette import STYLES, line_colour, split
+    from tlsbench.report.palette import STYLES, style
     from tlsbench.report.plots import Plot, figure, short
 
     # The first connection per side (warm connections are in the table).
@@ -640,16 +640,16 @@ def heap_vs_record_size(model: RunModel) -> Plot | None:
         for (line, side, case), points in lines.items():
             points.sort()
             name = f"{line} {side}" + (f" ({short(case)})" if len(cases) > 1 else "")
-            # The line's colour; a marker and line style per side and case.
-            marker, linestyle, _ = STYLES[
-                (2 * cases.index(case) + (side == "server")) % len(STYLES)
-            ]
+            # The variant's colour and marker (another marker per further case); the client
+            # solid, the server dashed.
+            look = style(line)
+            marker = look.marker if case == cases[0] else STYLES[cases.index(case)][0]
             ax.plot(
                 [x for x, _ in points],
                 [y / 1024 for _, y in points],
                 marker=marker,
-                linestyle=linestyle,
-                color=line_colour(split(line)[0]),
+                linestyle="-" if side == "client" else "--",
+                color=look.colour,
                 label=name,
             )
         sizes = sorted({r.record_size for r in rows if r.record_size})
