@@ -116,7 +116,7 @@ def test_a_variant_looks_the_same_whatever_the_run() -> None:
     lines = ["mbedtls-3.6.6", "wolfssl-5.7.2", "openssl-3.5.x", "gnutls-3.8.x", "boringssl-5.4.0",
              "aws-lc-5.12.0", "rustls-ffi-0.15.7", "openssl-1.1.1w"]  # fmt: skip
     a = synthetic(lines, [])
-    b = synthetic(list(reversed(lines)) + ["mbedtls-2.28.x"], [])
+    b = synthetic([*reversed(lines), "mbedtls-2.28.x"], [])
     for model in (a, b):
         handshake = next(p for p in plots(model) if p.name == "handshake_time")
         bars = {c.get_label(): to_hex(c.patches[0].get_facecolor())
