@@ -33,7 +33,8 @@ thead th { position: sticky; top: 0; z-index: 1; }
 th { background: #f2f2f2; text-align: left; }
 details.long > summary { cursor: pointer; color: #124; margin: 0.4em 0; }
 pre, blockquote, p { overflow-wrap: anywhere; }
-td.num, th.num { text-align: right; white-space: nowrap; }
+td.num, th.num { text-align: right; }
+td.num { white-space: nowrap; }  /* a figure never breaks; its header may */
 td:first-child { white-space: nowrap; }  /* variant specs break badly at their hyphens */
 tbody tr:nth-child(even) { background: #fafafa; }
 figure.plot { margin: 1em 0; }
@@ -44,7 +45,8 @@ td.result-ok { background: #d9f2d9; text-align: center; }
 td.result-failed { background: #f8d0d0; text-align: center; }
 td.result-finding { background: #f8e6c8; text-align: center; }
 td.result-unsupported { background: #ececec; color: #666; text-align: center; }
-pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; font-size: 0.85em; }
+pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; font-size: 0.85em;
+      white-space: pre-wrap; }  /* long lines wrap: stderr tails and case lists read whole */
 """
 
 # Counts the plots that really rendered: an <svg> whose drawing has an extent, or an <img>

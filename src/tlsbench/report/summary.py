@@ -84,7 +84,12 @@ def summary_view(model: RunModel) -> View | None:
         cells = [found.cell(variant, column) for column in found.columns]
         rows.append([variant, *("-" if c is None else c.text for c in cells)])
         titles.append(["", *("" if c is None else c.case for c in cells)])
-    details = [("Cases", "\n".join(f"{column}: {case}" for column, case in found.cases()))]
+    details = [
+        (
+            "Where each column comes from",
+            "\n".join(f"{column}: {case}" for column, case in found.cases()),
+        )
+    ]
     return View("summary", "Summary", INTRO, ["variant", *found.columns],
                 [False, *(True for _ in found.columns)], rows, details, titles)  # fmt: skip
 
@@ -138,40 +143,48 @@ def text(model: RunModel) -> str:
 
 def overview_plot(model: RunModel) -> Plot | None:
     """Small multiples: a panel per summary column, a bar per variant (its colour and
-    hatch as in every plot), so that the run's answer reads at a glance."""
+    hatch as in every plot) labelled with the figure, so that the run's answer reads at a
+    glance. The harness baseline (null) stays in the table: beside it, libraries' bars
+    would be slivers."""
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
     from tlsbench.report.palette import style
-    from tlsbench.report.plots import Plot, figure, wide
+    from tlsbench.report.plots import Plot, figure
 
     found = summary(model)
-    panels = [c for c in found.columns
-              if any((cell := found.cell(v, c)) and cell.value is not None
-                     for v in found.variants)]  # fmt: skip
+    variants = [v for v in found.variants if split(v)[0] != "null"]
+
+    def drawn(column: str) -> list[tuple[int, SummaryCell]]:
+        cells = [(y, found.cell(v, column)) for y, v in enumerate(variants)]
+        return [(y, c) for y, c in cells if c is not None and c.value is not None]
+
+    # A panel where every figure is 0 (no interop failure) says nothing a bar could show.
+    panels = [c for c in found.columns if any(cell.value for _, cell in drawn(c))]
     if not panels:
         return None
     per_row = min(3, len(panels))
     rows = -(-len(panels) // per_row)
-    height = 0.9 + rows * (0.6 + 0.24 * len(found.variants))
-    fig = figure(3.6 * per_row + 1.6, height)
+    fig = figure(3.4 * per_row + 1.8, 0.9 + rows * (0.7 + 0.22 * len(variants)))
     axes = fig.subplots(rows, per_row, squeeze=False, sharey=True)
-    positions = range(len(found.variants))
+    thousands = FuncFormatter(lambda x, _: f"{x / 1000:g}k" if abs(x) >= 1000 else f"{x:g}")
     for index, ax in enumerate(axes.flat):
         if index >= len(panels):
             ax.set_visible(False)
             continue
         column = panels[index]
-        values = []
-        for y, variant in enumerate(found.variants):
-            cell = found.cell(variant, column)
-            if cell is None or cell.value is None:
-                continue
-            values.append(cell.value)
-            ax.barh(y, cell.value, height=0.7, **style(variant).bar())
-        if wide(values) and min(values) > 0:
-            ax.set_xscale("log")
+        cells = drawn(column)
+        for y, cell in cells:
+            bars = ax.barh(y, cell.value, height=0.7, **style(variants[y]).bar())
+            ax.bar_label(bars, [cell.text], padding=2, fontsize="xx-small")
+        ax.set_xlim(0, 1.35 * max(cell.value or 0 for _, cell in cells))  # room for labels
+        counts = all(float(cell.value or 0).is_integer() for _, cell in cells)
+        ax.xaxis.set_major_locator(MaxNLocator(4, integer=counts))
+        ax.xaxis.set_major_formatter(thousands)
         ax.set_title(column, fontsize="small")
         ax.tick_params(axis="x", labelsize="x-small")
         ax.grid(axis="x", alpha=0.3)
-        ax.set_yticks(list(positions), found.variants, fontsize="x-small")
+        ax.set_yticks(range(len(variants)), variants, fontsize="x-small")
     axes.flat[0].invert_yaxis()  # the first variant on top, as in the table (shared y)
-    fig.suptitle(f"Summary of run {model.run.id} ({model.run.experiment})", fontsize="medium")
+    fig.suptitle(f"Summary of run {model.run.id} ({model.run.experiment}): medians, "
+                 "one case per column (the summary table says which)", fontsize="small")  # fmt: skip
     return Plot("overview", "Overview: the summary's figures per variant", "summary", fig)
