@@ -84,12 +84,8 @@ def summary_view(model: RunModel) -> View | None:
         cells = [found.cell(variant, column) for column in found.columns]
         rows.append([variant, *("-" if c is None else c.text for c in cells)])
         titles.append(["", *("" if c is None else c.case for c in cells)])
-    details = [
-        (
-            "Where each column comes from",
-            "\n".join(f"{column}: {case}" for column, case in found.cases()),
-        )
-    ]
+    where = "\n".join(f"{column}: {case}" for column, case in found.cases())
+    details = [("Where each column comes from", where)] if where else []
     return View("summary", "Summary", INTRO, ["variant", *found.columns],
                 [False, *(True for _ in found.columns)], rows, details, titles)  # fmt: skip
 
@@ -185,6 +181,6 @@ def overview_plot(model: RunModel) -> Plot | None:
         ax.grid(axis="x", alpha=0.3)
         ax.set_yticks(range(len(variants)), variants, fontsize="x-small")
     axes.flat[0].invert_yaxis()  # the first variant on top, as in the table (shared y)
-    fig.suptitle(f"Summary of run {model.run.id} ({model.run.experiment}): medians, "
-                 "one case per column (the summary table says which)", fontsize="small")  # fmt: skip
+    title = f"Summary of run {model.run.id} ({model.run.experiment}): medians, one case per "
+    fig.suptitle(title + "column (the summary table says which)", fontsize="small")
     return Plot("overview", "Overview: the summary's figures per variant", "summary", fig)
