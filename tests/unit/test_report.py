@@ -700,3 +700,38 @@ def test_runs_of_several_machines_are_reported_side_by_side(tmp_path: Path) -> N
                           text=True, check=False)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert [r["id"] for r in json.loads(proc.stdout)["runs"]] == [1, 2]
+
+
+# -- the summary ------------------------------------------------------------------------------
+
+
+def test_the_report_opens_with_the_summary(model: RunModel) -> None:
+    assert [v.name for v in views(model)][:2] == ["summary", "run"]
+    markdown = export(model, "markdown")
+    assert markdown.index("## Summary") < markdown.index("## Run") < markdown.index("## Handshake")
+    page = export(model, "html")
+    assert page.index('data-table="summary"') < page.index('data-plot="overview"') \
+        < page.index('data-table="run"')  # fmt: skip
+
+
+def test_the_terminal_summary_is_a_row_per_variant(tmp_path: Path, capsys) -> None:
+    from tlsbench.cli import main
+
+    store, run_id = build_store(tmp_path / "results.sqlite")
+    store.close()
+    assert main(["report", "--summary", "--db", str(tmp_path / "results.sqlite")]) == 0
+    text = capsys.readouterr().out
+    lines = text.splitlines()
+    assert len(lines) < 40
+    rows = {line.split()[0]: line.split()[1:] for line in lines
+            if line.split() and line.split()[0] in BUILDS}  # fmt: skip
+    assert set(rows) == set(BUILDS)  # every variant, the baseline too
+    # wolfSSL's handshake: client + server CPU ms, as the Handshake time table has it.
+    assert rows[WOLF][0] == fmt_sig(sum(HANDSHAKE_NS[(WOLF, "1.3")]) / 1e6)
+    assert "Where each column comes from:" in text
+
+    out = tmp_path / "report.html"
+    assert main(["report", "--summary", "--format", "html", "--out", str(out),
+                 "--db", str(tmp_path / "results.sqlite")]) == 0  # fmt: skip
+    assert capsys.readouterr().out.rstrip().endswith(f"full report: {out}")
+    assert out.exists() and (tmp_path / "plots" / "overview.png").exists()
