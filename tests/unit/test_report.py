@@ -717,7 +717,7 @@ def test_the_report_opens_with_the_summary(model: RunModel) -> None:
 def test_the_terminal_summary_is_a_row_per_variant(tmp_path: Path, capsys) -> None:
     from tlsbench.cli import main
 
-    store, run_id = build_store(tmp_path / "results.sqlite")
+    store, _ = build_store(tmp_path / "results.sqlite")
     store.close()
     assert main(["report", "--summary", "--db", str(tmp_path / "results.sqlite")]) == 0
     text = capsys.readouterr().out

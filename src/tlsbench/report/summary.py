@@ -94,7 +94,7 @@ def text(model: RunModel) -> str:
     """The summary for a terminal: the run, the table in aligned columns, where each column
     comes from, and what went wrong (counts)."""
     run = model.run
-    lines = [f"tlsbench run {run.id}, experiment {run.experiment} ({run.status}, "
+    lines = [f"Run {run.id}, experiment {run.experiment} ({run.status}, "
              f"{run.repetitions} repetitions, {run.mode} mode)"]  # fmt: skip
     if run.question:
         lines += textwrap.wrap(run.question, WIDTH)
