@@ -19,15 +19,15 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 
 .PHONY: run test test-fast check format deps venv build bench fuzz
 
-# The main job: the `quick` experiment into results/tlsbench.db, its tables in the terminal,
-# and results/report.md + results/report.html (plots in results/plots/). A point that failed
-# makes the exit status non-zero, after the report is written.
+# The main job: the `quick` experiment into results/tlsbench.db, its summary in the terminal
+# (a row per library), and results/report.md + results/report.html (plots in
+# results/plots/). A point that failed makes the exit status non-zero, after the report is
+# written.
 run: deps venv
 	@status=0; ./tlsbench run quick || status=$$?; \
-	./tlsbench report latest --format md && \
 	./tlsbench report latest --format md --out results/report.md && \
-	./tlsbench report latest --format html --out results/report.html && \
-	echo "report: results/report.html, results/report.md" && exit $$status
+	./tlsbench report latest --format html --out results/report.html --summary && \
+	echo "also: results/report.md, plots in results/plots/" && exit $$status
 
 # CPU_PROFILE=avx2|sse4|valgrind runs the suite as on a CPU without some extensions (the
 # libraries' own capability switches; src/tlsbench/cpuprofile.py): a test that holds on this

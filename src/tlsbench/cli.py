@@ -537,6 +537,11 @@ def cmd_report(args: argparse.Namespace) -> int:
             store.check_whole(run_id, "report")
     model = load_runs(store, runs)
     out = Path(args.out) if args.out else None
+    if args.summary and out is None:  # the answer alone, for a terminal
+        from tlsbench.report.summary import text as summary_text
+
+        print(summary_text(model), end="")
+        return 0
     text = export(model, fmt, out)
     if out is None:
         print(text)
@@ -549,6 +554,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     plots = write_plots(model, out.parent / "plots")
     print(f"wrote {out}" + (f" and {len(plots)} plot files in {out.parent / 'plots'}"
                             if plots else ""), file=sys.stderr)  # fmt: skip
+    if args.summary:
+        from tlsbench.report.summary import text as summary_text
+
+        print(summary_text(model) + f"\nfull report: {out}")
     return 0
 
 
@@ -1006,6 +1015,13 @@ def parser() -> argparse.ArgumentParser:
         "customSmallerIsBetter)",
     )
     report.add_argument("--out", metavar="FILE", help="write to FILE instead of the terminal")
+    report.add_argument(
+        "--summary",
+        action="store_true",
+        help="print the summary in plain text (one row per variant, the headline figure of "
+        "each kind the run measured) instead of the whole report; with --out, the report "
+        "is written there and the summary printed with where it is",
+    )
     report.add_argument(
         "--partial",
         action="store_true",

@@ -377,6 +377,7 @@ def plot(outcomes: list[Outcome], budget: Budget, role: str, path: Path) -> Path
     a box, the Pareto front ringed."""
     from matplotlib.figure import Figure
 
+    from tlsbench.report.palette import line_colour
     from tlsbench.report.plots import png_bytes
 
     measured = [o for o in outcomes if o.measured is not None]
@@ -384,8 +385,7 @@ def plot(outcomes: list[Outcome], budget: Budget, role: str, path: Path) -> Path
     fig = Figure(figsize=(9.0, 6.0), layout="constrained")
     ax = fig.subplots()
     lines = list(dict.fromkeys(o.candidate.line for o in measured))
-    colours = dict(zip(lines, ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple"),
-                       strict=False))  # fmt: skip
+    colours = {line: line_colour(line) for line in lines}  # as in every report's plots
     slowest = max((o.measured.instructions(role) for o in measured if o.measured), default=1)
     labels: dict[tuple[str, str, float, float], list[int]] = {}
     for o in measured:

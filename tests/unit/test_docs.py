@@ -37,11 +37,7 @@ PENDING_EXPERIMENTS = frozenset(
         "connections",  # memory at 10,000 connections: the driver-core branch (issue 25)
     }
 )
-PENDING_FILES = frozenset(
-    {
-        "docs/img/overview.png",  # the report's overview chart (issue 24, report part)
-    }
-)
+PENDING_FILES: frozenset[str] = frozenset()
 
 # Options of other programs that the docs quote (build systems, tools, peers), by program.
 OTHER_PROGRAMS_FLAGS = {

@@ -36,8 +36,8 @@ GOLDEN = Path(__file__).parents[1] / "golden" / "report.md"
 TSC_HZ = 2596120088.0
 REPETITIONS = 3
 STARTED = "2025-11-22T06:50:00+00:00"
-# heap vs record size, handshake time, latency CDF, AEAD, throughput, capacity
-EXPECTED_PLOTS = 6
+# the overview, heap vs record size, handshake time, latency CDF, AEAD, throughput, capacity
+EXPECTED_PLOTS = 7
 
 ENVIRONMENT: dict[str, Any] = {
     "cpu": {
@@ -441,6 +441,7 @@ def test_plots_skip_themselves_without_data(tmp_path: Path) -> None:
         "write_ns": [40.0, 41.0, 39.0], "read_ns": [42.0, 40.0, 41.0]})  # fmt: skip
     fx.point("null", "records_256B", "records", {"payload": 256}, [ok(records)])
     m = load_run(store, fx.save())
+    # No overview either: the harness baseline alone is left to the summary table.
     assert [p.name for p in plots(m)] == ["record_latency_cdf"]
     assert export(m, "html").count('<figure class="plot"') == 1
     store.close()
@@ -699,3 +700,38 @@ def test_runs_of_several_machines_are_reported_side_by_side(tmp_path: Path) -> N
                           text=True, check=False)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert [r["id"] for r in json.loads(proc.stdout)["runs"]] == [1, 2]
+
+
+# -- the summary ------------------------------------------------------------------------------
+
+
+def test_the_report_opens_with_the_summary(model: RunModel) -> None:
+    assert [v.name for v in views(model)][:2] == ["summary", "run"]
+    markdown = export(model, "markdown")
+    assert markdown.index("## Summary") < markdown.index("## Run") < markdown.index("## Handshake")
+    page = export(model, "html")
+    assert page.index('data-table="summary"') < page.index('data-plot="overview"') \
+        < page.index('data-table="run"')  # fmt: skip
+
+
+def test_the_terminal_summary_is_a_row_per_variant(tmp_path: Path, capsys) -> None:
+    from tlsbench.cli import main
+
+    store, _ = build_store(tmp_path / "results.sqlite")
+    store.close()
+    assert main(["report", "--summary", "--db", str(tmp_path / "results.sqlite")]) == 0
+    text = capsys.readouterr().out
+    lines = text.splitlines()
+    assert len(lines) < 40
+    rows = {line.split()[0]: line.split()[1:] for line in lines
+            if line.split() and line.split()[0] in BUILDS}  # fmt: skip
+    assert set(rows) == set(BUILDS)  # every variant, the baseline too
+    # wolfSSL's handshake: client + server CPU ms, as the Handshake time table has it.
+    assert rows[WOLF][0] == fmt_sig(sum(HANDSHAKE_NS[(WOLF, "1.3")]) / 1e6)
+    assert "Where each column comes from:" in text
+
+    out = tmp_path / "report.html"
+    assert main(["report", "--summary", "--format", "html", "--out", str(out),
+                 "--db", str(tmp_path / "results.sqlite")]) == 0  # fmt: skip
+    assert capsys.readouterr().out.rstrip().endswith(f"full report: {out}")
+    assert out.exists() and (tmp_path / "plots" / "overview.png").exists()

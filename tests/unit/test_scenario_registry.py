@@ -170,7 +170,7 @@ def test_every_section_gives_the_summary_cells_of_its_rows(tmp_path: Path) -> No
     model = load_run(store, run_id)
     cells = [c for s in scenarios.sections() for c in s.summary(model)]
     columns = {c.column for c in cells}
-    assert {"handshake ms", "client heap peak", "record write ns", "bulk MB/s",
+    assert {"handshake ms", "client heap peak bytes", "record write p50 ns", "bulk MB/s",
             "AEAD cycles/byte", "load tx/s"} <= columns  # fmt: skip
     handshake = {c.variant: c for c in cells if c.column == "handshake ms"}
     assert set(handshake) == {r.variant for r in model.handshakes}

@@ -22,11 +22,19 @@ body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1200p
        padding: 0 1em; color: #1b1b1b; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ccc; }
 blockquote { margin: 0.5em 0; padding-left: 1em; border-left: 3px solid #aac; color: #333; }
-div.table { overflow-x: auto; }  /* a wide table scrolls on its own, not the page */
-table { border-collapse: collapse; margin: 0.6em 0; font-variant-numeric: tabular-nums; }
-th, td { border: 1px solid #d0d0d0; padding: 0.2em 0.6em; vertical-align: top; }
+/* A wide table scrolls inside its own box, not the page; a tall one within the window's
+   height, its header staying in view. */
+div.table { overflow: auto; max-height: 85vh; max-width: 100%; margin: 0.6em 0;
+            border: 1px solid #e4e4e4; }
+table { border-collapse: separate; border-spacing: 0; font-variant-numeric: tabular-nums; }
+th, td { border: solid #d0d0d0; border-width: 0 1px 1px 0; padding: 0.2em 0.6em;
+         vertical-align: top; }
+thead th { position: sticky; top: 0; z-index: 1; }
 th { background: #f2f2f2; text-align: left; }
-td.num, th.num { text-align: right; white-space: nowrap; }
+details.long > summary { cursor: pointer; color: #124; margin: 0.4em 0; }
+pre, blockquote, p { overflow-wrap: anywhere; }
+td.num, th.num { text-align: right; }
+td.num { white-space: nowrap; }  /* a figure never breaks; its header may */
 td:first-child { white-space: nowrap; }  /* variant specs break badly at their hyphens */
 tbody tr:nth-child(even) { background: #fafafa; }
 figure.plot { margin: 1em 0; }
@@ -37,7 +45,8 @@ td.result-ok { background: #d9f2d9; text-align: center; }
 td.result-failed { background: #f8d0d0; text-align: center; }
 td.result-finding { background: #f8e6c8; text-align: center; }
 td.result-unsupported { background: #ececec; color: #666; text-align: center; }
-pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; font-size: 0.85em; }
+pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; font-size: 0.85em;
+      white-space: pre-wrap; }  /* long lines wrap: stderr tails and case lists read whole */
 """
 
 # Counts the plots that really rendered: an <svg> whose drawing has an extent, or an <img>
@@ -62,6 +71,8 @@ window.addEventListener("load", function () {
 """
 
 
+LONG_TABLE_ROWS = 25  # a table of more rows is folded (<details>) until opened
+
 # Interop grid cells by result (the detail is the cell's hover text).
 RESULT_CLASSES = {"✓": "result-ok", "✗ unexplained": "result-failed",
                   "✗ finding": "result-finding", "unsupported": "result-unsupported"}  # fmt: skip
@@ -85,11 +96,16 @@ def _table(view: View) -> str:
         "<tr>" + "".join(cell(r, i, c) for i, c in enumerate(row)) + "</tr>"
         for r, row in enumerate(view.rows)
     )
-    return (
+    table = (
         f'<div class="table"><table id="table-{escape(view.name)}" '
         f'data-table="{escape(view.name)}">\n'
         f"<thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table></div>"
     )
+    if len(view.rows) <= LONG_TABLE_ROWS:
+        return table
+    # A long table is folded: the page's outline stays readable, the rows one click away.
+    return (f'<details class="long"><summary>{len(view.rows)} rows: show the table'
+            f"</summary>\n{table}\n</details>")  # fmt: skip
 
 
 def _figure(plot: Plot, index: int) -> str:
@@ -116,8 +132,7 @@ class HtmlExporter:
             body.append(f"<blockquote>{escape(run.question)}</blockquote>")
         index = 0
         for view in views(model):
-            if view.name != "run":
-                body.append(f'<h2 id="{escape(view.name)}">{escape(view.title)}</h2>')
+            body.append(f'<h2 id="{escape(view.name)}">{escape(view.title)}</h2>')
             if view.intro:
                 # The intros use markdown `code` spans; plain text reads fine here.
                 body.append(f"<p>{escape(view.intro.replace('`', ''))}</p>")

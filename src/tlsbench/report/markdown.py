@@ -32,8 +32,7 @@ class MarkdownExporter:
         if run.question:
             parts.append(f"> {run.question}")
         for view in views(model):
-            if view.name != "run":
-                parts.append(f"## {view.title}")
+            parts.append(f"## {view.title}")
             if view.intro:
                 parts.append(view.intro)
             parts.append(table(view))

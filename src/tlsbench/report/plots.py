@@ -23,6 +23,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from tlsbench.report.model import RunModel
+from tlsbench.report.palette import Style
+from tlsbench.report.palette import style as variant_style
 
 WIDE_RANGE = 20.0  # a log axis once the largest value is this many times the smallest
 
@@ -35,10 +37,9 @@ class Plot:
     figure: Figure
 
 
-def colours(model: RunModel) -> dict[str, Any]:
-    """One colour per variant, the same in every plot."""
-    cmap = matplotlib.colormaps["tab10"]
-    return {v: cmap(i % 10) for i, v in enumerate(model.variants)}
+def styles(model: RunModel) -> dict[str, Style]:
+    """The look of each of the run's variants (palette.py: the same in every report)."""
+    return {v: variant_style(v) for v in model.variants}
 
 
 def figure(width: float = 9.0, height: float = 4.8) -> Figure:
@@ -89,9 +90,13 @@ def grouped_bars(ax: Axes, categories: list[str], series: list[Series]) -> None:
 def plots(model: RunModel) -> list[Plot]:
     """Every plot the run has data for, in report order (each family's section makes its
     own: src/tlsbench/scenarios/)."""
+    from tlsbench.report.summary import overview_plot
     from tlsbench.scenarios import sections
 
-    return [plot for section in sections() for plot in section.plots(model)]
+    overview = overview_plot(model)
+    return ([overview] if overview else []) + [
+        plot for section in sections() for plot in section.plots(model)
+    ]
 
 
 def svg_text(fig: Figure) -> str:

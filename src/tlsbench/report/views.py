@@ -117,7 +117,11 @@ def views(model: RunModel) -> list[View]:
 
 
 def _views(model: RunModel) -> list[View]:
-    out: list[View] = []
+    from tlsbench.report.summary import summary_view
+
+    # The answer first (the headline figures per variant), then the run, then the details.
+    first = summary_view(model)
+    out: list[View] = [first] if first is not None else []
     out.append(
         View(
             "run",

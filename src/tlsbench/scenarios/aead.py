@@ -120,11 +120,11 @@ def aead_view(model: RunModel) -> list[View]:
 
 
 def aead_cycles(model: RunModel) -> Plot | None:
-    from tlsbench.report.plots import Plot, Series, colours, figure, grouped_bars, wide
+    from tlsbench.report.plots import Plot, Series, figure, grouped_bars, styles, wide
 
     if not model.aead:
         return None
-    palette = colours(model)
+    palette = styles(model)
     algorithms = list(dict.fromkeys(r.aead for r in model.aead))
     fig = figure(4.0 * len(algorithms) + 1.0, 4.5)
     axes = fig.subplots(1, len(algorithms), sharey=True, squeeze=False)[0]
@@ -134,7 +134,7 @@ def aead_cycles(model: RunModel) -> Plot | None:
         series: list[Series] = []
         for variant in dict.fromkeys(r.variant for r in rows):
             values = {f"{r.payload:,}": r.tsc_cycles_per_byte for r in rows if r.variant == variant}
-            series.append((variant, values, {}, {"color": palette[variant]}))
+            series.append((variant, values, {}, palette[variant].bar()))
         grouped_bars(ax, categories, series)
         ax.set_title(algorithm)
         ax.set_xlabel("payload (bytes)")

@@ -359,12 +359,20 @@ class Section:
 
 
 def first_per_variant(rows: list[Any]) -> list[Any]:
-    """Each variant's first row, in the rows' order (a summary's pick where a variant has
-    several points: the one the table shows first)."""
-    first: dict[str, Any] = {}
+    """A summary's pick where a variant has several points: each variant's row of the case
+    most variants share (so that a summary column compares like with like: server-only
+    beside server-only authentication), else its first row; in the rows' order."""
+    shared: dict[str, set[str]] = {}
     for row in rows:
-        first.setdefault(row.variant, row)
-    return list(first.values())
+        shared.setdefault(getattr(row, "case", ""), set()).add(row.variant)
+    rank = {case: (-len(variants), i) for i, (case, variants) in enumerate(shared.items())}
+    best: dict[str, Any] = {}
+    for row in rows:
+        held = best.get(row.variant)
+        if held is None or rank[getattr(row, "case", "")] < rank[getattr(held, "case", "")]:
+            best[row.variant] = row
+    order = {id(row): i for i, row in enumerate(rows)}
+    return sorted(best.values(), key=lambda row: order[id(row)])
 
 
 # -- a family --------------------------------------------------------------------------------

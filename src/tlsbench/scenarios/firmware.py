@@ -226,8 +226,7 @@ def projected_handshake(model: RunModel) -> Plot | None:
     """Firmware points: the client's handshake time on its core's reference part, as the
     range the core's cycles per instruction allow (a bar from low to high), per core and job,
     a colour per library build; log scale."""
-    import matplotlib
-
+    from tlsbench.report.palette import line_colour
     from tlsbench.report.plots import Plot, figure
 
     rows = [r for r in model.firmware if r.side == "client"]
@@ -237,8 +236,7 @@ def projected_handshake(model: RunModel) -> Plot | None:
     labels = list(dict.fromkeys(f"{r.core}  {r.job}" for r in ordered))
     # A colour per library line: the same library on every core reads as one.
     lines = list(dict.fromkeys(r.variant.split(":")[0] for r in rows))
-    cmap = matplotlib.colormaps["tab10"]
-    colours = {line: cmap(i % 10) for i, line in enumerate(lines)}
+    colours = {line: line_colour(line) for line in lines}
     step = 0.8 / max(1, len(lines))
     fig = figure(11.0, 1.5 + 0.2 * len(labels))
     ax = fig.subplots()

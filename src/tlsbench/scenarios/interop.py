@@ -517,13 +517,17 @@ def network_latency(model: RunModel) -> Plot | None:
 
 
 def interop_summary(model: RunModel) -> list[SummaryCell]:
-    """Per variant: how many of its pairs (as client or server) completed."""
+    """Per variant: how many of its pairs (as client or server) completed, and how many
+    failed (an unsupported pair is neither)."""
     pairs: dict[str, list[str]] = {}
     for r in model.interop:
         pairs.setdefault(r.variant, []).append(r.result)
-    return [SummaryCell(variant, "interop ok", float(results.count("ok")),
-                        f"{results.count('ok')} of {len(results)}")
-            for variant, results in pairs.items()]  # fmt: skip
+    cells = []
+    for variant, results in pairs.items():
+        ok, failed = results.count("ok"), results.count("failed")
+        cells += [SummaryCell(variant, "interop ok", float(ok), f"{ok} of {len(results)}"),
+                  SummaryCell(variant, "interop failed", float(failed), str(failed))]  # fmt: skip
+    return cells
 
 
 FAMILY = Interop(

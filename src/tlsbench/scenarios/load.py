@@ -316,8 +316,7 @@ def capacity(model: RunModel) -> Plot | None:
     """Transactions/s and p99 latency against concurrent connections, one line per server
     and pattern (and generator, where a server had several): where throughput stops growing
     and latency takes off is the saturation point."""
-    import matplotlib
-
+    from tlsbench.report.palette import server_style
     from tlsbench.report.plots import Plot, figure, short
 
     rows = [r for r in model.load if r.result == "ok" and r.tps is not None]
@@ -337,14 +336,12 @@ def capacity(model: RunModel) -> Plot | None:
         return None
     fig = figure(12.0, 5.5)
     ax_tps, ax_p99 = fig.subplots(1, 2)
-    # Colour per server (nginx apart from its library's own server), line style per pattern,
-    # marker per generator.
-    cmap = matplotlib.colormaps["tab10"]
-    servers = list(dict.fromkeys(points[0].server for points in lines.values()))
+    # The server's colour (nginx apart from its library's own server: palette.py), line
+    # style per pattern, marker per generator.
     dashes = {"keepalive": "-", "new": "--", "resume": ":"}
     for label, points in lines.items():
         first = points[0]
-        style = {"color": cmap(servers.index(first.server) % 10),
+        style = {"color": server_style(first.server).colour,
                  "marker": "x" if first.client == "h2load" else "o",
                  "linestyle": dashes.get(first.pattern, "-.")}  # fmt: skip
         xs = [r.connections for r in points]
@@ -368,8 +365,9 @@ def capacity(model: RunModel) -> Plot | None:
 
 
 def load_summary(model: RunModel) -> list[SummaryCell]:
-    """Per server variant: the most transactions/s any of its ok points served."""
-    from tlsbench.report.views import fmt_sig
+    """Per server variant: the most transactions/s any of its ok points served, and the
+    server's heap per connection where a point measured it (`heap = true`)."""
+    from tlsbench.report.views import fmt_bytes, fmt_sig
 
     best: dict[str, Any] = {}
     for r in model.load:
@@ -379,9 +377,15 @@ def load_summary(model: RunModel) -> list[SummaryCell]:
             and (r.variant not in best or r.tps > best[r.variant].tps)
         ):
             best[r.variant] = r
-    return [SummaryCell(v, "load tx/s", r.tps, fmt_sig(r.tps),
-                        f"{r.server} {r.pattern} c{r.connections} by {r.client}")
-            for v, r in best.items()]  # fmt: skip
+    cells = [SummaryCell(v, "load tx/s", r.tps, fmt_sig(r.tps),
+                         f"{r.server} {r.pattern} c{r.connections} by {r.client}")
+             for v, r in best.items()]  # fmt: skip
+    heap = [r for r in model.load if r.result == "ok" and r.server_heap_per_connection]
+    cells += [SummaryCell(r.variant, "server heap per connection bytes",
+                          r.server_heap_per_connection, fmt_bytes(r.server_heap_per_connection),
+                          f"{r.server} {r.pattern} c{r.connections}")
+              for r in base.first_per_variant(heap)]  # fmt: skip
+    return cells
 
 
 FAMILY = Load(

@@ -25,7 +25,7 @@ from tlsbench import arches
 from tlsbench.build import Build
 from tlsbench.process import Outcome, run_driver, unsupported
 from tlsbench.recipes.runtime import at_run_time
-from tlsbench.scenarios.base import RunPoint, Section, TableSpec
+from tlsbench.scenarios.base import RunPoint, Section, SummaryCell, TableSpec, first_per_variant
 from tlsbench.scenarios.declared import declared
 
 # valgrind runs code tens of times slower than the CPU.
@@ -292,6 +292,16 @@ def instruction_metrics(model: Any) -> list[Any]:
                    i.instructions) for i in model.instructions]  # fmt: skip
 
 
+def instruction_summary(model: Any) -> list[SummaryCell]:
+    """Per variant: its first client row's instruction count (of its first point)."""
+    from tlsbench.report.views import fmt_count
+
+    clients = [r for r in model.instructions if r.side == "client"]
+    return [SummaryCell(r.variant, "client instructions", r.instructions,
+                        fmt_count(r.instructions), r.point)
+            for r in first_per_variant(clients)]  # fmt: skip
+
+
 INSTRUCTIONS = Section(
     "instructions",
     60,
@@ -299,4 +309,5 @@ INSTRUCTIONS = Section(
     load_instructions,
     views=instruction_views,
     metrics=instruction_metrics,
+    summary=instruction_summary,
 )

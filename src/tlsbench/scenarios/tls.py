@@ -616,17 +616,14 @@ def throughput_view(model: RunModel) -> list[View]:
 
 
 def heap_vs_record_size(model: RunModel) -> Plot | None:
-    import matplotlib
-
+    from tlsbench.report.palette import STYLES, style
     from tlsbench.report.plots import Plot, figure, short
 
     # The first connection per side (warm connections are in the table).
     rows = [r for r in model.memory if r.record_size and r.side in ("client", "server")]
-    if not rows:
+    if len({r.record_size for r in rows}) < 2:  # one record size: a line of one point
         return None
-    palette = {line: matplotlib.colormaps["tab10"](i % 10) for i, line in
-               enumerate(dict.fromkeys(r.line for r in rows))}  # fmt: skip
-    cases = {r.case for r in rows}
+    cases = list(dict.fromkeys(r.case for r in rows))
     entries = len({(r.line, r.side, r.case) for r in rows})
     fig = figure(10.0, 4.2 + 0.2 * entries)  # room for the legend below the axes
     axes = fig.subplots(1, 2, sharex=True)
@@ -643,12 +640,16 @@ def heap_vs_record_size(model: RunModel) -> Plot | None:
         for (line, side, case), points in lines.items():
             points.sort()
             name = f"{line} {side}" + (f" ({short(case)})" if len(cases) > 1 else "")
+            # The variant's colour and marker (another marker per further case); the client
+            # solid, the server dashed.
+            look = style(line)
+            marker = look.marker if case == cases[0] else STYLES[cases.index(case)][0]
             ax.plot(
                 [x for x, _ in points],
                 [y / 1024 for _, y in points],
-                marker="o" if side == "client" else "s",
+                marker=marker,
                 linestyle="-" if side == "client" else "--",
-                color=palette[line],
+                color=look.colour,
                 label=name,
             )
         sizes = sorted({r.record_size for r in rows if r.record_size})
@@ -667,14 +668,14 @@ def heap_vs_record_size(model: RunModel) -> Plot | None:
 
 
 def handshake_time_plot(model: RunModel) -> Plot | None:
-    from tlsbench.report.plots import Plot, Series, colours, figure, grouped_bars
+    from tlsbench.report.plots import Plot, Series, figure, grouped_bars, styles
 
     # The null variant does no TLS: microseconds beside milliseconds, a bar nobody can see.
     # It stays in the table; the plot compares libraries on a linear axis.
     rows = [r for r in model.handshakes if r.variant != BASELINE_VARIANT]
     if not rows:
         return None
-    palette = colours(model)
+    palette = styles(model)
     categories = list(
         dict.fromkeys(r.case + (" (resumed)" if r.scenario == "resume" else "") for r in rows)
     )
@@ -686,7 +687,7 @@ def handshake_time_plot(model: RunModel) -> Plot | None:
                 key = r.case + (" (resumed)" if r.scenario == "resume" else "")
                 values[key] = r.ms
                 cis[key] = (r.ms_ci_low, r.ms_ci_high)
-        series.append((variant, values, cis, {"color": palette[variant]}))
+        series.append((variant, values, cis, palette[variant].bar()))
     fig = figure()
     ax = fig.subplots()
     grouped_bars(ax, categories, series)
@@ -697,12 +698,12 @@ def handshake_time_plot(model: RunModel) -> Plot | None:
 
 
 def record_latency_cdf(model: RunModel) -> Plot | None:
-    from tlsbench.report.plots import Plot, colours, figure, wide
+    from tlsbench.report.plots import Plot, figure, styles, wide
 
     sets = [s for s in model.latency_samples if s.write_ns or s.read_ns]
     if not sets:
         return None
-    palette = colours(model)
+    palette = styles(model)
     payloads = {s.payload for s in sets}
     fig = figure(10.0, 4.8)
     axes = fig.subplots(1, 2, sharey=True)
@@ -715,8 +716,8 @@ def record_latency_cdf(model: RunModel) -> Plot | None:
             everything += values
             n = len(values)
             label = s.variant + (f" {s.payload} B" if len(payloads) > 1 else "")
-            ax.step(values, [(i + 1) / n for i in range(n)], where="post",
-                    color=palette[s.variant], label=label)  # fmt: skip
+            ax.step(values, [(i + 1) / n for i in range(n)], where="post", label=label,
+                    markevery=0.1, markersize=4, **palette[s.variant].line())  # fmt: skip
         if wide(everything):
             ax.set_xscale("log")
         ax.set_xlabel(f"{op} ns per record")
@@ -826,7 +827,7 @@ def handshake_summary(model: RunModel) -> list[SummaryCell]:
                                  _case(r.case, r.scenario)))  # fmt: skip
     clients = [r for r in model.memory if r.side == "client"]
     for m in base.first_per_variant(clients):
-        cells.append(SummaryCell(m.variant, "client heap peak", m.peak_minus_start,
+        cells.append(SummaryCell(m.variant, "client heap peak bytes", m.peak_minus_start,
                                  fmt_bytes(m.peak_minus_start), m.case))  # fmt: skip
     return cells
 
@@ -836,7 +837,7 @@ def record_summary(model: RunModel) -> list[SummaryCell]:
     from tlsbench.report.views import fmt_sig
 
     writes = [r for r in model.latency if r.op == "write"]
-    cells = [SummaryCell(r.variant, "record write ns", r.p50_ns, fmt_sig(r.p50_ns), r.case)
+    cells = [SummaryCell(r.variant, "record write p50 ns", r.p50_ns, fmt_sig(r.p50_ns), r.case)
              for r in base.first_per_variant(writes)]  # fmt: skip
     cells += [SummaryCell(t.variant, "bulk MB/s", t.sender_mbps, fmt_sig(t.sender_mbps), t.case)
               for t in base.first_per_variant(model.throughput)]  # fmt: skip
