@@ -150,7 +150,9 @@ def _shape(value: object, depth: int = 2) -> object:
     [("handshake", ["--iterations", "3"], "time"), ("handshake", ["--iterations", "3"], "heap"),
      ("records", ["--iterations", "70", "--payload", "64"], "time"),
      ("records", ["--iterations", "70", "--payload", "64"], "heap"),
-     ("bulk", ["--iterations", "2", "--bytes", "100000"], "time")],
+     ("bulk", ["--iterations", "2", "--bytes", "100000"], "time"),
+     ("connections", ["--connections", "3"], "time"),
+     ("connections", ["--connections", "3"], "heap")],
 )  # fmt: skip
 def test_the_fake_driver_prints_what_the_real_one_prints(null, tmp_path, scenario, args,
                                                          measure) -> None:  # fmt: skip
@@ -175,3 +177,5 @@ def test_the_fake_driver_prints_what_the_real_one_prints(null, tmp_path, scenari
         assert {k: _shape(v) for k, v in fake["heap"].items()} == {
             k: _shape(real["heap"][k]) for k in fake["heap"]}  # fmt: skip
     assert set(fake["calibration"]) == set(real["calibration"])
+    if "connections" in real:  # what the N connections held, per side or for the process
+        assert _shape(fake["connections"]) == _shape(real["connections"])
