@@ -134,7 +134,7 @@ class ConnectionRow:
 def load_connections(reader: RunReader) -> dict[str, list[Any]]:
     points = reader.points_of(FAMILY.scenarios)
     params = {p.id: reader.params(p) for p in points}
-    cases = case_labels(params, skip=("payload",))
+    cases = case_labels(params)
     rows = []
     for p in points:
         figures = {field: reader.median_of(p, series) for field, series in SERIES.items()}
