@@ -82,12 +82,19 @@ def test_the_families_run_what_the_driver_declares(table: Declared) -> None:
     # What the families ask the declaration: TLS (certificates, capability checks), heap
     # figures (both drivers), instruction counts (callgrind), one or two processes.
     assert {n for n in table.scenarios if table.scenario(n).has("one_process")} == {
-        n for n, f in run.items() if f == "tls"}  # fmt: skip
+        n for n, f in run.items() if f in ("tls", "connections")}  # fmt: skip
     assert table.scenario("peer").has("two_process") and table.scenario("serve").has("heap")
     assert modes.collected_sides("records") == ("client", "server")
     assert modes.collected_sides("aead") == ("client",) and modes.collected_sides("peer") == ()
     assert [s for s in table.scenarios if modes.has_heap(s)] == [
-        "handshake", "resume", "records", "peer", "serve"]  # fmt: skip
+        "handshake", "resume", "records", "connections", "peer", "serve"]  # fmt: skip
+    # What a repetition keeps of the heap run: the series the driver declares of it alone.
+    assert modes.heap_driver_series("records") == {"write_allocs", "read_allocs"}
+    assert modes.heap_driver_series("connections") == {
+        f"{side}_{figure}_per_connection" for side in ("client", "server")
+        for figure in ("heap", "usable", "peak")}  # fmt: skip
+    assert modes.heap_driver_series("handshake") == frozenset()
+    assert modes.collected_sides("connections") == ()  # memory held: no calls to count
     assert drive.timed_only("bulk") and drive.timed_only("aead") and not drive.timed_only("info")
 
 
@@ -143,7 +150,9 @@ def _shape(value: object, depth: int = 2) -> object:
     [("handshake", ["--iterations", "3"], "time"), ("handshake", ["--iterations", "3"], "heap"),
      ("records", ["--iterations", "70", "--payload", "64"], "time"),
      ("records", ["--iterations", "70", "--payload", "64"], "heap"),
-     ("bulk", ["--iterations", "2", "--bytes", "100000"], "time")],
+     ("bulk", ["--iterations", "2", "--bytes", "100000"], "time"),
+     ("connections", ["--connections", "3"], "time"),
+     ("connections", ["--connections", "3"], "heap")],
 )  # fmt: skip
 def test_the_fake_driver_prints_what_the_real_one_prints(null, tmp_path, scenario, args,
                                                          measure) -> None:  # fmt: skip
@@ -168,3 +177,5 @@ def test_the_fake_driver_prints_what_the_real_one_prints(null, tmp_path, scenari
         assert {k: _shape(v) for k, v in fake["heap"].items()} == {
             k: _shape(real["heap"][k]) for k in fake["heap"]}  # fmt: skip
     assert set(fake["calibration"]) == set(real["calibration"])
+    if "connections" in real:  # what the N connections held, per side or for the process
+        assert _shape(fake["connections"]) == _shape(real["connections"])

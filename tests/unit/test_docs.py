@@ -32,11 +32,7 @@ PAGES = [REPO / "README.md", *sorted(DOCS.glob("*.md"))]
 # everything else; an entry whose verb, experiment or file exists fails
 # test_pending_entries_do_not_exist_yet, so none outlives its merge.
 PENDING_VERBS = frozenset({})
-PENDING_EXPERIMENTS = frozenset(
-    {
-        "connections",  # memory at 10,000 connections: the driver-core branch (issue 25)
-    }
-)
+PENDING_EXPERIMENTS: frozenset[str] = frozenset()
 PENDING_FILES: frozenset[str] = frozenset()
 
 # Options of other programs that the docs quote (build systems, tools, peers), by program.

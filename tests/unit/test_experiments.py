@@ -179,7 +179,7 @@ iterations = 9
         (
             "[matrix]\nvariant = ['null']\nscenario = ['info']\n",
             r"exp.toml:\d+: scenario = 'info' .* known: handshake, resume, records, bulk, aead, "
-            r"interop, code-size, load$",
+            r"interop, code-size, load, connections$",
         ),
         # A HelloRetryRequest: TLS 1.3, another group than the server's, the client's.
         (

@@ -24,11 +24,13 @@ def test_every_scenario_key_and_table_has_one_owner() -> None:
     names = scenarios.scenario_names()
     assert len(names) == len(set(names))
     assert names == ("handshake", "resume", "records", "bulk", "aead", "interop", "code-size",
-                     "load")  # fmt: skip
+                     "load", "connections")  # fmt: skip
     keys = scenarios.experiment_keys()
     assert list(keys)[:3] == ["tls", "suite", "kx"] and list(keys)[-2:] == ["duration_s", "heap"]
-    # Interop and load share the server program key: one Key, one check, one name part.
+    # Interop and load share the server program key: one Key, one check, one name part; load
+    # and connections the connections key.
     assert scenarios.by_scenario("interop").keys[-1] is scenarios.by_scenario("load").keys[0]
+    assert scenarios.by_scenario("connections").keys[0] in scenarios.by_scenario("load").keys
     attrs = [t.attr for s in scenarios.sections() for t in s.tables]
     assert len(attrs) == len(set(attrs))
     assert [s.rank for s in scenarios.sections()] == sorted(s.rank for s in scenarios.sections())

@@ -22,7 +22,7 @@ __all__ = ["Declared", "OptionDecl", "ScenarioDecl", "declared", "families"]
 def families() -> tuple[Family, ...]:
     """Every family, in the order experiments list their scenarios. (Imported here, on first
     use: the families import the runner's and the report's helpers, which import this.)"""
-    from tlsbench.scenarios import aead, code_size, firmware, interop, load, tls
+    from tlsbench.scenarios import aead, code_size, connections, firmware, interop, load, tls
 
     return (
         tls.FAMILY,  # handshake, resume, records, bulk: both sides in one process
@@ -30,6 +30,7 @@ def families() -> tuple[Family, ...]:
         interop.FAMILY,  # client and server in two processes, real programs as peers
         code_size.FAMILY,  # what a minimal client and server link
         load.FAMILY,  # a server under a load generator
+        connections.FAMILY,  # memory per open connection, N held open in one process
         firmware.FAMILY,  # Cortex-M firmware images under QEMU (claims their variants)
     )
 

@@ -53,11 +53,14 @@ class RunPoint:
         return (self.variant, self.name)
 
     def driver_args(self) -> list[str]:
-        """The options as driver command-line arguments (`accel` is the runner's)."""
+        """The options as driver command-line arguments (`accel` is the runner's). A
+        boolean key is one of the driver's flags: present when true, absent when false."""
         args: list[str] = []
         for key, value in self.options.items():
-            if key != "accel":
-                args += [f"--{key.replace('_', '-')}", str(value)]
+            option = f"--{key.replace('_', '-')}"
+            if key == "accel" or value is False:
+                continue
+            args += [option] if value is True else [option, str(value)]
         return args
 
 
@@ -207,6 +210,9 @@ COMMON_KEYS = (
 # The server program of a two-process point: the variant's own driver (self) or nginx
 # (interop: serving a real client; load: the server under load).
 SERVER_KEY = Key("server", one_of(("self", "nginx")), fmt("on-{}"))
+# How many connections a point holds open at once (connections) or a load generator keeps
+# (load): the driver's --connections, in its range.
+CONNECTIONS_KEY = Key("connections", bounded_whole(), fmt("c{}"))
 # Keys that tune a measurement without changing what is measured.
 TUNING_KEYS = (Key("iterations", whole(), None), Key("warmup", whole(), None))
 # The TLS keys of a point (a TLS scenario takes all of them).
@@ -345,8 +351,8 @@ class SummaryCell:
 @dataclass(frozen=True)
 class Section:
     """A family's part of the report: tables in report order, by rank (firmware 10,
-    handshakes 20, code size 30, records 40, AEAD 50, instructions 60, interop 70,
-    load 80: a new family takes a rank between those it belongs between)."""
+    handshakes 20, code size 30, records 40, connections 45, AEAD 50, instructions 60,
+    interop 70, load 80: a new family takes a rank between those it belongs between)."""
 
     name: str
     rank: int

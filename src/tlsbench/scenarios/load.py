@@ -24,6 +24,7 @@ from tlsbench.process import Outcome, accel_env, unsupported
 from tlsbench.report.reader import RunReader, case_labels
 from tlsbench.scenarios import base, modes
 from tlsbench.scenarios.base import (
+    CONNECTIONS_KEY,
     SERVER_KEY,
     TLS_KEYS,
     Family,
@@ -396,7 +397,7 @@ FAMILY = Load(
         Key("client", text("a variant, self, or " + ", ".join(load.GENERATOR_PROGRAMS), True),
             fmt("by-{}")),
         Key("pattern", one_of()),
-        Key("connections", bounded_whole(), fmt("c{}")),
+        CONNECTIONS_KEY,
         Key("rate", bounded_whole(), fmt("{}tps")),
         Key("request_size", bounded_whole(), fmt("req{}B")),
         Key("workers", bounded_whole(), fmt("w{}")),

@@ -45,6 +45,22 @@ def has_heap(scenario: str) -> bool:
     return scenario in table and table[scenario].has("heap")
 
 
+def heap_driver_series(scenario: str) -> frozenset[str]:
+    """The series only the heap driver emits for the scenario, as the driver declares them
+    (allocations per record, heap per connection): what a repetition keeps of the heap run
+    beside the timing run's series (never the heap run's times)."""
+    table = declared().scenario_table
+    if scenario not in table:
+        return frozenset()
+    return frozenset(s.name for s in table[scenario].series if s.when == "heap driver")
+
+
+def _heap_series(scenario: str, output: dict[str, Any]) -> dict[str, Any]:
+    """The heap run's samples of the series only it emits."""
+    kept = heap_driver_series(scenario)
+    return {k: v for k, v in output.get("samples", {}).items() if k in kept}
+
+
 def collected_sides(scenario: str) -> tuple[str, ...]:
     """Deterministic mode: the sides whose calls are counted (both where the scenario runs
     TLS: client = handshake side or record writer, server = record reader; else the one)."""
@@ -64,8 +80,9 @@ def run_measured(point: RunPoint, build: Build, timeout: float) -> Outcome:
 def run_time_and_heap(point: RunPoint, build: Build, timeout: float) -> Outcome:
     """One repetition: the timing driver, then (where the scenario has heap figures) the
     heap driver, in separate processes. The stored result carries the timing run's series
-    and the heap run's heap figures and allocation counts (never its times), and says which
-    program produced what in output["measure"]."""
+    and the heap run's heap figures and the series the driver declares of the heap driver
+    (allocations, heap per connection; never its times), and says which program produced
+    what in output["measure"]."""
     timed = run_driver(point, build, timeout, measure="time")
     if timed.status != "ok" or not has_heap(point.scenario):
         if timed.output is not None:
@@ -78,7 +95,7 @@ def run_time_and_heap(point: RunPoint, build: Build, timeout: float) -> Outcome:
     assert timed.output is not None
     merged = dict(timed.output)
     merged["heap"] = heap.output.get("heap")
-    heap_series = {k: v for k, v in heap.output.get("samples", {}).items() if k.endswith("_allocs")}
+    heap_series = _heap_series(point.scenario, heap.output)
     merged["samples"] = {**timed.output.get("samples", {}), **heap_series}
     merged["summary"] = {
         **timed.output.get("summary", {}),
@@ -112,7 +129,7 @@ def run_heap_only(point: RunPoint, build: Build, timeout: float) -> Outcome:
         heap.stderr_tail = f"(the heap run, tlsbench-driver-heap)\n{heap.stderr_tail}"
         return heap
     output = {k: v for k, v in heap.output.items() if k not in CLOCK_FIELDS}
-    heap_series = {k: v for k, v in output.get("samples", {}).items() if k.endswith("_allocs")}
+    heap_series = _heap_series(point.scenario, output)
     output["samples"] = heap_series
     output["summary"] = {k: v for k, v in output.get("summary", {}).items() if k in heap_series}
     output["measure"] = {
@@ -198,7 +215,7 @@ def with_heap_figures(point: RunPoint, build: Build, timeout: float, counted: Ou
         return heap
     output = counted.output
     output["heap"] = heap.output.get("heap")
-    allocs = {k: v for k, v in heap.output.get("samples", {}).items() if k.endswith("_allocs")}
+    allocs = _heap_series(point.scenario, heap.output)
     output["samples"] = {**output["samples"], **allocs}
     output["summary"] = {**output["summary"],
                          **{k: v for k, v in heap.output.get("summary", {}).items()
