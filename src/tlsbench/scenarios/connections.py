@@ -190,12 +190,12 @@ def _line_label(row: ConnectionRow, cases: set[str]) -> str:
 
 def heap_per_connection_plot(model: RunModel) -> Plot | None:
     """Heap per connection (client + server) and RSS per connection against N (log x)."""
-    from tlsbench.report.plots import Plot, colours, figure, wide
+    from tlsbench.report.palette import style
+    from tlsbench.report.plots import Plot, figure, wide
 
     rows = [r for r in model.connections if r.heap is not None or r.rss is not None]
     if not rows or len({r.connections for r in rows}) < 2:
         return None  # one N: the table says it all
-    palette = colours(model)
     cases = {r.case for r in rows}
     fig = figure(11.0, 4.8)
     axes = fig.subplots(1, 2, sharey=True)
@@ -207,9 +207,11 @@ def heap_per_connection_plot(model: RunModel) -> Plot | None:
                 lines.setdefault(_line_label(r, cases), []).append(r)
         for label, points in lines.items():
             points.sort(key=lambda r: r.connections)
-            ax.plot([r.connections for r in points], [value(r) for r in points], marker="o",
-                    color=palette[points[0].variant],
-                    linestyle="--" if points[0].release_buffers else "-", label=label)  # fmt: skip
+            look = style(points[0].variant).line()
+            if points[0].release_buffers:  # the same library, its buffers released: hollow
+                look = {**look, "linestyle": "--", "markerfacecolor": "none"}
+            ax.plot([r.connections for r in points], [value(r) for r in points], label=label,
+                    **look)  # fmt: skip
         ax.set_xscale("log")
         ax.set_xlabel("connections held open (N)")
         ax.set_title(title)
