@@ -33,7 +33,8 @@ DEFAULT_DB = "results/tlsbench.db"
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 # The advisory lock every PostgreSQL write transaction takes (any constant; "tlsb").
 PG_WRITE_LOCK = 0x746C7362
-SQLITE_HEADER = b"SQLite format 3\x00"
+# What SQLite says on its first read of a file that is not an SQLite database.
+SQLITE_NOT_A_DATABASE = "file is not a database"
 
 
 class Row(Protocol):

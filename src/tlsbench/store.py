@@ -45,7 +45,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tlsbench.dialect import SQLITE_HEADER, Database, Row, errors, is_postgres, open_database
+from tlsbench.dialect import (
+    SQLITE_NOT_A_DATABASE,
+    Database,
+    Row,
+    errors,
+    is_postgres,
+    open_database,
+)
 from tlsbench.errors import UserError
 
 SCHEMA_VERSION = 4
@@ -225,7 +232,9 @@ class Store:
         try:
             self.db: Database = open_database(self.target, readonly)
         except (OSError, sqlite3.Error) as exc:
-            raise UserError(f"cannot open the results store {self.target}: {exc}", 2) from exc
+            raise self._not_sqlite(exc) or UserError(
+                f"cannot open the results store {self.target}: {exc}", 2
+            ) from exc
         self.path = self.db.location  # a PostgreSQL URL without its password
         try:
             self._check_ours()
@@ -239,7 +248,7 @@ class Store:
                 self.migrate()
         except errors() as exc:
             self.db.close()
-            raise UserError(
+            raise self._not_sqlite(exc) or UserError(
                 f"{self.path} is not a usable tlsbench results store: {exc}", 2
             ) from exc
         except UserError:
@@ -258,13 +267,6 @@ class Store:
                     f"no results store at {path}; run an experiment first (tlsbench run)"
                 )
             return
-        if path.stat().st_size >= 100:  # SQLite's header; a store being created is shorter
-            with path.open("rb") as f:
-                if f.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
-                    raise UserError(
-                        f"--db {path} is not an SQLite database; choose another file "
-                        "(tlsbench creates a new store where none exists)"
-                    )
         if not self.readonly and not (
             os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)
         ):
@@ -272,6 +274,19 @@ class Store:
                 f"--db {path} is read-only (the file or its folder {path.parent}); make both "
                 "writable or choose another --db. Reading (runs, report, compare) works as is."
             )
+
+    def _not_sqlite(self, exc: Exception) -> UserError | None:
+        """The refusal of a file that is not an SQLite database, told by SQLite itself on
+        its first read. Never by reading the file here: closing any descriptor of the file
+        drops every lock this process holds on it (POSIX record locks), so a store opened
+        while another is open in the process (the runner's heartbeat) would let other
+        processes delete the -wal file the run is still writing to."""
+        if self.postgres or SQLITE_NOT_A_DATABASE not in str(exc):
+            return None
+        return UserError(
+            f"--db {self.target} is not an SQLite database; choose another file "
+            "(tlsbench creates a new store where none exists)"
+        )
 
     def _check_ours(self) -> None:
         """A database written by something else is refused before anything is added."""

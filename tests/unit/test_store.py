@@ -181,6 +181,27 @@ def test_a_db_that_is_not_a_store_is_refused_and_left_alone(tmp_path: Path, kind
             assert db.read_bytes() == content
 
 
+def test_a_second_store_in_the_process_keeps_the_first_ones_locks(tmp_path: Path) -> None:
+    # The runner's heartbeat opens the store again while the run writes to it. Were the
+    # file read by anything but SQLite (closing a descriptor drops every POSIX lock of the
+    # process on the file), another process's reader would find the store unlocked on
+    # closing, checkpoint it and delete the -wal file the run goes on writing to.
+    db = tmp_path / "r.db"
+    writer = Store(db)
+    writer.new_run("e", "q", "time", 1, {}, "", "c")
+    Store(db).close()
+    Store(db, readonly=True).close()
+    reader = (
+        "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+        "c.execute('SELECT 1 FROM runs'); c.close()"
+    )
+    subprocess.run([sys.executable, "-c", reader, str(db)], check=True)
+    assert (tmp_path / "r.db-wal").exists(), "the writer's locks were dropped"
+    writer.new_run("e", "q", "time", 1, {}, "", "c")
+    writer.close()
+    assert len(Store(db, readonly=True).runs()) == 2
+
+
 def test_processes_creating_the_same_store_at_once_all_succeed(target: str) -> None:
     db = target  # a new SQLite file or an empty PostgreSQL database: each migrates it
     code = (
