@@ -7,7 +7,13 @@ store, --run) and prints, for every point and side, the spread of the per-repeti
 above the target (0.05 %), and what the drivers said of each library's randomness (the
 output's `randomness`: seeded from the fixed stream, or the library's own).
 
-Usage: .venv/bin/python bench/instruction_spread.py [--repetitions 5] [--db FILE] [--run N]
+--random measures the spread without deterministic randomness, as before it existed: the
+runner passes `--deterministic` to every driver in instruction mode and has no option to
+leave it out (a count is meant to be gated on), so this script alone runs the CLI with
+that argument list emptied (RANDOM_RUNNER). --only narrows the points as `run --only` does.
+
+Usage: .venv/bin/python bench/instruction_spread.py [--repetitions 5] [--random]
+       [--only KEY=VALUE ...] [--db FILE] [--run N]
 """
 
 from __future__ import annotations
@@ -26,6 +32,12 @@ from tlsbench import paths
 from tlsbench.store import Store
 
 TARGET = 0.0005  # 0.05 %
+# `tlsbench` with the drivers' real randomness in instruction mode (--random): the mode's
+# extra driver arguments (["--deterministic"]) replaced by none, for this process only.
+RANDOM_RUNNER = (
+    "import sys; from tlsbench.scenarios import modes; modes.DETERMINISTIC_ARGS = []; "
+    "from tlsbench.cli import main; sys.exit(main(sys.argv[1:]))"
+)
 
 
 def spread(counts: list[float]) -> float:
@@ -34,10 +46,12 @@ def spread(counts: list[float]) -> float:
     return (max(counts) - min(counts)) / middle if middle else 0.0
 
 
-def run_experiment(experiment: str, repetitions: int, db: Path) -> None:
+def run_experiment(experiment: str, repetitions: int, db: Path, random: bool,
+                   only: list[str]) -> None:  # fmt: skip
+    command = [sys.executable, "-c", RANDOM_RUNNER] if random else [str(paths.REPO / "tlsbench")]
     proc = subprocess.run(
-        [str(paths.REPO / "tlsbench"), "run", experiment, "--mode", "instructions",
-         "--repetitions", str(repetitions), "--db", str(db), "--quiet"],
+        [*command, "run", experiment, "--mode", "instructions", "--repetitions",
+         str(repetitions), "--db", str(db), "--quiet", *(a for kv in only for a in ("--only", kv))],
         check=False,
     )  # fmt: skip
     if proc.returncode != 0:
@@ -100,15 +114,28 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--experiment", default="instruction-noise", help="name or path")
     parser.add_argument("--repetitions", type=int, default=5, help="per point (default 5)")
-    parser.add_argument("--db", type=Path, help="store to run into or read (default: a temporary one)")
-    parser.add_argument("--run", help="read this run of --db (a number or 'latest') instead of running")
+    parser.add_argument(
+        "--db", type=Path, help="store to run into or read (default: a temporary one)"
+    )
+    parser.add_argument(
+        "--run", help="read this run of --db (a number or 'latest') instead of running"
+    )
+    parser.add_argument(
+        "--random", action="store_true", help="drivers without --deterministic (see above)"
+    )
+    parser.add_argument(
+        "--only", action="append", default=[], metavar="KEY=VALUE",
+        help="keep only these points, as `tlsbench run --only` (repeatable)",
+    )  # fmt: skip
     args = parser.parse_args()
     if args.run and not args.db:
         parser.error("--run reads a run of --db: give --db too")
+    if args.run and (args.random or args.only):
+        parser.error("--random and --only apply to a new run, not to --run")
     with tempfile.TemporaryDirectory(prefix="tlsbench-instruction-spread-") as tmp:
         db = args.db or Path(tmp) / "r.db"
         if not args.run:
-            run_experiment(args.experiment, args.repetitions, db)
+            run_experiment(args.experiment, args.repetitions, db, args.random, args.only)
         store = Store(db, readonly=True)
         report(store, args.run or "latest")
         store.close()

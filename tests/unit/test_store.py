@@ -181,6 +181,27 @@ def test_a_db_that_is_not_a_store_is_refused_and_left_alone(tmp_path: Path, kind
             assert db.read_bytes() == content
 
 
+def test_a_second_store_in_the_process_keeps_the_first_ones_locks(tmp_path: Path) -> None:
+    # The runner's heartbeat opens the store again while the run writes to it. Were the
+    # file read by anything but SQLite (closing a descriptor drops every POSIX lock of the
+    # process on the file), another process's reader would find the store unlocked on
+    # closing, checkpoint it and delete the -wal file the run goes on writing to.
+    db = tmp_path / "r.db"
+    writer = Store(db)
+    writer.new_run("e", "q", "time", 1, {}, "", "c")
+    Store(db).close()
+    Store(db, readonly=True).close()
+    reader = (
+        "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+        "c.execute('SELECT 1 FROM runs'); c.close()"
+    )
+    subprocess.run([sys.executable, "-c", reader, str(db)], check=True)
+    assert (tmp_path / "r.db-wal").exists(), "the writer's locks were dropped"
+    writer.new_run("e", "q", "time", 1, {}, "", "c")
+    writer.close()
+    assert len(Store(db, readonly=True).runs()) == 2
+
+
 def test_processes_creating_the_same_store_at_once_all_succeed(target: str) -> None:
     db = target  # a new SQLite file or an empty PostgreSQL database: each migrates it
     code = (
@@ -395,25 +416,3 @@ def test_the_store_can_be_named_by_the_environment(pg_url: str, tmp_path: Path) 
                           text=True, env=env, check=False)  # fmt: skip
     assert proc.returncode == 0 and "postgresql://" in proc.stdout, proc.stderr
 
-
-def test_a_second_store_of_the_same_file_keeps_the_writers_wal(tmp_path: Path) -> None:
-    """A run opens its store twice in one process (the heartbeat has its own): opening the
-    second must not drop the first one's POSIX locks on the file (closing any descriptor
-    of it would), or an outside reader checkpoints and deletes the write-ahead log while
-    the run still writes into it."""
-    db = tmp_path / "r.db"
-    writer = Store(db)
-    run = writer.new_run("e", "q", "time", 1, {}, "", "c")
-    wal = Path(f"{db}-wal")
-    writer.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the file has its pages now
-    assert wal.exists() and db.stat().st_size > 100
-    second = Store(db)  # as the heartbeat thread opens it
-    # Another process's read (`tlsbench runs`, sqlite3 ...): in this process SQLite would
-    # see this process's locks in its own books, not on the file.
-    read = "import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute('SELECT 1 FROM runs')"
-    subprocess.run([sys.executable, "-c", read, str(db)], check=True)
-    assert wal.exists(), "the outside reader took the last lock and removed the WAL"
-    writer.new_run("e", "q", "time", 1, {}, "", "c")
-    assert len(Store(db, readonly=True).runs()) == 2, run
-    second.close()
-    writer.close()
