@@ -415,4 +415,3 @@ def test_the_store_can_be_named_by_the_environment(pg_url: str, tmp_path: Path) 
     proc = subprocess.run([str(paths.REPO / "tlsbench"), "migrate"], capture_output=True,
                           text=True, env=env, check=False)  # fmt: skip
     assert proc.returncode == 0 and "postgresql://" in proc.stdout, proc.stderr
-
