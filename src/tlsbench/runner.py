@@ -77,7 +77,10 @@ def environment(builder: Builder) -> dict[str, Any]:
     cpu = cpu_facts()
     return {
         "cpu": cpu,
-        "cpu_flags": " ".join(cpu_flags()),
+        # The extensions the libraries may use: those a CPU profile hides are left out, so
+        # that a run under `avx2` on an AVX-512 machine is another machine's figure in the
+        # store's identity, and `compare` says how the two differ.
+        "cpu_flags": " ".join(f for f in cpu_flags() if f not in cpuprofile.active().absent),
         "kernel": platform.release(),
         "compiler": builder.compiler(),
         "python": platform.python_version(),
@@ -106,6 +109,7 @@ def machine_facts(env: dict[str, Any]) -> dict[str, Any]:
         "cpu_flags": str(env.get("cpu_flags", "")),
         "kernel": str(env.get("kernel", "")),
         "commit_id": str(env.get("commit", "unknown")),
+        "cpu_profile": (env.get("cpu_profile") or {}).get("name", "native"),
         "cores": cpu.get("cores"),
         "virtualization": cpu.get("virtualization"),
         "compiler": env.get("compiler"),

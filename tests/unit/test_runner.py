@@ -265,6 +265,26 @@ def test_driver_environment_drops_library_switches(monkeypatch: pytest.MonkeyPat
     assert driver_environment({"OPENSSL_ia32cap": "~0x1"})["OPENSSL_ia32cap"] == "~0x1"
 
 
+def test_a_cpu_profile_makes_another_machine_in_the_store(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A run under a profile records the extensions the libraries may use, not the CPU's:
+    its results belong to another machine than a native run's, which `compare` names."""
+    from tlsbench import runner
+    from tlsbench.build import Builder
+
+    monkeypatch.setattr(runner, "cpu_flags", lambda: ["sse2", "avx2", "avx512f", "vaes"])
+    monkeypatch.setenv(cpuprofile.ENV_VARIABLE, "native")
+    native = runner.machine_facts(runner.environment(Builder()))
+    monkeypatch.setenv(cpuprofile.ENV_VARIABLE, "avx2")
+    profiled = runner.machine_facts(runner.environment(Builder()))
+    assert native["cpu_flags"].split() == ["sse2", "avx2", "avx512f", "vaes"]
+    assert profiled["cpu_flags"].split() == ["sse2", "avx2"]
+    assert (native["cpu_profile"], profiled["cpu_profile"]) == ("native", "avx2")
+    store = Store(tmp_path / "r.db")
+    assert store.machine(native) != store.machine(profiled)
+
+
 def test_drivers_are_pinned_to_one_cpu_where_allowed() -> None:
     if PINNED_CPU is None:
         pytest.skip("one CPU only, or pinning not allowed: nothing to pin")
