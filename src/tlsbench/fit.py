@@ -378,7 +378,7 @@ def plot(outcomes: list[Outcome], budget: Budget, role: str, path: Path) -> Path
     from matplotlib.figure import Figure
 
     from tlsbench.report.palette import line_colour
-    from tlsbench.report.plots import png_bytes
+    from tlsbench.report.plots import legend, png_bytes
 
     measured = [o for o in outcomes if o.measured is not None]
     front = {id(o) for o in pareto(outcomes, role)}
@@ -405,8 +405,7 @@ def plot(outcomes: list[Outcome], budget: Budget, role: str, path: Path) -> Path
     ax.axhline(budget.flash / KIB, color="black", linestyle="--", linewidth=0.8)
     for line in lines:
         ax.scatter([], [], color=colours[line], label=line)
-    ax.legend(fontsize="small", title="marker size: handshake time; ringed: Pareto front",
-              title_fontsize="x-small")  # fmt: skip
+    legend(fig, title="marker size: handshake time; ringed: Pareto front")
     ax.set_xlabel(f"RAM KiB ({role}: heap + stack + data + bss)")
     ax.set_ylabel("flash KiB (text + data + credentials)")
     ax.set_title(f"Does it fit? {budget.describe()} (dashed: the budget)", fontsize="small")

@@ -1,0 +1,69 @@
+"""No legend hides data: every plot of the reports of the shipped `quick`, `libraries` and
+`capacity` variant sets (synthetic figures, test_palette.synthetic) and of the golden store
+(test_report.build_store), drawn as in a report, with each legend's box (display
+coordinates, after drawing) kept off every data point, bar and scatter marker, and inside
+the figure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from legend_geometry import legend_problems
+from matplotlib.figure import Figure
+from test_palette import experiment_variants, synthetic
+from test_report import build_store
+
+from tlsbench import experiments
+from tlsbench.report import load_run
+from tlsbench.report.plots import Plot, legend, plots
+
+
+@pytest.mark.parametrize("name", ["quick", "libraries", "capacity"])
+def test_no_legend_hides_data_in_an_experiments_plots(name: str) -> None:
+    load_points = [p for p in experiments.load(name).points if p.scenario == "load"]
+    drawn = plots(synthetic(experiment_variants(name), load_points))
+    assert len(drawn) >= 6, [p.name for p in drawn]
+    problems = [f"{p.name}: {problem}" for p in drawn for problem in legend_problems(p.figure)]
+    assert not problems, "\n".join(problems)
+
+
+def test_no_legend_hides_data_in_the_golden_reports_plots(tmp_path: Path) -> None:
+    store, run_id = build_store(tmp_path / "golden.db")
+    try:
+        drawn: list[Plot] = plots(load_run(store, run_id))
+    finally:
+        store.close()
+    assert drawn
+    problems = [f"{p.name}: {problem}" for p in drawn for problem in legend_problems(p.figure)]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_check_sees_a_legend_over_data() -> None:
+    """The geometry check itself: a legend inside the axes, over the line, is caught; the
+    same legend placed by plots.legend is not; a legend pushed off the figure is caught."""
+    fig = Figure(figsize=(4, 3), layout="constrained")
+    ax = fig.subplots()
+    for i in range(6):
+        ax.plot([0, 1], [1.0 - i * 0.01, 1.0 - i * 0.01], label=f"series {i}")
+    ax.legend(loc="upper left")
+    assert any("hides" in p for p in legend_problems(fig))
+
+    fig = Figure(figsize=(4, 3), layout="constrained")
+    ax = fig.subplots()
+    ax.bar([0, 1], [5.0, 5.0], label="bars")
+    ax.legend(loc="center")
+    assert any("1 bars" in p or "2 bars" in p for p in legend_problems(fig))
+
+    fig = Figure(figsize=(4, 3), layout="constrained")
+    ax = fig.subplots()
+    for i in range(6):
+        ax.plot([0, 1], [1.0 - i * 0.01, 1.0 - i * 0.01], label=f"series {i}")
+    legend(fig)
+    assert legend_problems(fig) == []
+
+    fig = Figure(figsize=(4, 3), layout="constrained")
+    ax = fig.subplots()
+    ax.plot([0, 1], [0, 1], label="line")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.5, 1.0))
+    assert any("past the figure" in p for p in legend_problems(fig))
