@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from test_palette import experiment_variants, synthetic
 from test_report import build_store
 
-from tlsbench import experiments
+from tlsbench import cortexm, experiments, fit
 from tlsbench.report import load_run
 from tlsbench.report.plots import Plot, legend, plots
 
@@ -67,3 +67,28 @@ def test_the_check_sees_a_legend_over_data() -> None:
     ax.plot([0, 1], [0, 1], label="line")
     ax.legend(loc="upper left", bbox_to_anchor=(1.5, 1.0))
     assert any("past the figure" in p for p in legend_problems(fig))
+
+
+def test_no_legend_hides_data_in_the_fit_chart() -> None:
+    """`tlsbench fit`'s RAM-against-flash chart, from candidates with figures chosen here
+    (no build, no run: as tests/long/test_fit.py makes them)."""
+
+    def made_up(line: str, record: int, heap: int, text: int) -> fit.Outcome:
+        job = fit.job_for("1.3", "psk", "ecdsa-p256", None, record)
+        side = {"heap_peak": heap, "heap_live": 0, "stack_high_water": 1000,
+                "handshake_instructions": heap * 10}  # fmt: skip
+        result = {"client": side, "server": side,
+                  "global": {"heap_peak": 0, "heap_live": 0, "stack_high_water": 0}}  # fmt: skip
+        sizes = {role: cortexm.Sizes(text=text, data=100, bss=200, certs=0)
+                 for role in cortexm.SIDES}  # fmt: skip
+        measured = cortexm.Measured(f"{line}:cortex-m4", "cortex-m4", job, result, sizes,
+                                    {"client": 50, "server": 50})  # fmt: skip
+        candidate = fit.Candidate(f"{line}:cortex-m4", line.split("-")[0], line, "default",
+                                  record, job)  # fmt: skip
+        return fit.Outcome(candidate, measured)
+
+    outcomes = [made_up(line, record, heap=8_000 + record + i * 3_000, text=90_000 + i * 40_000)
+                for i, line in enumerate(("mbedtls-3.6.6", "wolfssl-5.7.2", "mbedtls-2.28.10"))
+                for record in (512, 2048, 16384)]  # fmt: skip
+    budget = fit.Budget(cortexm.core_of("cortex-m4"), ram=30_000, flash=200_000, mhz=84.0)
+    assert legend_problems(fit.chart(outcomes, budget, "client")) == []
