@@ -19,10 +19,13 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tlsbench import cortexm
 from tlsbench.errors import BuildError, UserError
+
+if TYPE_CHECKING:  # matplotlib loads only when a chart is drawn
+    from matplotlib.figure import Figure
 
 KIB = 1024
 LINES = ("mbedtls-3.6.6", "mbedtls-2.28.x", "wolfssl-5.7.2")
@@ -373,12 +376,22 @@ def _short(text: str, limit: int = 90) -> str:
 
 
 def plot(outcomes: list[Outcome], budget: Budget, role: str, path: Path) -> Path:
+    """Writes chart() as a PNG."""
+    from tlsbench.report.plots import png_bytes
+
+    fig = chart(outcomes, budget, role)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(png_bytes(fig))
+    return path
+
+
+def chart(outcomes: list[Outcome], budget: Budget, role: str) -> Figure:
     """RAM against flash per measured candidate (marker size: handshake time), the budget as
     a box, the Pareto front ringed."""
     from matplotlib.figure import Figure
 
     from tlsbench.report.palette import line_colour
-    from tlsbench.report.plots import png_bytes
+    from tlsbench.report.plots import legend
 
     measured = [o for o in outcomes if o.measured is not None]
     front = {id(o) for o in pareto(outcomes, role)}
@@ -405,12 +418,9 @@ def plot(outcomes: list[Outcome], budget: Budget, role: str, path: Path) -> Path
     ax.axhline(budget.flash / KIB, color="black", linestyle="--", linewidth=0.8)
     for line in lines:
         ax.scatter([], [], color=colours[line], label=line)
-    ax.legend(fontsize="small", title="marker size: handshake time; ringed: Pareto front",
-              title_fontsize="x-small")  # fmt: skip
+    legend(fig, title="marker size: handshake time; ringed: Pareto front")
     ax.set_xlabel(f"RAM KiB ({role}: heap + stack + data + bss)")
     ax.set_ylabel("flash KiB (text + data + credentials)")
     ax.set_title(f"Does it fit? {budget.describe()} (dashed: the budget)", fontsize="small")
     ax.grid(alpha=0.3)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(png_bytes(fig))
-    return path
+    return fig

@@ -17,11 +17,15 @@ from matplotlib.figure import Figure
 
 from tlsbench import experiments
 from tlsbench.report.model import RunInfo, RunModel
-from tlsbench.report.palette import COLOURS, LINE_COLOURS, line_colour, style
+from tlsbench.report.palette import COLOURS, LINE_COLOURS, line_colour, series_styles, style
 from tlsbench.report.plots import plots
 from tlsbench.scenarios.aead import AeadRow
+from tlsbench.scenarios.code_size import CodeSizeRow
+from tlsbench.scenarios.connections import ConnectionRow
+from tlsbench.scenarios.firmware import FirmwareRow
+from tlsbench.scenarios.interop import InteropRow
 from tlsbench.scenarios.load import LoadRow
-from tlsbench.scenarios.tls import HandshakeRow, LatencySamples, MemoryRow
+from tlsbench.scenarios.tls import HandshakeRow, LatencySamples, MemoryRow, ThroughputRow
 
 RUN = RunInfo(1, "palette", "?", "time", 3, "complete", "2025-11-22T06:50:00+00:00", None, "abc")
 
@@ -49,8 +53,10 @@ def experiment_variants(name: str) -> list[str]:
 
 
 def synthetic(variants: list[str], load_points: list[Any]) -> RunModel:
-    """A model with a handshake, heap at two record sizes, record samples and an AEAD row per
-    variant, and a load row per load point at two connection counts."""
+    """A model with, per variant, a handshake, heap at two record sizes, record samples, an
+    AEAD row, bulk throughput, memory per connection at two N, code size, a firmware image and
+    handshakes over an emulated network (two key shares at two RTTs: two lines of one
+    variant), and a load row per load point at two connection counts."""
     figures: dict[str, list[Any]] = {
         "handshakes": [make(HandshakeRow, variant=v, scenario="handshake", case="c", ms=1.0 + i)
                        for i, v in enumerate(variants)],
@@ -65,6 +71,23 @@ def synthetic(variants: list[str], load_points: list[Any]) -> RunModel:
                       pattern=str(p.options.get("pattern", "new")), connections=c, tps=100.0,
                       p99_us=1000.0)
                  for p in load_points for c in (1, 16)],
+        "throughput": [make(ThroughputRow, variant=v, case="c", sender_mbps=100.0 + i,
+                            receiver_mbps=90.0 + i) for i, v in enumerate(variants)],
+        "connections": [make(ConnectionRow, variant=v, case="c", connections=n,
+                             release_buffers=False, client_heap=1000.0 * n, server_heap=900.0,
+                             rss=2000.0)
+                        for v in variants for n in (1, 100)],
+        "code_size": [make(CodeSizeRow, variant=v, target="x86-64", role=role, text=100_000,
+                           data=1000, bss=100)
+                      for v in variants for role in ("client", "server")],
+        "firmware": [make(FirmwareRow, variant=v, core="cortex-m4", job="TLS 1.3",
+                          side="client", ms_low=10.0 + i, ms_high=20.0 + i)
+                     for i, v in enumerate(variants)],
+        "interop": [make(InteropRow, variant=v, client=v, server=v, result="ok",
+                         case=f"{group} RTT {rtt:g} ms", line=group, rtt_ms=rtt, loss=0.0,
+                         client_wall_ms=3 * rtt + i, client_wall_p90_ms=4 * rtt + i)
+                    for i, v in enumerate(variants) for group in ("x25519", "X25519MLKEM768")
+                    for rtt in (5.0, 80.0)],
     }  # fmt: skip
     return RunModel(run=RUN, figures=figures, variants=variants)
 
@@ -82,7 +105,9 @@ def series_looks(fig: Figure) -> dict[str, list[tuple[Any, ...]]]:
         for container in ax.containers:
             if isinstance(container, BarContainer) and container.patches:
                 patch = container.patches[0]
-                looks.append((to_hex(patch.get_facecolor()), patch.get_hatch() or ""))
+                looks.append(
+                    (to_hex(patch.get_facecolor(), keep_alpha=True), patch.get_hatch() or "")
+                )
         out[f"axes {i} {ax.get_title()}"] = looks
     return out
 
@@ -139,3 +164,17 @@ def test_a_plot_with_one_x_value_is_not_a_line() -> None:
     model = synthetic(["mbedtls-3.6.6", "wolfssl-5.7.2"], [])
     model.figures["memory"] = [r for r in model.memory if r.record_size == 4096]
     assert "heap_vs_record_size" not in [p.name for p in plots(model)]
+
+
+def test_several_cases_of_one_variant_keep_its_colour_and_differ_by_marker() -> None:
+    """Lines per (variant, case), as in handshake time against RTT: a variant's first case is
+    drawn as the variant everywhere else, further cases take markers that no series of that
+    colour has (a variant of the same line included)."""
+    series = [(v, case) for v in ("mbedtls-3.6.6", "mbedtls-3.6.6:records-4096", "wolfssl-5.7.2")
+              for case in ("x25519", "X25519MLKEM768", "secp256r1")]  # fmt: skip
+    looks = series_styles(series)
+    assert looks[("wolfssl-5.7.2", "x25519")] == style("wolfssl-5.7.2")
+    assert looks[("mbedtls-3.6.6:records-4096", "x25519")] == style("mbedtls-3.6.6:records-4096")
+    assert {looks[(v, c)].colour for v, c in series if v.startswith("mbedtls")} == {"#1f77b4"}
+    pairs = [(look.colour, look.marker) for look in looks.values()]
+    assert len(set(pairs)) == len(pairs), pairs

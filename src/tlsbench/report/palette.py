@@ -11,7 +11,8 @@ others, chosen by a hash of its options (deterministic, so equally stable).
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 
 # Twenty colours that stay apart from each other (matplotlib's tab10, then darker and
 # lighter shades of other hues).
@@ -54,6 +55,8 @@ STYLES = (
     ("X", (0, (3, 1, 1, 1, 1, 1)), "--"),
     ("*", (0, (8, 2, 2, 2)), "oo"),
 )
+# Markers for further series of one variant in one plot (several cases of it), after STYLES'.
+MORE_MARKERS = ("<", ">", "h", "p", "d", "8", "H")
 
 
 @dataclass(frozen=True)
@@ -103,3 +106,27 @@ def style(variant: str) -> Style:
 def server_style(server: str) -> Style:
     """A server under load: its variant's look, or nginx's (a program, not a library)."""
     return style("nginx" if server == "nginx" else server)
+
+
+def series_styles(series: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Style]:
+    """Looks for the series of one plot, each a (variant, case) pair: a variant's first case
+    takes its own look; each further case its colour with the first marker that no series of
+    that colour in the plot has taken yet (a variant of the same line included), so that
+    several cases of one library stay apart and keep their library's colour."""
+    markers = [m for m, _, _ in STYLES] + list(MORE_MARKERS)
+    looks: dict[tuple[str, str], Style] = {}
+    taken: dict[str, set[str]] = {}
+    keys = list(dict.fromkeys(series))
+    for variant, case in keys:  # first the variants' own looks, whatever the order
+        if not any(v == variant for v, _ in looks):
+            looks[(variant, case)] = style(variant)
+            taken.setdefault(looks[(variant, case)].colour, set()).add(style(variant).marker)
+    for key in keys:
+        if key in looks:
+            continue
+        own = style(key[0])
+        used = taken.setdefault(own.colour, set())
+        free = [m for m in markers if m not in used] or markers
+        looks[key] = replace(own, marker=free[0])
+        used.add(free[0])
+    return {key: looks[key] for key in keys}

@@ -8,6 +8,7 @@ id salt, no date) so that two reports of one run are byte-identical.
 from __future__ import annotations
 
 import io
+import math
 import re
 import textwrap
 from collections.abc import Sequence
@@ -21,6 +22,7 @@ matplotlib.use("Agg")  # never a display: reports are written on build machines 
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.legend import Legend
 
 from tlsbench.report.model import RunModel
 from tlsbench.report.palette import Style
@@ -44,6 +46,36 @@ def styles(model: RunModel) -> dict[str, Style]:
 
 def figure(width: float = 9.0, height: float = 4.8) -> Figure:
     return Figure(figsize=(width, height), layout="constrained")
+
+
+def legend(fig: Figure, title: str | None = None, fontsize: str = "small") -> Legend | None:
+    """The figure's one legend, beside its axes on the right, never over them: a legend inside
+    an axes hides whatever data runs under it (tests/unit/test_legends.py). One entry per
+    label over every axes (panels repeat their series); as many columns as it takes to fit
+    the figure's height, and the figure made wider by the legend's width, so that the axes
+    keep the room they were drawn for (constrained layout puts the legend beside them)."""
+    handles: list[Any] = []
+    labels: list[str] = []
+    for ax in fig.axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            if label not in labels:
+                handles.append(handle)
+                labels.append(label)
+    if not labels:
+        return None
+
+    def place(columns: int) -> Legend:
+        return fig.legend(handles, labels, loc="outside right upper", ncols=columns,
+                          fontsize=fontsize, title=title, title_fontsize="x-small")  # fmt: skip
+
+    room = 0.92 * fig.get_figheight() * fig.dpi  # less the margins
+    placed = place(1)
+    tall = placed.get_window_extent().height
+    if tall > room:
+        placed.remove()
+        placed = place(math.ceil(tall / room))
+    fig.set_figwidth(fig.get_figwidth() + placed.get_window_extent().width / fig.dpi)
+    return placed
 
 
 def short(label: str) -> str:

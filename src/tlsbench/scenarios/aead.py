@@ -120,7 +120,7 @@ def aead_view(model: RunModel) -> list[View]:
 
 
 def aead_cycles(model: RunModel) -> Plot | None:
-    from tlsbench.report.plots import Plot, Series, figure, grouped_bars, styles, wide
+    from tlsbench.report.plots import Plot, Series, figure, grouped_bars, legend, styles, wide
 
     if not model.aead:
         return None
@@ -141,7 +141,7 @@ def aead_cycles(model: RunModel) -> Plot | None:
     if wide([r.tsc_cycles_per_byte for r in model.aead]):
         axes[0].set_yscale("log")
     axes[0].set_ylabel("TSC cycles per byte")
-    axes[0].legend(fontsize="small")
+    legend(fig)
     fig.suptitle("AEAD cost (12-byte AD)")
     return Plot("aead_cycles_per_byte", "AEAD cycles per byte", "aead", fig)
 

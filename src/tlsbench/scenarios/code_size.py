@@ -122,7 +122,7 @@ def load_code_size(reader: RunReader) -> dict[str, list[Any]]:
 
 def code_size_plot(model: RunModel) -> Plot | None:
     """Stacked text / data / bss per variant and target, client and server side by side."""
-    from tlsbench.report.plots import Plot, figure, wrap
+    from tlsbench.report.plots import Plot, figure, legend, wrap
 
     rows = model.code_size
     if not rows:
@@ -145,7 +145,7 @@ def code_size_plot(model: RunModel) -> Plot | None:
     ax.set_xticks(range(len(labels)), [wrap(label) for label in labels], fontsize="small")
     ax.set_ylabel("KiB")
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize="small", ncols=2)
+    legend(fig)
     ax.set_title("Code size of a minimal client (left) and server (right, lighter)")
     return Plot("code_size", "Code size", "code_size", fig)
 

@@ -191,7 +191,7 @@ def _line_label(row: ConnectionRow, cases: set[str]) -> str:
 def heap_per_connection_plot(model: RunModel) -> Plot | None:
     """Heap per connection (client + server) and RSS per connection against N (log x)."""
     from tlsbench.report.palette import style
-    from tlsbench.report.plots import Plot, figure, wide
+    from tlsbench.report.plots import Plot, figure, legend, wide
 
     rows = [r for r in model.connections if r.heap is not None or r.rss is not None]
     if not rows or len({r.connections for r in rows}) < 2:
@@ -219,7 +219,7 @@ def heap_per_connection_plot(model: RunModel) -> Plot | None:
     if wide([v for r in rows for v in (r.heap, r.rss) if v]):
         axes[0].set_yscale("log")
     axes[0].set_ylabel("bytes per connection")
-    axes[0].legend(fontsize="small")
+    legend(fig)
     fig.suptitle("Memory per open connection")
     return Plot("memory_per_connection", "Memory per open connection", "memory_per_connection",
                 fig)  # fmt: skip

@@ -227,7 +227,7 @@ def projected_handshake(model: RunModel) -> Plot | None:
     range the core's cycles per instruction allow (a bar from low to high), per core and job,
     a colour per library build; log scale."""
     from tlsbench.report.palette import line_colour
-    from tlsbench.report.plots import Plot, figure
+    from tlsbench.report.plots import Plot, figure, legend
 
     rows = [r for r in model.firmware if r.side == "client"]
     if not rows:
@@ -252,7 +252,7 @@ def projected_handshake(model: RunModel) -> Plot | None:
     ax.set_yticks(range(len(labels)), labels, fontsize="xx-small")
     ax.invert_yaxis()
     ax.grid(alpha=0.3, axis="x")
-    ax.legend(fontsize="x-small")
+    legend(fig, fontsize="x-small")
     ax.set_title("Firmware handshake, client: instructions x the core's CPI range at its "
                  "reference part's clock", fontsize="small")  # fmt: skip
     return Plot("projected_handshake", "Firmware projected handshake", "firmware", fig)

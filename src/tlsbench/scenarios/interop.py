@@ -469,48 +469,51 @@ def interop_views(model: RunModel) -> list[View]:
 
 def network_latency(model: RunModel) -> Plot | None:
     """Handshake completion time against round-trip time over the emulated network: one
-    line per pair and case (group, certificate, chain...) and loss; the median solid, the
-    90th percentile thin. Against the model line (round trips x RTT) a flight that does not
-    fit TCP's initial window, or a retransmission, shows as the gap growing with RTT."""
-    import matplotlib
-
-    from tlsbench.report.plots import Plot, figure, short
+    line per pair and case (group, certificate, chain...) and loss, in its variant's colour
+    (palette.py) and a marker per case; the median solid, the 90th percentile thin. Against
+    the model line (round trips x RTT) a flight that does not fit TCP's initial window, or a
+    retransmission, shows as the gap growing with RTT."""
+    from tlsbench.report.palette import series_styles
+    from tlsbench.report.plots import Plot, figure, legend, short
 
     rows = [
         r
         for r in model.interop
         if r.result == "ok" and r.rtt_ms is not None and r.client_wall_ms is not None
     ]
-    lines: dict[tuple[str, float], list[Any]] = {}
+    lines: dict[tuple[str, str, float], list[Any]] = {}
     for r in rows:
-        lines.setdefault((f"{r.client} vs {r.server} {r.line}", r.loss or 0.0), []).append(r)
+        key = (r.variant, f"{r.client} vs {r.server} {r.line}", r.loss or 0.0)
+        lines.setdefault(key, []).append(r)
     lines = {k: sorted(v, key=lambda r: r.rtt_ms) for k, v in lines.items() if len(v) > 1}
     if not lines:
         return None
-    losses = sorted({loss for _, loss in lines})
+    losses = sorted({loss for _, _, loss in lines})
     fig = figure(12.0, 3.8 * len(losses))
     axes = fig.subplots(len(losses), 1, squeeze=False)[:, 0]
-    cmap = matplotlib.colormaps["tab20"]
-    labels = list(dict.fromkeys(label for label, _ in lines))
+    # The point's variant gives the colour (the library under test); pairs and cases of one
+    # variant each get a marker of their own.
+    looks = series_styles((variant, label) for variant, label, _ in lines)
     labelled: set[str] = set()
     for ax, loss in zip(axes, losses, strict=True):
-        for (label, line_loss), points in lines.items():
+        for (variant, label, line_loss), points in lines.items():
             if line_loss != loss:
                 continue
-            colour = cmap(labels.index(label) % 20)
+            look = looks[(variant, label)]
             xs = [r.rtt_ms for r in points]
             first = label not in labelled  # one legend entry per line, over all panels
             labelled.add(label)
-            ax.plot(xs, [r.client_wall_ms for r in points], marker="o", color=colour,
-                    label=short(label) if first else None)  # fmt: skip
+            ax.plot(xs, [r.client_wall_ms for r in points], marker=look.marker,
+                    color=look.colour, label=short(label) if first else None)  # fmt: skip
             p90 = [(r.rtt_ms, r.client_wall_p90_ms) for r in points if r.client_wall_p90_ms]
             if p90:
-                ax.plot([x for x, _ in p90], [y for _, y in p90], color=colour, linewidth=0.6)
+                ax.plot([x for x, _ in p90], [y for _, y in p90], color=look.colour,
+                        linewidth=0.6)  # fmt: skip
         ax.set_ylabel("handshake ms")
         ax.set_title(f"loss {loss:g} %", fontsize="small")
         ax.grid(alpha=0.3)
     axes[-1].set_xlabel("round-trip time (ms)")
-    fig.legend(fontsize="x-small", loc="outside right upper")
+    legend(fig, fontsize="x-small")
     fig.suptitle("Connect to handshake done against RTT (median solid, p90 thin)",
                  fontsize="small")  # fmt: skip
     return Plot("network_latency", "Handshake time over the network", "interop", fig)

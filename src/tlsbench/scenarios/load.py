@@ -318,7 +318,7 @@ def capacity(model: RunModel) -> Plot | None:
     and pattern (and generator, where a server had several): where throughput stops growing
     and latency takes off is the saturation point."""
     from tlsbench.report.palette import server_style
-    from tlsbench.report.plots import Plot, figure, short
+    from tlsbench.report.plots import Plot, figure, legend, short
 
     rows = [r for r in model.load if r.result == "ok" and r.tps is not None]
     lines: dict[str, list[Any]] = {}  # label -> rows by connections
@@ -358,7 +358,7 @@ def capacity(model: RunModel) -> Plot | None:
     ax_tps.set_ylabel("transactions/s")
     ax_p99.set_yscale("log")
     ax_p99.set_ylabel("p99 latency (ms)")
-    fig.legend(fontsize="x-small", loc="outside right upper")
+    legend(fig, fontsize="x-small")
     ax_tps.set_title("Throughput (solid keepalive, dashed new, dotted resume; x h2load)",
                      fontsize="small")  # fmt: skip
     ax_p99.set_title("p99 latency", fontsize="small")

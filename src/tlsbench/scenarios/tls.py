@@ -617,7 +617,7 @@ def throughput_view(model: RunModel) -> list[View]:
 
 def heap_vs_record_size(model: RunModel) -> Plot | None:
     from tlsbench.report.palette import STYLES, style
-    from tlsbench.report.plots import Plot, figure, short
+    from tlsbench.report.plots import Plot, figure, legend, short
 
     # The first connection per side (warm connections are in the table).
     rows = [r for r in model.memory if r.record_size and r.side in ("client", "server")]
@@ -660,15 +660,13 @@ def heap_vs_record_size(model: RunModel) -> Plot | None:
         ax.set_ylabel(f"{label} (KiB)")
         ax.set_title(label)
         ax.grid(alpha=0.3)
-    # Labels name the library line, side and case: too long to sit inside an axis.
-    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center",
-               fontsize="small")  # fmt: skip
+    legend(fig)
     fig.suptitle("Handshake heap vs record size")
     return Plot("heap_vs_record_size", "Handshake heap vs record size", "memory", fig)
 
 
 def handshake_time_plot(model: RunModel) -> Plot | None:
-    from tlsbench.report.plots import Plot, Series, figure, grouped_bars, styles
+    from tlsbench.report.plots import Plot, Series, figure, grouped_bars, legend, styles
 
     # The null variant does no TLS: microseconds beside milliseconds, a bar nobody can see.
     # It stays in the table; the plot compares libraries on a linear axis.
@@ -692,13 +690,13 @@ def handshake_time_plot(model: RunModel) -> Plot | None:
     ax = fig.subplots()
     grouped_bars(ax, categories, series)
     ax.set_ylabel("ms per handshake (client + server CPU)")
-    ax.legend(fontsize="small")
+    legend(fig)
     ax.set_title("Handshake time per suite (median, 95 % CI)")
     return Plot("handshake_time", "Handshake time per suite", "handshake_time", fig)
 
 
 def record_latency_cdf(model: RunModel) -> Plot | None:
-    from tlsbench.report.plots import Plot, figure, styles, wide
+    from tlsbench.report.plots import Plot, figure, legend, styles, wide
 
     sets = [s for s in model.latency_samples if s.write_ns or s.read_ns]
     if not sets:
@@ -724,13 +722,13 @@ def record_latency_cdf(model: RunModel) -> Plot | None:
         ax.set_title(op)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("fraction of records")
-    axes[0].legend(fontsize="small")
+    legend(fig)
     fig.suptitle("Record latency CDF")
     return Plot("record_latency_cdf", "Record latency CDF", "record_latency", fig)
 
 
 def throughput_plot(model: RunModel) -> Plot | None:
-    from tlsbench.report.plots import Plot, Series, figure, grouped_bars, wide
+    from tlsbench.report.plots import Plot, Series, figure, grouped_bars, legend, wide
 
     if not model.throughput:
         return None
@@ -759,7 +757,7 @@ def throughput_plot(model: RunModel) -> Plot | None:
     if wide(everything):
         ax.set_yscale("log")
     ax.set_ylabel("MB/s (10^6 bytes per second)")
-    ax.legend(fontsize="small")
+    legend(fig)
     ax.set_title("Bulk throughput (median, 95 % CI)")
     return Plot("bulk_throughput", "Bulk throughput", "bulk_throughput", fig)
 
