@@ -6,10 +6,13 @@ import json
 import os
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from tlsbench import paths
 from tlsbench.build import Build
 from tlsbench.drive import driver_command
+from tlsbench.store import Store
 
 # The variants of every TLS library line, pinned and system (the null baseline apart).
 TLS_LIBRARIES = [
@@ -72,3 +75,18 @@ def run_driver(
     )  # fmt: skip
     output = json.loads(proc.stdout) if proc.stdout.strip() else None
     return DriverRun(proc.returncode, output, proc.stderr)
+
+
+def tlsbench(*args: str) -> subprocess.CompletedProcess:
+    """The repository's ./tlsbench as a user runs it, its output kept, bounded in time."""
+    return subprocess.run([str(paths.REPO / "tlsbench"), *args], capture_output=True,
+                          text=True, check=False, timeout=1200)  # fmt: skip
+
+
+def run_experiment(tmp_path: Path, text: str) -> tuple[subprocess.CompletedProcess, Store]:
+    """`tlsbench run` of an experiment written from `text`, into a new store in tmp_path."""
+    experiment = tmp_path / "interop.toml"
+    experiment.write_text(text)
+    db = tmp_path / "r.db"
+    proc = tlsbench("run", str(experiment), "--db", str(db))
+    return proc, Store(db)

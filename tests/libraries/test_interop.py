@@ -10,26 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from drivers import PINNED, run_driver
-from tlsbench import certs, paths, programs
+from drivers import PINNED, run_driver, run_experiment, tlsbench
+from tlsbench import certs, programs
 from tlsbench.drive import driver_command
 from tlsbench.errors import UserError
 from tlsbench.experiments import load
 from tlsbench.report import load_run
 from tlsbench.store import Store
-
-
-def tlsbench(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(paths.REPO / "tlsbench"), *args], capture_output=True,
-                          text=True, check=False, timeout=1200)  # fmt: skip
-
-
-def run_experiment(tmp_path: Path, text: str) -> tuple[subprocess.CompletedProcess, Store]:
-    experiment = tmp_path / "interop.toml"
-    experiment.write_text(text)
-    db = tmp_path / "r.db"
-    proc = tlsbench("run", str(experiment), "--db", str(db))
-    return proc, Store(db)
 
 
 def statuses(store: Store) -> dict[tuple[str, str], str]:

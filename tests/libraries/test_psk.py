@@ -10,13 +10,12 @@ certificate is loaded, sent or verified.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from drivers import TLS_LIBRARIES, run_driver
-from tlsbench import experiments, interop, paths
+from drivers import TLS_LIBRARIES, run_driver, tlsbench
+from tlsbench import experiments, interop
 from tlsbench.errors import UserError
 from tlsbench.store import Store
 
@@ -260,11 +259,6 @@ def test_a_psk_point_that_cannot_be_is_refused_when_loaded(tmp_path: Path, body:
 
 
 # ------------------------------------------------------------------------- two processes
-
-
-def tlsbench(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(paths.REPO / "tlsbench"), *args], capture_output=True,
-                          text=True, check=False, timeout=1200)  # fmt: skip
 
 
 def run_experiment(tmp_path: Path, text: str) -> Store:

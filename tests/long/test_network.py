@@ -12,22 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from drivers import run_experiment
 from tlsbench import paths
-from tlsbench.store import Store
-
-
-def tlsbench(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(paths.REPO / "tlsbench"), *args], capture_output=True,
-                          text=True, check=False, timeout=1200)  # fmt: skip
-
-
-def run_experiment(tmp_path: Path, text: str) -> tuple[subprocess.CompletedProcess, Store]:
-    experiment = tmp_path / "interop.toml"
-    experiment.write_text(text)
-    db = tmp_path / "r.db"
-    proc = tlsbench("run", str(experiment), "--db", str(db))
-    return proc, Store(db)
-
 
 HEADER = """
 question = "Do they talk?"
