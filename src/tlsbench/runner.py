@@ -75,12 +75,13 @@ class Tally:
 def environment(builder: Builder) -> dict[str, Any]:
     """The machine and software facts stored with every run."""
     cpu = cpu_facts()
+    hidden = cpuprofile.active().absent
     return {
         "cpu": cpu,
         # The extensions the libraries may use: those a CPU profile hides are left out, so
         # that a run under `avx2` on an AVX-512 machine is another machine's figure in the
         # store's identity, and `compare` says how the two differ.
-        "cpu_flags": " ".join(f for f in cpu_flags() if f not in cpuprofile.active().absent),
+        "cpu_flags": " ".join(f for f in cpu_flags() if f not in hidden),
         "kernel": platform.release(),
         "compiler": builder.compiler(),
         "python": platform.python_version(),
