@@ -793,6 +793,11 @@ static tb_status info(tb_info *out, char *err) {
   out->suites = suite_list;
   out->groups = group_list;
   out->sigalgs = sigalg_list;
+#if !defined(MBEDTLS_THREADING_C)
+  out->no_threads =
+      "built without MBEDTLS_THREADING_C: its contexts and PSA keys are not safe to share "
+      "between threads (the `threads` feature builds it with pthread mutexes)";
+#endif
   return TB_OK;
 }
 

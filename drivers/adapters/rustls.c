@@ -99,8 +99,8 @@ typedef struct keylog_entry {
   size_t len;
 } keylog_entry;
 
-static keylog_entry g_keylog[KEYLOG_SLOTS * 2];
-static unsigned g_keylog_next;
+static _Thread_local keylog_entry g_keylog[KEYLOG_SLOTS * 2];
+static _Thread_local unsigned g_keylog_next;
 
 static int keylog_wanted(rustls_str label) {
   return (label.len == 31 && memcmp(label.data, "SERVER_HANDSHAKE_TRAFFIC_SECRET", 31) == 0) ||
@@ -149,7 +149,7 @@ typedef struct capture {
   unsigned char bytes[CAPTURE_BYTES];
 } capture;
 
-static capture g_capture[2][2]; /* [tb_role][0: incoming, 1: outgoing] */
+static _Thread_local capture g_capture[2][2]; /* [tb_role][0: incoming, 1: outgoing] */
 
 /* The plaintext handshake stream of one direction, parsed message by message; only the head
  * of each message is kept. */
@@ -355,7 +355,7 @@ typedef struct rl_ctx {
   client_cfg *client; /* the config new connections without a session use */
 } rl_ctx;
 
-static unsigned long g_conn_serial;
+static _Thread_local unsigned long g_conn_serial;
 
 typedef struct rl_conn {
   rl_ctx *ctx;

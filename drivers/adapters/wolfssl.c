@@ -425,6 +425,9 @@ static tb_status wolf_info(tb_info *out, char *err) {
   out->suites = g_suites;
   out->groups = g_groups;
   out->sigalgs = g_sigalgs;
+#ifdef SINGLE_THREADED
+  out->no_threads = "built single-threaded (--enable-singlethreaded): no locks around shared state";
+#endif
   return TB_OK;
 }
 

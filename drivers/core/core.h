@@ -81,6 +81,9 @@ typedef enum tb_option_id {
   TB_OPT_RATE,
   TB_OPT_REQUEST_SIZE,
   TB_OPT_LATENCIES,
+  TB_OPT_THREADS,
+  TB_OPT_CONTEXTS,
+  TB_OPT_LOCKS,
   TB_N_OPTIONS,
   TB_OPT_END = -1, /* ends a scenario's list of options */
 } tb_option_id;
@@ -100,6 +103,12 @@ typedef enum tb_io {
   TB_IO_FD = 1,        /* the library's own socket I/O on the TCP connection */
   TB_IO_BIO = 2,       /* tlsbench's callbacks reached through the library's BIO layer */
 } tb_io;
+
+/* --contexts: what the threads of a --threads run share. */
+typedef enum tb_contexts {
+  TB_CONTEXTS_SHARED = 0,     /* one client and one server context for all (a server process) */
+  TB_CONTEXTS_PER_THREAD = 1, /* a context pair per thread (nothing of the library's shared) */
+} tb_contexts;
 
 /* --pattern: what a load transaction is. */
 typedef enum tb_pattern {
@@ -155,6 +164,11 @@ typedef struct tb_options {
   long rate;             /* load: transactions started per second (0: as fast as it can) */
   size_t request_size;   /* load: bytes per request (padded; 0: the shortest) */
   const char *latencies; /* load: file for every transaction's latency in ns */
+  /* handshake and resume: threads running connections at once (threads.c), what they share
+   * (tb_contexts), and whether the library's pthread lock calls are counted (locks.c). */
+  long threads;
+  int contexts;
+  int locks;
   int json;
   /* --deterministic: the library draws its random values from the core's fixed stream
    * (instruction mode: the same work in every run). */
@@ -227,6 +241,14 @@ typedef struct tb_run {
   const char *warnings[TB_MAX_WARNINGS];
   int n_warnings;
   double tsc_hz;
+  /* --threads: the threads' record (threads.c); NULL while the run is one thread. */
+  struct tb_threads *threads;
+  /* Why this build cannot share a context between threads (tb_info.no_threads), or "". */
+  char no_threads[TB_ERR_LEN];
+  /* --locks: each side's lock calls over the measured iterations of every thread, and how
+   * many handshakes (or other iterations) they were spread over. */
+  tb_lock_counts locks[TB_SIDES];
+  uint64_t locked_iterations;
   unsigned listen_port;         /* a server: the port it listens on (net.c) */
   uint64_t peer_bytes_received; /* peer: bytes received during the first handshake */
 } tb_run;
@@ -268,6 +290,10 @@ int tb_check_negotiated(tb_run *r, tb_conn_pair *conns, int expect_resumed);
 int tb_transfer(tb_run *r, tb_conn_pair *conns, int to_server, const unsigned char *data,
                 size_t len, unsigned char *scratch, uint64_t *send_ticks, uint64_t *recv_ticks,
                 uint64_t *send_allocs, uint64_t *recv_allocs);
+/* A thread of a --threads run (threads.c): its own link and, with `own_contexts`, its own
+ * client and server contexts from the run's configurations; and their release. */
+int tb_thread_setup(tb_run *r, int own_contexts);
+void tb_thread_teardown(tb_run *r, int own_contexts);
 /* One side's configuration from the options (certificates, the pinned offer). */
 void tb_fill_config(tb_run *r, tb_config *cfg, tb_role role, int resumption);
 /* A context for one side of a two-process scenario, with its heap start and ctx figures
@@ -289,6 +315,20 @@ int tb_refuse_tls13_psk_resumption(const tb_options *o, const char *what);
 int tb_psk_mode_of(int kx);
 /* Whether the side playing `role` verifies its peer's chain under the run's --auth. */
 int tb_verifies(const tb_options *o, tb_role role);
+
+/* threads.c: the measured iterations of a one-process scenario, in this thread or in
+ * --threads threads. `loop` runs one thread's warm-up and measured iterations on the run it
+ * is given (its own connections, series and error) and calls tb_measured_begin before the
+ * first measured iteration and tb_measured_end after the last. */
+typedef int (*tb_thread_loop)(tb_run *r);
+int tb_run_threads(tb_run *r, tb_thread_loop loop);
+void tb_measured_begin(tb_run *r);
+void tb_measured_end(tb_run *r, long iterations);
+/* A usage error (-1) for --threads or --locks where they cannot run (instruction mode, an
+ * architecture without the lock wrappers); 0 otherwise. */
+int tb_check_threads(const tb_options *o);
+/* The params of --threads, --contexts and --locks, where given (handshake, resume). */
+void tb_write_thread_params(tb_json *j, const tb_options *o);
 
 /* Calls an adapter function on behalf of `side`: allocations are charged to it. */
 #define TB_ON(side, expr)                      \

@@ -60,6 +60,8 @@ static int start_library(tb_run *r, tb_json *j) {
   memset(&info, 0, sizeof(info));
   if (TB_ON(TB_SIDE_GLOBAL, r->ad->info(&info, r->err)) == TB_OK) {
     tb_json_str(j, "version", info.version);
+    if (info.no_threads != NULL)
+      snprintf(r->no_threads, sizeof(r->no_threads), "%s", info.no_threads);
   }
   if (r->ad->cpu_paths != NULL) {
     char paths[512] = "";

@@ -23,6 +23,8 @@ static const tb_choice io_choices[] = {
     {"callbacks", TB_IO_CALLBACKS}, {"fd", TB_IO_FD}, {"bio", TB_IO_BIO}, {NULL, 0}};
 static const tb_choice role_choices[] = {{"client", TB_CLIENT}, {"server", TB_SERVER}, {NULL, 0}};
 static const tb_choice body_choices[] = {{"pattern", 1}, {"any", 0}, {NULL, 0}};
+static const tb_choice contexts_choices[] = {
+    {"shared", TB_CONTEXTS_SHARED}, {"per-thread", TB_CONTEXTS_PER_THREAD}, {NULL, 0}};
 static const tb_choice pattern_choices[] = {{"new", TB_PATTERN_NEW},
                                             {"resume", TB_PATTERN_RESUME},
                                             {"keepalive", TB_PATTERN_KEEPALIVE},
@@ -153,6 +155,16 @@ const tb_option tb_options_table[TB_N_OPTIONS] = {
                                    4096, NULL, "bytes per request, padded (default: the shortest)"),
     [TB_OPT_LATENCIES] = TEXT("latencies", "FILE", TB_FOR_NAMED, latencies,
                               "every transaction's latency (ns), one per line"),
+    [TB_OPT_THREADS] = NUMBER(TB_ARG_LONG, "threads", "T", TB_FOR_NAMED, threads, 1, 256, "1",
+                              "T threads run connections at once, started together; per-thread "
+                              "and total handshakes/s (given: even T = 1 is timed so)"),
+    [TB_OPT_CONTEXTS] =
+        CHOICE("contexts", TB_FOR_NAMED, contexts, contexts_choices, "shared",
+               "--threads: one client and one server context for all threads (a server "
+               "process), or a pair per thread"),
+    [TB_OPT_LOCKS] = FLAG("locks", TB_FOR_NAMED, locks,
+                          "count each side's pthread lock calls (mutexes, read-write locks, "
+                          "once, condition variables) and how many found the lock held"),
 };
 
 const char *tb_choice_name(tb_option_id id, int value) {

@@ -221,8 +221,32 @@ void tb_print_text(const tb_run *r) {
   }
 }
 
+/* --locks: each side's lock calls and contentions over every thread's measured iterations
+ * (the count they are spread over is `iterations`). */
+static void write_locks(tb_json *j, const tb_run *r) {
+  static const struct {
+    const char *key;
+    tb_side side;
+  } sides[] = {{"client", TB_SIDE_CLIENT}, {"server", TB_SIDE_SERVER}};
+  tb_json_object(j, "locks");
+  tb_json_u64(j, "iterations", r->locked_iterations);
+  for (size_t s = 0; s < sizeof(sides) / sizeof(sides[0]); s++) {
+    const tb_lock_counts *c = &r->locks[sides[s].side];
+    tb_json_object(j, sides[s].key);
+    for (int k = 0; k < TB_LOCK_KINDS; k++) {
+      tb_json_object(j, tb_lock_kind_names[k]);
+      tb_json_u64(j, "calls", c->calls[k]);
+      tb_json_u64(j, "contended", c->contended[k]);
+      tb_json_object_end(j);
+    }
+    tb_json_object_end(j);
+  }
+  tb_json_object_end(j);
+}
+
 void tb_write_results(tb_json *j, const tb_run *r) {
   write_negotiated(j, r);
+  if (r->opt->locks) write_locks(j, r);
   if (r->wire_full.valid) write_wire(j, r);
   write_heap(j, r);
   write_samples(j, r);

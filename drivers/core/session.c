@@ -271,6 +271,24 @@ int tb_setup_contexts(tb_run *r, int resumption) {
   return code == TB_EXIT_OK ? side_context(r, TB_CLIENT, &r->heap_client) : code;
 }
 
+int tb_thread_setup(tb_run *r, int own_contexts) {
+  if (tb_link_init(&r->link, r->opt->transport, r->err, sizeof(r->err)) != 0)
+    return tb_fail_stage(r, TB_EXIT_ERROR, "transport");
+  if (!own_contexts) return TB_EXIT_OK;
+  tb_heap_report unused;
+  r->client_ctx = r->server_ctx = NULL;
+  int code = side_context(r, TB_SERVER, &unused);
+  return code == TB_EXIT_OK ? side_context(r, TB_CLIENT, &unused) : code;
+}
+
+void tb_thread_teardown(tb_run *r, int own_contexts) {
+  if (own_contexts) {
+    tb_teardown(r);
+  } else {
+    tb_link_free(&r->link);
+  }
+}
+
 int tb_side_context(tb_run *r, tb_role role, int resumption, tb_heap_report *heap) {
   tb_heap_report unused;
   tb_fill_config(r, role == TB_SERVER ? &r->server_cfg : &r->client_cfg, role, resumption);

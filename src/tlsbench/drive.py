@@ -16,7 +16,9 @@ from tlsbench.variants import Catalog
 # and heap accounting (malloc wrapped) whose times are not used.
 DRIVER = "tlsbench-driver"
 HEAP_DRIVER = "tlsbench-driver-heap"
-PROGRAMS = {"time": DRIVER, "heap": HEAP_DRIVER}
+PROGRAMS = {"time": DRIVER, "heap": HEAP_DRIVER, "locks": DRIVER}
+# What `--measure` adds to the driver's own options: locks are counted by the timing driver.
+MEASURE_OPTIONS = {"locks": ["--locks"]}
 
 
 def runs_tls(scenario: str) -> bool:
@@ -52,6 +54,7 @@ def driver_command(
 ) -> list[str]:
     """The command line of one driver run: `measure` "time" or "heap" picks the program."""
     command = [*build.command(PROGRAMS[measure]), scenario, "--variant", build.variant.name]
+    command += [o for o in MEASURE_OPTIONS.get(measure, []) if o not in args]
     if "--cert-dir" not in args and runs_tls(scenario):
         kind = option_value(args, "--cert", "rsa2048")
         if kind in certs.KINDS:  # an unknown kind is the driver's usage error to report

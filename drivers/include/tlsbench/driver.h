@@ -176,6 +176,10 @@ typedef struct tb_info {
   /* NULL, or why this build has no TLS at all (an AEAD-only library: versions and suites
    * are empty, and every TLS entry point returns TB_UNSUPPORTED with this reason). */
   const char *no_tls;
+  /* NULL, or why this build's contexts cannot be used by several threads at once (built
+   * without the library's threading option): `--threads` above 1 is then unsupported, with
+   * this reason. */
+  const char *no_threads;
 } tb_info;
 
 /* ------------------------------------------------------------------------- AEAD */

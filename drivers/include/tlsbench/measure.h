@@ -58,6 +58,34 @@ void tb_heap_get(tb_side side, tb_heap_counters *out);
 /* Makes peak = live (for one side, or all with TB_SIDES). */
 void tb_heap_reset_peak(tb_side side);
 
+/* Lock calls per side (locks.c): the driver defines the pthread lock entry points, so that
+ * every caller (the libraries, static or shared) reaches them, and forwards each to glibc.
+ * While a thread counts (tb_locks_count(1), --locks), each call is added to the side the
+ * thread is serving; a lock found held (its trylock failed first) is "contended". */
+typedef enum tb_lock_kind {
+  TB_LOCK_MUTEX = 0,  /* pthread_mutex_lock and _trylock */
+  TB_LOCK_READ = 1,   /* pthread_rwlock_rdlock and _tryrdlock */
+  TB_LOCK_WRITE = 2,  /* pthread_rwlock_wrlock and _trywrlock */
+  TB_LOCK_ONCE = 3,   /* pthread_once (no contention counted) */
+  TB_LOCK_WAIT = 4,   /* pthread_cond_wait and _timedwait (each one waited) */
+  TB_LOCK_SIGNAL = 5, /* pthread_cond_signal and _broadcast */
+  TB_LOCK_KINDS = 6,
+} tb_lock_kind;
+
+typedef struct tb_lock_counts {
+  uint64_t calls[TB_LOCK_KINDS];
+  uint64_t contended[TB_LOCK_KINDS];
+} tb_lock_counts;
+
+/* 1 where the driver defines the wrappers (x86-64 glibc), 0 elsewhere (--locks refused). */
+extern const int tb_locks_available;
+/* Starts (1) or stops (0) counting in the calling thread. */
+void tb_locks_count(int on);
+/* Adds the calling thread's counts to `sides` (TB_SIDES entries) and zeroes them. */
+void tb_locks_take(tb_lock_counts *sides);
+/* The names of the kinds, for the output ("mutex", "rwlock_read", ...). */
+extern const char *const tb_lock_kind_names[TB_LOCK_KINDS];
+
 /* Deterministic mode: under valgrind's callgrind (started with --collect-atstart=no), only
  * the measured calls of the side named by $TLSBENCH_COLLECT (client, server or all) are
  * counted. tb_collect_measuring() marks the iterations that count (not the warm-up);
