@@ -104,8 +104,10 @@ def run_driver(
     extra_env: dict[str, str] | None = None,
     measure: str = "time",
     extra_args: list[str] | None = None,
+    pinned: bool = True,
 ) -> Outcome:
-    """One driver process of a point: its JSON output and how it ended."""
+    """One driver process of a point: its JSON output and how it ended. `pinned`: on the
+    one CPU drivers run on (False: on any, for threads and processes that need the cores)."""
     env, refused = accel_env(point, build)
     if refused:
         return unsupported(refused)
@@ -121,7 +123,7 @@ def run_driver(
         text=True,
         env=driver_environment(env),
         start_new_session=True,  # a timeout kills the whole process group
-        preexec_fn=pin if PINNED_CPU is not None else None,
+        preexec_fn=pin if PINNED_CPU is not None and pinned else None,
     )
     try:
         out, err = proc.communicate(timeout=timeout)

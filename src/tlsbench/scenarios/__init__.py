@@ -22,10 +22,20 @@ __all__ = ["Declared", "OptionDecl", "ScenarioDecl", "declared", "families"]
 def families() -> tuple[Family, ...]:
     """Every family, in the order experiments list their scenarios. (Imported here, on first
     use: the families import the runner's and the report's helpers, which import this.)"""
-    from tlsbench.scenarios import aead, code_size, connections, firmware, interop, load, tls
+    from tlsbench.scenarios import (
+        aead,
+        code_size,
+        connections,
+        firmware,
+        interop,
+        load,
+        scaling,
+        tls,
+    )
 
     return (
         tls.FAMILY,  # handshake, resume, records, bulk: both sides in one process
+        scaling.FAMILY,  # handshakes in T threads or T processes at once
         aead.FAMILY,  # the library's own AEAD
         interop.FAMILY,  # client and server in two processes, real programs as peers
         code_size.FAMILY,  # what a minimal client and server link

@@ -1,0 +1,328 @@
+"""Many cores: the `scaling-handshake` and `scaling-resume` scenarios.
+
+A point runs the driver's handshake (or resume) scenario with T threads at once
+(drivers/core/threads.c) under one of three models, the `contexts` key:
+
+- `shared`: the T threads share one client and one server context (and so the server's
+  session cache or ticket keys), as the threads of one server process do (HAProxy, Envoy);
+- `per-thread`: each thread has a context pair of its own: what is left shared is the
+  library's global state;
+- `processes`: T independent driver processes at once, one thread each: the process
+  baseline, what this machine's cores give with nothing shared (frequency, caches and
+  memory bandwidth included). Thread figures are read against it.
+
+Each threads point runs twice: the timing driver for the rates, then the same run with
+`--locks` for each side's pthread lock calls and contentions per handshake (counting costs a
+little per lock call, so never in the timed run). Drivers are not pinned to one CPU here: the
+threads must have the machine's cores. A point asking for more threads than this machine
+has CPUs is unsupported, with the count.
+
+Report: "scaling with threads" (total handshakes/s, per-thread rate and efficiency against
+T = 1 of the same model, the ratio to the process baseline at the same T, locks per
+handshake beside them), a plot of total rate and efficiency against T, and the efficiency at
+the most threads measured in the per-library summary.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import os
+import statistics
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tlsbench.process import Outcome, run_driver, unsupported
+from tlsbench.report.reader import RunReader, case_labels
+from tlsbench.scenarios import base
+from tlsbench.scenarios.base import (
+    TLS_KEYS,
+    Family,
+    Key,
+    PointChecker,
+    RunContext,
+    RunPoint,
+    Section,
+    SummaryCell,
+    TableSpec,
+    bounded_whole,
+    fmt,
+    one_of,
+)
+from tlsbench.scenarios.declared import Declared
+
+if TYPE_CHECKING:
+    from tlsbench.build import Build
+    from tlsbench.report.model import RunModel
+    from tlsbench.report.plots import Plot
+    from tlsbench.report.views import View
+    from tlsbench.variants import Variant
+
+# The experiment's scenarios and the driver scenario each runs.
+DRIVER_SCENARIOS = {"scaling-handshake": "handshake", "scaling-resume": "resume"}
+MODELS = ("shared", "per-thread", "processes")
+THREADS_KEY = Key("threads", bounded_whole(), fmt("t{}"))
+CONTEXTS_KEY = Key("contexts", one_of(MODELS))
+# The lock kinds the driver counts (drivers/core/locks.c), as its output names them.
+LOCK_KINDS = ("mutex", "rwlock_read", "rwlock_write", "once", "cond_wait", "cond_signal")
+
+
+def machine_cpus() -> int:
+    """The CPUs this process may run on (a container's or cgroup's share, not the host's)."""
+    return len(os.sched_getaffinity(0))
+
+
+class Scaling(Family):
+    def driver_scenario(self, scenario: str) -> str | None:
+        return DRIVER_SCENARIOS[scenario]
+
+    def accepts(self, scenario: str, declared: Declared) -> tuple[str, ...]:
+        return (*TLS_KEYS, "threads", "contexts", "iterations", "warmup")
+
+    def check(self, checker: PointChecker, scenario: str, values: dict[str, Any],
+              variant: Variant) -> None:  # fmt: skip
+        base.check_key_share(checker, values)
+        base.check_kx(checker, values, resumes=scenario == "scaling-resume")
+        base.check_suite_version(checker, values)
+
+    def run(self, point: RunPoint, ctx: RunContext) -> Outcome:
+        if ctx.mode == "instructions":
+            return unsupported("instruction mode counts one thread's calls under callgrind, "
+                               "which runs threads one at a time; scaling measures time")  # fmt: skip
+        build = ctx.builds[point.variant]
+        if not build.timing:
+            return unsupported(f"{point.variant} runs under emulation: no time to scale")
+        threads = int(point.options.get("threads", 1))
+        if threads > machine_cpus():
+            return unsupported(f"{threads} threads on a machine with {machine_cpus()} CPUs "
+                               "would share cores: the figure would measure the scheduler")  # fmt: skip
+        model = point.options.get("contexts", "shared")
+        options = {k: v for k, v in point.options.items() if k != "contexts"}
+        driver = dataclasses.replace(point, scenario=DRIVER_SCENARIOS[point.scenario])
+        if model == "processes":
+            return run_processes(dataclasses.replace(driver, options={**options, "threads": 1}),
+                                 build, ctx.timeout, threads)  # fmt: skip
+        return run_threads(
+            dataclasses.replace(driver, options={**options, "contexts": model}), build, ctx.timeout
+        )
+
+
+def run_threads(point: RunPoint, build: Build, timeout: float) -> Outcome:
+    """The timing run, then the lock-counting run of the same point; the stored output is
+    the timing run's with the counting run's `locks`."""
+    timed = run_driver(point, build, timeout, pinned=False)
+    if timed.status != "ok" or timed.output is None:
+        return timed
+    counted = run_driver(point, build, timeout, extra_args=["--locks"], pinned=False)
+    if counted.status != "ok" or counted.output is None:
+        counted.stderr_tail = f"(the --locks run)\n{counted.stderr_tail}"
+        return counted
+    output = {**timed.output, "locks": counted.output.get("locks")}
+    output["measure"] = {"time": "tlsbench-driver", "locks": "tlsbench-driver --locks"}
+    return Outcome("ok", 0, None, timed.seconds + counted.seconds, output,
+                   "\n".join(t for t in (timed.stderr_tail, counted.stderr_tail) if t))  # fmt: skip
+
+
+def run_processes(point: RunPoint, build: Build, timeout: float, count: int) -> Outcome:
+    """`count` driver processes of one thread each, started together: the total rate is the
+    sum of theirs (each times its own measured iterations, which overlap but for the
+    processes' start-up), the per-process rates are the `thread_handshakes_per_s` samples."""
+    with concurrent.futures.ThreadPoolExecutor(count) as pool:
+        futures = [pool.submit(run_driver, point, build, timeout, pinned=False)
+                   for _ in range(count)]  # fmt: skip
+        outcomes = [f.result() for f in futures]
+    for outcome in outcomes:
+        if outcome.status != "ok" or outcome.output is None:
+            return outcome
+    outputs = [o.output for o in outcomes if o.output is not None]
+    rates = [out["samples"]["total_handshakes_per_s"][0] for out in outputs]
+    samples: dict[str, list[float]] = {}
+    for out in outputs:
+        for name, values in out["samples"].items():
+            samples.setdefault(name, []).extend(values)
+    samples["thread_handshakes_per_s"] = rates
+    samples["total_handshakes_per_s"] = [sum(rates)]
+    merged = {**outputs[0], "samples": samples, "processes": count}
+    merged["summary"] = {name: {"n": len(values), "median": statistics.median(values)}
+                         for name, values in samples.items()}  # fmt: skip
+    merged["measure"] = {"time": f"tlsbench-driver x {count} processes"}
+    return Outcome("ok", 0, None, max(o.seconds for o in outcomes), merged,
+                   "\n".join(o.stderr_tail for o in outcomes if o.stderr_tail))  # fmt: skip
+
+
+# -- the report -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScalingRow:
+    """One point of a scaling run: rates are medians over repetitions; lock figures are per
+    handshake and side, summed over the lock kinds (None for the process baseline)."""
+
+    variant: str
+    library: str
+    point: str
+    case: str  # the job (scenario, certificate, ...), threads and model excluded
+    model: str  # shared, per-thread or processes
+    threads: int
+    repetitions: int
+    total_per_s: float | None
+    thread_per_s: float | None
+    efficiency: float | None  # total / (threads x total at T = 1), same model and case
+    vs_processes: float | None  # total / the process baseline's total at the same T
+    client_locks: float | None
+    server_locks: float | None
+    contended: float | None  # both sides' lock calls that found the lock held, per handshake
+    failed: str = ""
+    machine: str = ""
+
+
+def _locks_per_handshake(outputs: list[dict[str, Any]]) -> dict[str, float] | None:
+    """Lock calls per handshake of each side, and contentions of both, median over the
+    repetitions that counted."""
+    per_rep: dict[str, list[float]] = {"client": [], "server": [], "contended": []}
+    for out in outputs:
+        locks = out.get("locks")
+        if not locks or not locks.get("iterations"):
+            continue
+        n = locks["iterations"]
+        contended = 0
+        for side in ("client", "server"):
+            per_rep[side].append(sum(locks[side][k]["calls"] for k in LOCK_KINDS) / n)
+            contended += sum(locks[side][k]["contended"] for k in LOCK_KINDS)
+        per_rep["contended"].append(contended / n)
+    if not per_rep["client"]:
+        return None
+    return {k: statistics.median(v) for k, v in per_rep.items()}
+
+
+def load_scaling(reader: RunReader) -> dict[str, list[Any]]:
+    points = reader.points_of(FAMILY.scenarios)
+    params = {p.id: {**reader.params(p), "scenario": p.scenario} for p in points}
+    # The job: the driver scenario (full or resumed) and the keys that differ; threads and
+    # the model are columns of their own.
+    labels = case_labels(params, always=("cert",))
+    cases = {pid: f"{DRIVER_SCENARIOS[params[pid]['scenario']]} {label}"
+             for pid, label in labels.items()}  # fmt: skip
+    raw = []
+    for p in points:
+        locks = _locks_per_handshake([r.output for r in reader.ok(p) if r.output])
+        raw.append((p, params[p.id], locks))
+    totals = {(p.variant, cases[p.id], ps.get("contexts", "shared"), int(ps.get("threads", 1))):
+              reader.median_of(p, "total_handshakes_per_s") for p, ps, _ in raw}  # fmt: skip
+    rows = []
+    for p, ps, locks in raw:
+        model, threads = ps.get("contexts", "shared"), int(ps.get("threads", 1))
+        total = totals[(p.variant, cases[p.id], model, threads)]
+        one = totals.get((p.variant, cases[p.id], model, 1))
+        baseline = totals.get((p.variant, cases[p.id], "processes", threads))
+        rows.append(ScalingRow(
+            variant=p.variant, library=p.library, point=p.name, case=cases[p.id], model=model,
+            threads=threads, repetitions=len(reader.ok(p)), total_per_s=total,
+            thread_per_s=reader.median_of(p, "thread_handshakes_per_s"),
+            efficiency=total / (threads * one) if total and one else None,
+            vs_processes=total / baseline if total and baseline else None,
+            client_locks=locks["client"] if locks else None,
+            server_locks=locks["server"] if locks else None,
+            contended=locks["contended"] if locks else None,
+        ))  # fmt: skip
+    order = {v: i for i, v in enumerate(dict.fromkeys(p.variant for p in reader.points))}
+    rows.sort(key=lambda r: (order[r.variant], r.case, MODELS.index(r.model), r.threads))
+    return {"scaling": rows}
+
+
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _count(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.1f}"
+
+
+def scaling_view(model: RunModel) -> list[View]:
+    from tlsbench.report.views import View, fmt_sig, variant_cell
+
+    if not model.scaling:
+        return []
+    return [
+        View(
+            "scaling",
+            "Scaling with threads",
+            "T threads running handshakes at once in one process, sharing one client and one "
+            "server context (`shared`) or a pair each (`per-thread`), against T independent "
+            "processes (`processes`, the baseline: what the cores give with nothing shared). "
+            "`total`: every thread's handshakes over the time from the first start to the "
+            "last end (the processes': the sum of their rates); `per thread`: the median "
+            "thread's rate; `efficiency`: total / (T x total at T = 1) of the same model; "
+            "`vs processes`: total / the baseline's total at the same T. Locks: pthread lock "
+            "calls per handshake of each side (every kind) and those that found the lock "
+            "held (both sides), from a second run with --locks; exact at T = 1.",
+            ["variant", "case", "model", "T", "total hs/s", "per thread hs/s", "efficiency",
+             "vs processes", "client locks/hs", "server locks/hs", "contended/hs"],
+            [False, False, False, True, True, True, True, True, True, True, True],
+            [
+                [variant_cell(r), r.case, r.model, str(r.threads), fmt_sig(r.total_per_s),
+                 fmt_sig(r.thread_per_s), _ratio(r.efficiency), _ratio(r.vs_processes),
+                 _count(r.client_locks), _count(r.server_locks), fmt_sig(r.contended)]
+                for r in model.scaling
+            ],
+        )
+    ]  # fmt: skip
+
+
+def scaling_plot(model: RunModel) -> Plot | None:
+    """Total rate and efficiency against T, a line per variant and model (the process
+    baseline dashed)."""
+    from tlsbench.report.palette import style
+    from tlsbench.report.plots import Plot, figure, legend
+
+    rows = [r for r in model.scaling if r.total_per_s]
+    if not rows or len({r.threads for r in rows}) < 2:
+        return None
+    cases = {r.case for r in rows}
+    fig = figure(11.0, 4.8)
+    axes = fig.subplots(1, 2)
+    lines: dict[str, list[ScalingRow]] = {}
+    for r in rows:
+        label = f"{r.variant} {r.model}" + (f" {r.case}" if len(cases) > 1 else "")
+        lines.setdefault(label, []).append(r)
+    for label, points in lines.items():
+        points.sort(key=lambda r: r.threads)
+        look = style(points[0].variant).line()
+        if points[0].model == "processes":
+            look = {**look, "linestyle": "--", "markerfacecolor": "none"}
+        elif points[0].model == "per-thread":
+            look = {**look, "linestyle": ":"}
+        xs = [r.threads for r in points]
+        axes[0].plot(xs, [r.total_per_s for r in points], label=label, **look)
+        axes[1].plot(xs, [r.efficiency for r in points], **look)
+    for ax, title in ((axes[0], "total handshakes/s"), (axes[1], "efficiency (1 = linear)")):
+        ax.set_xlabel("threads (T)")
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+    axes[1].set_ylim(bottom=0)
+    legend(fig)
+    fig.suptitle("Scaling with threads (processes dashed)")
+    return Plot("scaling", "Scaling with threads", "scaling", fig)
+
+
+def scaling_summary(model: RunModel) -> list[SummaryCell]:
+    """Per variant: the efficiency of threads sharing contexts at the most threads measured."""
+    shared = [r for r in model.scaling if r.model == "shared" and r.efficiency is not None]
+    ordered = sorted(shared, key=lambda r: -r.threads)
+    return [SummaryCell(r.variant, "thread efficiency", r.efficiency, _ratio(r.efficiency),
+                        f"T = {r.threads} {r.case}")
+            for r in base.first_per_variant(ordered)]  # fmt: skip
+
+
+FAMILY = Scaling(
+    "scaling",
+    tuple(DRIVER_SCENARIOS),
+    keys=(THREADS_KEY, CONTEXTS_KEY),
+    sections=(
+        Section("scaling", 25,
+                (TableSpec("scaling", "scaling", "Scaling with threads", ScalingRow),),
+                load_scaling, views=scaling_view,
+                plots=lambda model: [p] if (p := scaling_plot(model)) else [],
+                summary=scaling_summary),
+    ),
+)  # fmt: skip
