@@ -87,15 +87,19 @@ class Scaling(Family):
 
     def run(self, point: RunPoint, ctx: RunContext) -> Outcome:
         if ctx.mode == "instructions":
-            return unsupported("instruction mode counts one thread's calls under callgrind, "
-                               "which runs threads one at a time; scaling measures time")  # fmt: skip
+            return unsupported(
+                "instruction mode counts one thread's calls under callgrind, which runs "
+                "threads one at a time; scaling measures time"
+            )
         build = ctx.builds[point.variant]
         if not build.timing:
             return unsupported(f"{point.variant} runs under emulation: no time to scale")
         threads = int(point.options.get("threads", 1))
         if threads > machine_cpus():
-            return unsupported(f"{threads} threads on a machine with {machine_cpus()} CPUs "
-                               "would share cores: the figure would measure the scheduler")  # fmt: skip
+            return unsupported(
+                f"{threads} threads on a machine with {machine_cpus()} CPUs would share "
+                "cores: the figure would measure the scheduler"
+            )
         model = point.options.get("contexts", "shared")
         options = {k: v for k, v in point.options.items() if k != "contexts"}
         driver = dataclasses.replace(point, scenario=DRIVER_SCENARIOS[point.scenario])
