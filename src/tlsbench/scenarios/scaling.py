@@ -63,8 +63,10 @@ DRIVER_SCENARIOS = {"scaling-handshake": "handshake", "scaling-resume": "resume"
 MODELS = ("shared", "per-thread", "processes")
 THREADS_KEY = Key("threads", bounded_whole(), fmt("t{}"))
 CONTEXTS_KEY = Key("contexts", one_of(MODELS))
-# The lock kinds the driver counts (drivers/core/locks.c), as its output names them.
+# The lock kinds the driver counts (drivers/core/locks.c), as its output names them, and
+# those that take a lock (a completed pthread_once is a load; a condition is a wait).
 LOCK_KINDS = ("mutex", "rwlock_read", "rwlock_write", "once", "cond_wait", "cond_signal")
+ACQUIRING = ("mutex", "rwlock_read", "rwlock_write")
 
 
 def machine_cpus() -> int:
@@ -159,8 +161,9 @@ def run_processes(point: RunPoint, build: Build, timeout: float, count: int) -> 
 
 @dataclass(frozen=True)
 class ScalingRow:
-    """One point of a scaling run: rates are medians over repetitions; lock figures are per
-    handshake and side, summed over the lock kinds (None for the process baseline)."""
+    """One point of a scaling run: rates are medians over repetitions; lock figures are lock
+    acquisitions (mutexes, read and write locks) per handshake and side, and contentions of
+    every kind (None for the process baseline, which counts none)."""
 
     variant: str
     library: str
@@ -180,23 +183,46 @@ class ScalingRow:
     machine: str = ""
 
 
-def _locks_per_handshake(outputs: list[dict[str, Any]]) -> dict[str, float] | None:
-    """Lock calls per handshake of each side, and contentions of both, median over the
+@dataclass(frozen=True)
+class LockRow:
+    """One side's pthread calls per handshake at one point (a kind each), and how many of
+    them found the lock held: medians over the repetitions' --locks runs."""
+
+    variant: str
+    library: str
+    point: str
+    case: str
+    model: str
+    threads: int
+    side: str
+    mutex: float
+    rwlock_read: float
+    rwlock_write: float
+    once: float
+    cond_wait: float
+    cond_signal: float
+    contended: float
+
+    @property
+    def acquisitions(self) -> float:
+        return self.mutex + self.rwlock_read + self.rwlock_write
+
+
+def _lock_figures(outputs: list[dict[str, Any]], side: str) -> dict[str, float] | None:
+    """Per handshake: each kind's calls and all contentions of one side, median over the
     repetitions that counted."""
-    per_rep: dict[str, list[float]] = {"client": [], "server": [], "contended": []}
+    per_rep: dict[str, list[float]] = {}
     for out in outputs:
         locks = out.get("locks")
         if not locks or not locks.get("iterations"):
             continue
-        n = locks["iterations"]
-        contended = 0
-        for side in ("client", "server"):
-            per_rep[side].append(sum(locks[side][k]["calls"] for k in LOCK_KINDS) / n)
-            contended += sum(locks[side][k]["contended"] for k in LOCK_KINDS)
-        per_rep["contended"].append(contended / n)
-    if not per_rep["client"]:
-        return None
-    return {k: statistics.median(v) for k, v in per_rep.items()}
+        n, counts = locks["iterations"], locks[side]
+        for kind in LOCK_KINDS:
+            per_rep.setdefault(kind, []).append(counts[kind]["calls"] / n)
+        per_rep.setdefault("contended", []).append(
+            sum(counts[k]["contended"] for k in LOCK_KINDS) / n
+        )
+    return {k: statistics.median(v) for k, v in per_rep.items()} or None
 
 
 def load_scaling(reader: RunReader) -> dict[str, list[Any]]:
@@ -207,9 +233,17 @@ def load_scaling(reader: RunReader) -> dict[str, list[Any]]:
     labels = case_labels(params, always=("cert",))
     cases = {pid: f"{DRIVER_SCENARIOS[params[pid]['scenario']]} {label}"
              for pid, label in labels.items()}  # fmt: skip
-    raw = []
+    raw, lock_rows = [], []
     for p in points:
-        locks = _locks_per_handshake([r.output for r in reader.ok(p) if r.output])
+        outputs = [r.output for r in reader.ok(p) if r.output]
+        model, threads = params[p.id].get("contexts", "shared"), int(params[p.id].get("threads", 1))
+        locks = {}
+        for side in ("client", "server"):
+            figures = _lock_figures(outputs, side)
+            if figures is not None:
+                locks[side] = LockRow(p.variant, p.library, p.name, cases[p.id], model, threads,
+                                      side, **figures)  # fmt: skip
+                lock_rows.append(locks[side])
         raw.append((p, params[p.id], locks))
     totals = {(p.variant, cases[p.id], ps.get("contexts", "shared"), int(ps.get("threads", 1))):
               reader.median_of(p, "total_handshakes_per_s") for p, ps, _ in raw}  # fmt: skip
@@ -225,21 +259,19 @@ def load_scaling(reader: RunReader) -> dict[str, list[Any]]:
             thread_per_s=reader.median_of(p, "thread_handshakes_per_s"),
             efficiency=total / (threads * one) if total and one else None,
             vs_processes=total / baseline if total and baseline else None,
-            client_locks=locks["client"] if locks else None,
-            server_locks=locks["server"] if locks else None,
-            contended=locks["contended"] if locks else None,
+            client_locks=locks["client"].acquisitions if locks else None,
+            server_locks=locks["server"].acquisitions if locks else None,
+            contended=locks["client"].contended + locks["server"].contended if locks else None,
         ))  # fmt: skip
     order = {v: i for i, v in enumerate(dict.fromkeys(p.variant for p in reader.points))}
     rows.sort(key=lambda r: (order[r.variant], r.case, MODELS.index(r.model), r.threads))
-    return {"scaling": rows}
+    lock_rows.sort(key=lambda r: (order[r.variant], r.case, MODELS.index(r.model), r.threads,
+                                  r.side))  # fmt: skip
+    return {"scaling": rows, "locks": lock_rows}
 
 
 def _ratio(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
-
-
-def _count(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.1f}"
 
 
 def scaling_view(model: RunModel) -> list[View]:
@@ -258,18 +290,37 @@ def scaling_view(model: RunModel) -> list[View]:
             "last end (the processes': the sum of their rates); `per thread`: the median "
             "thread's rate; `efficiency`: total / (T x total at T = 1) of the same model; "
             "`vs processes`: total / the baseline's total at the same T. Locks: pthread lock "
-            "calls per handshake of each side (every kind) and those that found the lock "
-            "held (both sides), from a second run with --locks; exact at T = 1.",
+            "acquisitions per handshake of each side (mutexes, read and write locks) and the "
+            "calls that found the lock held (both sides), from a second run with --locks; "
+            "exact at T = 1.",
             ["variant", "case", "model", "T", "total hs/s", "per thread hs/s", "efficiency",
              "vs processes", "client locks/hs", "server locks/hs", "contended/hs"],
             [False, False, False, True, True, True, True, True, True, True, True],
             [
                 [variant_cell(r), r.case, r.model, str(r.threads), fmt_sig(r.total_per_s),
                  fmt_sig(r.thread_per_s), _ratio(r.efficiency), _ratio(r.vs_processes),
-                 _count(r.client_locks), _count(r.server_locks), fmt_sig(r.contended)]
+                 fmt_sig(r.client_locks), fmt_sig(r.server_locks), fmt_sig(r.contended)]
                 for r in model.scaling
             ],
-        )
+        ),
+        View(
+            "locks_per_handshake",
+            "Locks per handshake",
+            "pthread calls a side's library makes per handshake, by kind (the driver wraps the "
+            "pthread entry points: static and shared builds alike), and the calls that found "
+            "the lock held (`contended`: a failed try before the blocking call). Exact and "
+            "the same every run at T = 1; contention is what grows with threads. Atomics, "
+            "futexes and a library's own spin locks are not seen (docs/methodology.md).",
+            ["variant", "case", "model", "T", "side", "mutex", "rwlock read", "rwlock write",
+             "once", "cond wait", "cond signal", "contended"],
+            [False, False, False, True, False, True, True, True, True, True, True, True],
+            [
+                [variant_cell(r), r.case, r.model, str(r.threads), r.side, fmt_sig(r.mutex),
+                 fmt_sig(r.rwlock_read), fmt_sig(r.rwlock_write), fmt_sig(r.once),
+                 fmt_sig(r.cond_wait), fmt_sig(r.cond_signal), fmt_sig(r.contended)]
+                for r in model.locks
+            ],
+        ),
     ]  # fmt: skip
 
 
@@ -324,7 +375,8 @@ FAMILY = Scaling(
     keys=(THREADS_KEY, CONTEXTS_KEY),
     sections=(
         Section("scaling", 25,
-                (TableSpec("scaling", "scaling", "Scaling with threads", ScalingRow),),
+                (TableSpec("scaling", "scaling", "Scaling with threads", ScalingRow),
+                 TableSpec("locks", "locks_per_handshake", "Locks per handshake", LockRow)),
                 load_scaling, views=scaling_view,
                 plots=lambda model: [p] if (p := scaling_plot(model)) else [],
                 summary=scaling_summary),
