@@ -178,8 +178,8 @@ iterations = 9
         ),
         (
             "[matrix]\nvariant = ['null']\nscenario = ['info']\n",
-            r"exp.toml:\d+: scenario = 'info' .* known: handshake, resume, records, bulk, aead, "
-            r"interop, code-size, load, connections$",
+            r"exp.toml:\d+: scenario = 'info' .* known: handshake, resume, records, bulk, "
+            r"scaling-handshake, scaling-resume, aead, interop, code-size, load, connections$",
         ),
         # A HelloRetryRequest: TLS 1.3, another group than the server's, the client's.
         (
