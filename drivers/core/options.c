@@ -156,8 +156,9 @@ const tb_option tb_options_table[TB_N_OPTIONS] = {
     [TB_OPT_LATENCIES] = TEXT("latencies", "FILE", TB_FOR_NAMED, latencies,
                               "every transaction's latency (ns), one per line"),
     [TB_OPT_THREADS] = NUMBER(TB_ARG_LONG, "threads", "T", TB_FOR_NAMED, threads, 1, 256, "1",
-                              "T threads run connections at once, started together; per-thread "
-                              "and total handshakes/s (given: even T = 1 is timed so)"),
+                              "handshake, resume: T threads run connections at once, started "
+                              "together, per-thread and total handshakes/s (given: even T = 1 "
+                              "is timed so); serve: T event-loop threads in one process"),
     [TB_OPT_CONTEXTS] =
         CHOICE("contexts", TB_FOR_NAMED, contexts, contexts_choices, "shared",
                "--threads: one client and one server context for all threads (a server "

@@ -56,11 +56,11 @@ GENERATOR_PROGRAMS = programs.playing("generator", "load")
 NGINX = programs.NGINX
 # The option keys of a load point that the runner acts on (never passed to a driver as such).
 LOAD_KEYS = ("client", "server", "pattern", "connections", "rate", "duration_s", "request_size",
-             "workers", "heap", "accel", "payload")  # fmt: skip
+             "workers", "threads", "heap", "accel", "payload")  # fmt: skip
 # TLS options passed to both tlsbench sides.
 TLS_ARG_KEYS = ("tls", "suite", "kx", "group", "sigalg", "cert", "chain", "auth", "record_size")
 DEFAULTS = {"pattern": "keepalive", "connections": 1, "duration_s": 3, "payload": 1024,
-            "workers": 1, "server": "self"}  # fmt: skip
+            "workers": 1, "threads": 1, "server": "self"}  # fmt: skip
 # The heap run (heap = true) is a second, short run of the server's heap driver.
 HEAP_DURATION_S = 2
 # How long the server may take to listen and to report after SIGTERM.
@@ -101,6 +101,15 @@ def refusal(options: dict[str, Any], variant_line: str,
     """(key, reason) when no run of this point could be what it asks (of the programs, or of
     the library where its limit is known): checked when the experiment is loaded."""
     client, server = str(options.get("client", "")), str(option(options, "server"))
+    threads, workers = int(option(options, "threads")), int(option(options, "workers"))
+    if threads > 1 and server == "nginx":
+        return ("threads", "1 with nginx: its model is worker processes (workers = N)")
+    if threads > 1 and workers > 1:
+        return ("threads", "1 with workers > 1: the server is W processes of one event loop "
+                "or one process of T threads, one model per point")  # fmt: skip
+    if threads > 1 and options.get("heap"):
+        return ("heap", "true with threads = 1 only: the server side's heap is every event "
+                "loop's at once")  # fmt: skip
     if options.get("kx") in ("psk", "psk_dhe") and (client == "h2load" or server == "nginx"):
         program = "h2load" if client == "h2load" else "nginx"
         return ("client" if program == "h2load" else "server",
@@ -213,8 +222,11 @@ def tls_args(options: dict[str, Any]) -> list[str]:
 def serve_args(options: dict[str, Any], port_file: str, bound_s: int,
                listen: str = "127.0.0.1:0") -> list[str]:  # fmt: skip
     """The `serve` driver's options (remote.py runs them on another host)."""
+    # --threads only where asked, so that the worker points' commands stay as they were.
+    threads = int(option(options, "threads"))
     return [*tls_args(options), "--listen", listen, "--port-file", port_file,
-            "--workers", str(option(options, "workers")), "--duration", str(bound_s),
+            "--workers", str(option(options, "workers")),
+            *(["--threads", str(threads)] if threads > 1 else []), "--duration", str(bound_s),
             "--peer-timeout", str(PEER_TIMEOUT_S), "--json"]  # fmt: skip
 
 

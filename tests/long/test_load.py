@@ -157,6 +157,49 @@ pattern = ["new"]
     assert "## Load generators compared" in report.stdout, report.stdout
 
 
+def test_a_threaded_server_beside_worker_processes(tmp_path: Path, build_of) -> None:
+    """The two server models under the same generator: one process of two event-loop threads
+    sharing a context (new handshakes and resumptions across threads) and two processes."""
+    build_of(SERVER)
+    proc, store = run_experiment(tmp_path, f"""
+[[matrix]]
+variant = ["{SERVER}"]
+client = ["self"]
+pattern = ["new", "resume"]
+threads = [2]
+
+[[matrix]]
+variant = ["{SERVER}"]
+client = ["self"]
+pattern = ["new"]
+workers = [2]
+""")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    found = outputs(store)
+    assert {o["status"] for o in found.values()} == {"ok"}, found
+    for name, out in found.items():
+        assert out["samples"]["load_tps"][0] > 10 and out["samples"]["load_errors"] == [0.0]
+        assert out["samples"]["server_cpu_ms_per_tx"][0] > 0, name
+        model = ("threads", 2) if "_t2" in name else ("workers", 2)
+        assert out["serve"][model[0]] == model[1] and out["params"].get(model[0]) == 2, name
+    # A session made on one thread resumes on another: one cache, one ticket key.
+    resumed = next(o for n, o in found.items() if "_resume_" in n)
+    assert resumed["serve"]["resumed"] > 0 and resumed["serve"]["resumed"] == resumed["load"][
+        "resumed"]  # fmt: skip
+    rows = load_run(store).load
+    assert {r.model for r in rows} == {"2 threads", "2 processes"}
+
+
+def test_a_server_that_is_not_thread_safe_refuses_threads(build_of) -> None:
+    build_of("mbedtls-3.6.6")
+    proc = tlsbench("drive", "mbedtls-3.6.6", "serve", "--threads", "2", "--duration", "5",
+                    "--json")  # fmt: skip
+    assert proc.returncode == 3, proc.stderr
+    assert "MBEDTLS_THREADING_C" in json.loads(proc.stdout)["error"]["message"]
+    both = tlsbench("drive", "openssl-3.5.x", "serve", "--threads", "2", "--workers", "2")
+    assert both.returncode == 2 and "choose one" in both.stderr
+
+
 @pytest.mark.parametrize(
     ("lines", "message"),
     [
@@ -185,6 +228,11 @@ pattern = ["new"]
         ('variant = "openssl-3.5.x"\nclient = "wget"', "a variant, self, or h2load"),
         ('variant = "openssl-3.5.x"', "a load point has no client"),
         ('variant = "openssl-3.5.x"\nclient = "self"\nheap = "yes"', "true or false"),
+        ('variant = "openssl-system"\nserver = "nginx"\nclient = "openssl-3.5.x"\nthreads = 2',
+         "its model is worker processes"),
+        ('variant = "openssl-3.5.x"\nclient = "self"\nthreads = 2\nworkers = 2',
+         "one model per point"),
+        ('variant = "openssl-3.5.x"\nclient = "self"\nthreads = 0', "1..256"),
     ],
 )  # fmt: skip
 def test_a_load_point_that_cannot_run_is_refused_up_front(tmp_path: Path, lines: str,

@@ -2,10 +2,11 @@
  * generator in another process (the load scenario, h2load) to measure.
  *
  * W worker processes (--workers, default 1) share one listening socket; each runs an
- * epoll event loop over non-blocking connections. Processes rather than threads because
- * not every library's shared objects are safe to share between threads in every build
- * (mbedTLS's random generator without MBEDTLS_THREADING_C, for one), and a worker per core
- * is nginx's model, the reference server beside it. An event loop rather than a thread per
+ * epoll event loop over non-blocking connections: a worker per core is nginx's model, the
+ * reference server beside it. --threads T is the other model (HAProxy's, nxweb's): one
+ * process, T event-loop threads sharing one server context and so its session cache and
+ * ticket keys; a build that is not thread-safe refuses it (mbedTLS without
+ * MBEDTLS_THREADING_C, for one). An event loop rather than a thread per
  * connection because the adapter contract is non-blocking already (TB_WANT_IO), so one
  * loop holds 256 connections on one core, as real servers do.
  *
@@ -20,6 +21,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +61,7 @@ static void on_stop(int sig) {
 typedef struct server_state {
   tb_run *r;
   int ep, listener;
+  int measure_heap; /* heap per connection: with one event loop in the process only */
   serve_stats stats;
   uint64_t open;
   uint64_t heap_base; /* the server side's live heap with no connection open */
@@ -171,7 +174,7 @@ static tb_step serve_step(server_state *s, tb_evconn *c) {
       } else {
         c->transactions++;
         s->stats.transactions++;
-        if (tb_heap_accounting && s->open == s->stats.max_open) {
+        if (s->measure_heap && s->open == s->stats.max_open) {
           /* The heap of all open connections with the most open, after a transaction:
            * with keep-alive connections, the steady state (no handshake under way). With
            * new connections, whatever the session cache accumulated would be charged to
@@ -248,41 +251,199 @@ static void accept_one(server_state *s) {
   }
 }
 
-/* One worker: its event loop until asked to stop; its figures go to `out`. */
-static void serve_worker(tb_run *r, int listener, long duration_s, int out) {
-  server_state s = {.r = r, .listener = listener};
-  s.stats.heap_per_connection = -1;
-  if (tb_heap_accounting) {
+/* One event loop until asked to stop (or --duration); its figures in s->stats. */
+static void serve_loop(server_state *s, long duration_s) {
+  s->stats.heap_per_connection = -1;
+  if (s->measure_heap) {
     tb_heap_counters hc;
     tb_heap_get(TB_SIDE_SERVER, &hc);
-    s.heap_base = hc.live;
+    s->heap_base = hc.live;
   }
-  s.ep = epoll_create1(EPOLL_CLOEXEC);
-  /* EPOLLEXCLUSIVE: one worker wakes per new connection, not all of them. */
+  s->ep = epoll_create1(EPOLL_CLOEXEC);
+  /* EPOLLEXCLUSIVE: one loop wakes per new connection, not all of them. */
   struct epoll_event lev = {.events = EPOLLIN | EPOLLEXCLUSIVE, .data.ptr = NULL};
-  epoll_ctl(s.ep, EPOLL_CTL_ADD, listener, &lev);
+  epoll_ctl(s->ep, EPOLL_CTL_ADD, s->listener, &lev);
   uint64_t deadline = tb_mono_ns() + (uint64_t)duration_s * 1000000000ull;
   struct epoll_event events[TB_MAX_EVENTS];
   while (!stop_requested && tb_mono_ns() < deadline) {
-    int n = epoll_wait(s.ep, events, TB_MAX_EVENTS, TB_TICK_MS);
+    int n = epoll_wait(s->ep, events, TB_MAX_EVENTS, TB_TICK_MS);
     for (int i = 0; i < n; i++) {
       tb_evconn *c = events[i].data.ptr;
       if (c == NULL) {
-        accept_one(&s);
+        accept_one(s);
         continue;
       }
-      serve_connection(&s, c);
+      serve_connection(s, c);
     }
   }
-  /* Open connections are left to the kernel: the worker exits right after reporting. */
+}
+
+/* One worker process: its event loop, then its figures to `out`. Open connections are left
+ * to the kernel: the worker exits right after reporting. */
+static void serve_worker(tb_run *r, int listener, long duration_s, int out) {
+  server_state s = {.r = r, .listener = listener, .measure_heap = tb_heap_accounting};
+  serve_loop(&s, duration_s);
   ssize_t w = write(out, &s.stats, sizeof(s.stats));
   (void)w;
   _exit(0);
 }
 
+static void add_stats(serve_stats *total, const serve_stats *one) {
+  total->connections += one->connections;
+  total->handshakes += one->handshakes;
+  total->resumed += one->resumed;
+  total->transactions += one->transactions;
+  total->errors += one->errors;
+  total->aborted += one->aborted;
+  total->bytes_sent += one->bytes_sent;
+  total->max_open += one->max_open;
+  if (one->heap_per_connection > total->heap_per_connection)
+    total->heap_per_connection = one->heap_per_connection;
+  if (total->first_error[0] == '\0' && one->first_error[0] != '\0')
+    memcpy(total->first_error, one->first_error, sizeof(total->first_error));
+  if (!total->have_negotiated && one->have_negotiated) {
+    total->have_negotiated = 1;
+    total->negotiated = one->negotiated;
+  }
+}
+
+/* How the event loops ran: the figures summed, their CPU time, and why they fell short. */
+typedef struct serve_outcome {
+  serve_stats total;
+  long loops;       /* worker processes or threads that ran */
+  double cpu_s;     /* theirs: the workers' (reaped children) or this process's threads' */
+  char failed[128]; /* "" or why not all ran or one ended by itself */
+} serve_outcome;
+
+/* --workers: W forked processes, each an event loop; SIGTERM / SIGINT (blocked in
+ * `stop_set`), --duration or a worker that ends by itself stops them. */
+static void serve_processes(tb_run *r, int listener, const sigset_t *stop_set, const sigset_t *old,
+                            serve_outcome *out) {
+  const tb_options *o = r->opt;
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    snprintf(out->failed, sizeof(out->failed), "pipe: %s", strerror(errno));
+    return;
+  }
+  pid_t pids[WORKERS_MAX];
+  int workers = 0;
+  uint64_t t0 = tb_mono_ns();
+  fflush(stdout);
+  for (; workers < o->workers; workers++) {
+    pid_t pid = fork();
+    if (pid < 0) break;
+    if (pid == 0) {
+      /* A worker never outlives the server process (killed with -9, say). */
+      prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (getppid() == 1) _exit(1);
+      struct sigaction sa = {.sa_handler = on_stop};
+      sigaction(SIGTERM, &sa, NULL);
+      sigaction(SIGINT, &sa, NULL);
+      sigprocmask(SIG_SETMASK, old, NULL);
+      close(pipe_fds[0]);
+      serve_worker(r, listener, o->duration, pipe_fds[1]);
+    }
+    pids[workers] = pid;
+  }
+  if (workers < o->workers) snprintf(out->failed, sizeof(out->failed), "fork: %s", strerror(errno));
+  close(pipe_fds[1]);
+  /* Wait for a stop signal, the duration, or a worker that ended by itself (a crash); not at
+   * all when a fork failed (the workers that exist are stopped and it is reported). */
+  uint64_t deadline = workers < o->workers ? t0 : t0 + (uint64_t)o->duration * 1000000000ull;
+  int died = 0;
+  while (workers > 0 && !died && tb_mono_ns() < deadline) {
+    struct timespec tick = {0, TB_TICK_MS * 1000000L};
+    int sig = sigtimedwait(stop_set, NULL, &tick);
+    if (sig == SIGTERM || sig == SIGINT) break;
+    int status;
+    for (int i = 0; i < workers; i++) {
+      if (pids[i] > 0 && waitpid(pids[i], &status, WNOHANG) == pids[i]) {
+        pids[i] = -1;
+        /* Exit 0: the worker reached --duration and reported (on its own clock). */
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
+        died = 1;
+        snprintf(out->failed, sizeof(out->failed), "a worker ended by itself (%s %d)",
+                 WIFSIGNALED(status) ? "signal" : "exit status",
+                 WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+      }
+    }
+  }
+  for (int i = 0; i < workers; i++) {
+    if (pids[i] > 0) kill(pids[i], SIGTERM);
+  }
+  serve_stats one;
+  while (read(pipe_fds[0], &one, sizeof(one)) == (ssize_t)sizeof(one)) add_stats(&out->total, &one);
+  close(pipe_fds[0]);
+  for (int i = 0; i < workers; i++) {
+    if (pids[i] > 0) waitpid(pids[i], NULL, 0);
+  }
+  out->loops = workers;
+  out->cpu_s = tb_rusage_cpu_s(RUSAGE_CHILDREN);
+}
+
+/* One event-loop thread of --threads: a copy of the run (its own error and read-back) that
+ * shares the one server context. */
+typedef struct serve_thread {
+  tb_run run;
+  server_state s;
+  pthread_t id;
+} serve_thread;
+
+static void *serve_thread_main(void *arg) {
+  serve_thread *t = arg;
+  serve_loop(&t->s, t->run.opt->duration);
+  return NULL;
+}
+
+/* --threads: T event loops in this process until SIGTERM / SIGINT or --duration; their
+ * figures summed once they are joined. No heap per connection: the server side's heap is
+ * every loop's at once. */
+static void serve_threads(tb_run *r, int listener, const sigset_t *stop_set, serve_outcome *out) {
+  long n = r->opt->threads;
+  serve_thread *threads = (serve_thread *)tb_harness_alloc(sizeof(*threads) * (size_t)n);
+  if (threads == NULL) {
+    snprintf(out->failed, sizeof(out->failed), "out of memory");
+    return;
+  }
+  double cpu0 = tb_rusage_cpu_s(RUSAGE_SELF);
+  uint64_t t0 = tb_mono_ns();
+  long started = 0;
+  for (; started < n; started++) {
+    serve_thread *t = &threads[started];
+    memset(t, 0, sizeof(*t));
+    t->run = *r;
+    t->s.r = &t->run;
+    t->s.listener = listener;
+    if (pthread_create(&t->id, NULL, serve_thread_main, t) != 0) break;
+  }
+  if (started < n) {
+    snprintf(out->failed, sizeof(out->failed), "could start %ld of %ld threads", started, n);
+  } else {
+    uint64_t deadline = t0 + (uint64_t)r->opt->duration * 1000000000ull;
+    while (tb_mono_ns() < deadline) {
+      struct timespec tick = {0, TB_TICK_MS * 1000000L};
+      int sig = sigtimedwait(stop_set, NULL, &tick);
+      if (sig == SIGTERM || sig == SIGINT) break;
+    }
+  }
+  stop_requested = 1;
+  for (long i = 0; i < started; i++) {
+    pthread_join(threads[i].id, NULL);
+    add_stats(&out->total, &threads[i].s.stats);
+    close(threads[i].s.ep);
+  }
+  out->loops = started;
+  out->cpu_s = tb_rusage_cpu_s(RUSAGE_SELF) - cpu0;
+  tb_harness_free(threads);
+}
+
 static int run(tb_run *r, tb_json *j) {
   const tb_options *o = r->opt;
   r->local_role = TB_SERVER;
+  if (o->threads > 1 && r->no_threads[0] != '\0') {
+    snprintf(r->err, sizeof(r->err), "%s", r->no_threads);
+    return tb_fail_stage(r, TB_EXIT_UNSUPPORTED, "threads");
+  }
   tb_raise_fd_limit();
   tb_pattern_init();
   int code = tb_side_context(r, TB_SERVER, 1, NULL);
@@ -298,108 +459,42 @@ static int run(tb_run *r, tb_json *j) {
   sigaddset(&stop_set, SIGINT);
   sigaddset(&stop_set, SIGCHLD);
   sigprocmask(SIG_BLOCK, &stop_set, &old);
-  int pipe_fds[2];
-  if (pipe2(pipe_fds, O_CLOEXEC) != 0)
-    return tb_evconn_fail(r, "workers", "pipe: %s", strerror(errno));
-  pid_t pids[WORKERS_MAX];
-  int workers = 0;
+  serve_outcome out = {.total = {.heap_per_connection = -1}};
   uint64_t t0 = tb_mono_ns();
-  fflush(stdout);
-  for (; workers < o->workers; workers++) {
-    pid_t pid = fork();
-    if (pid < 0) break;
-    if (pid == 0) {
-      /* A worker never outlives the server process (killed with -9, say). */
-      prctl(PR_SET_PDEATHSIG, SIGTERM);
-      if (getppid() == 1) _exit(1);
-      struct sigaction sa = {.sa_handler = on_stop};
-      sigaction(SIGTERM, &sa, NULL);
-      sigaction(SIGINT, &sa, NULL);
-      sigprocmask(SIG_SETMASK, &old, NULL);
-      close(pipe_fds[0]);
-      serve_worker(r, listener, o->duration, pipe_fds[1]);
-    }
-    pids[workers] = pid;
-  }
-  close(pipe_fds[1]);
-  /* Wait for a stop signal, the duration, or a worker that ended by itself (a crash); not at
-   * all when a fork failed (the workers that exist are stopped and it is reported). */
-  uint64_t deadline = workers < o->workers ? t0 : t0 + (uint64_t)o->duration * 1000000000ull;
-  int died = 0;
-  char died_how[64] = "";
-  while (workers > 0 && !died && tb_mono_ns() < deadline) {
-    struct timespec tick = {0, TB_TICK_MS * 1000000L};
-    int sig = sigtimedwait(&stop_set, NULL, &tick);
-    if (sig == SIGTERM || sig == SIGINT) break;
-    int status;
-    for (int i = 0; i < workers; i++) {
-      if (pids[i] > 0 && waitpid(pids[i], &status, WNOHANG) == pids[i]) {
-        pids[i] = -1;
-        /* Exit 0: the worker reached --duration and reported (on its own clock). */
-        if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
-        died = 1;
-        snprintf(died_how, sizeof(died_how), "%s %d",
-                 WIFSIGNALED(status) ? "signal" : "exit status",
-                 WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
-      }
-    }
-  }
-  for (int i = 0; i < workers; i++) {
-    if (pids[i] > 0) kill(pids[i], SIGTERM);
-  }
-  serve_stats total = {.heap_per_connection = -1};
-  serve_stats one;
-  while (read(pipe_fds[0], &one, sizeof(one)) == (ssize_t)sizeof(one)) {
-    total.connections += one.connections;
-    total.handshakes += one.handshakes;
-    total.resumed += one.resumed;
-    total.transactions += one.transactions;
-    total.errors += one.errors;
-    total.aborted += one.aborted;
-    total.bytes_sent += one.bytes_sent;
-    total.max_open += one.max_open;
-    if (one.heap_per_connection > total.heap_per_connection)
-      total.heap_per_connection = one.heap_per_connection;
-    if (total.first_error[0] == '\0' && one.first_error[0] != '\0')
-      memcpy(total.first_error, one.first_error, sizeof(total.first_error));
-    if (!total.have_negotiated && one.have_negotiated) {
-      total.have_negotiated = 1;
-      total.negotiated = one.negotiated;
-    }
-  }
-  close(pipe_fds[0]);
-  for (int i = 0; i < workers; i++) {
-    if (pids[i] > 0) waitpid(pids[i], NULL, 0);
+  if (o->threads > 1) {
+    serve_threads(r, listener, &stop_set, &out);
+  } else {
+    serve_processes(r, listener, &stop_set, &old, &out);
   }
   double wall_s = (double)(tb_mono_ns() - t0) / 1e9;
   close(listener);
   sigprocmask(SIG_SETMASK, &old, NULL);
-  if (total.have_negotiated) {
-    r->server_neg = total.negotiated;
+  const serve_stats *total = &out.total;
+  if (total->have_negotiated) {
+    r->server_neg = total->negotiated;
     r->have_negotiated = 1;
   }
   tb_json_u64(j, "port", r->listen_port);
   tb_json_object(j, "serve");
-  tb_json_u64(j, "workers", (uint64_t)workers);
-  tb_json_u64(j, "connections", total.connections);
-  tb_json_u64(j, "handshakes", total.handshakes);
-  tb_json_u64(j, "resumed", total.resumed);
-  tb_json_u64(j, "transactions", total.transactions);
-  tb_json_u64(j, "errors", total.errors);
-  tb_json_u64(j, "aborted", total.aborted);
-  tb_json_str(j, "first_error", total.first_error[0] ? total.first_error : NULL);
-  tb_json_u64(j, "bytes_sent", total.bytes_sent);
-  tb_json_double(j, "cpu_s", tb_rusage_cpu_s(RUSAGE_CHILDREN));
+  tb_json_u64(j, o->threads > 1 ? "threads" : "workers", (uint64_t)out.loops);
+  tb_json_u64(j, "connections", total->connections);
+  tb_json_u64(j, "handshakes", total->handshakes);
+  tb_json_u64(j, "resumed", total->resumed);
+  tb_json_u64(j, "transactions", total->transactions);
+  tb_json_u64(j, "errors", total->errors);
+  tb_json_u64(j, "aborted", total->aborted);
+  tb_json_str(j, "first_error", total->first_error[0] ? total->first_error : NULL);
+  tb_json_u64(j, "bytes_sent", total->bytes_sent);
+  tb_json_double(j, "cpu_s", out.cpu_s);
   tb_json_double(j, "wall_s", wall_s);
-  tb_json_u64(j, "max_open", total.max_open);
-  if (total.heap_per_connection >= 0) {
-    tb_json_double(j, "heap_per_connection", total.heap_per_connection);
+  tb_json_u64(j, "max_open", total->max_open);
+  if (total->heap_per_connection >= 0) {
+    tb_json_double(j, "heap_per_connection", total->heap_per_connection);
   } else {
     tb_json_null(j, "heap_per_connection");
   }
   tb_json_object_end(j);
-  if (workers < o->workers) return tb_evconn_fail(r, "workers", "fork: %s", strerror(errno));
-  if (died) return tb_evconn_fail(r, "workers", "a worker ended by itself (%s)", died_how);
+  if (out.failed[0] != '\0') return tb_evconn_fail(r, "workers", "%s", out.failed);
   /* Errors on single connections are the clients' to judge (a client may hang up early);
    * the server reports them and still exits 0. */
   return TB_EXIT_OK;
@@ -409,15 +504,23 @@ static int check(tb_options *o) {
   if (o->key_share != NULL) {
     return tb_usage_error("--key-share is checked on the wire by the peer scenario");
   }
+  if (o->workers > 1 && o->threads > 1) {
+    return tb_usage_error(
+        "--workers and --threads are the two server models: choose one "
+        "(W processes of one event loop, or one process of T)");
+  }
   return 0;
 }
 
 static void params(tb_json *j, const tb_options *o) {
   tb_json_u64(j, "workers", (uint64_t)o->workers);
+  /* Only when given, so that the worker points keep their stored params. */
+  if (o->given[TB_OPT_THREADS]) tb_json_u64(j, "threads", (uint64_t)o->threads);
 }
 
-static const tb_option_id options[] = {TB_OPT_LISTEN,   TB_OPT_PORT_FILE, TB_OPT_WORKERS,
-                                       TB_OPT_DURATION, TB_OPT_PAYLOAD,   TB_OPT_END};
+static const tb_option_id options[] = {TB_OPT_LISTEN,  TB_OPT_PORT_FILE, TB_OPT_WORKERS,
+                                       TB_OPT_THREADS, TB_OPT_DURATION,  TB_OPT_PAYLOAD,
+                                       TB_OPT_END};
 static const tb_default defaults[] = {{TB_OPT_LISTEN, "127.0.0.1:0"},
                                       {TB_OPT_DURATION, "600"},
                                       {TB_OPT_PAYLOAD, "1024"},

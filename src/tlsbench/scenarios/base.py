@@ -213,6 +213,9 @@ SERVER_KEY = Key("server", one_of(("self", "nginx")), fmt("on-{}"))
 # How many connections a point holds open at once (connections) or a load generator keeps
 # (load): the driver's --connections, in its range.
 CONNECTIONS_KEY = Key("connections", bounded_whole(), fmt("c{}"))
+# Threads at once: of a one-process handshake point (scaling) or of a server (load, the
+# threaded model beside worker processes): the driver's --threads, in its range.
+THREADS_KEY = Key("threads", bounded_whole(), fmt("t{}"))
 # Keys that tune a measurement without changing what is measured.
 TUNING_KEYS = (Key("iterations", whole(), None), Key("warmup", whole(), None))
 # The TLS keys of a point (a TLS scenario takes all of them).

@@ -26,6 +26,7 @@ from tlsbench.scenarios import base, modes
 from tlsbench.scenarios.base import (
     CONNECTIONS_KEY,
     SERVER_KEY,
+    THREADS_KEY,
     TLS_KEYS,
     Family,
     Key,
@@ -173,13 +174,20 @@ class LoadRow:
     detail: str  # why not ok
     failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
     machine: str = ""  # where the run spans several machines: the one(s) this row ran on
+    # The server's model where it is more than one event loop: "2 processes", "2 threads".
+    model: str = ""
+
+
+def _server_model(params: dict[str, Any]) -> str:
+    threads, workers = int(params.get("threads", 1)), int(params.get("workers", 1))
+    return f"{threads} threads" if threads > 1 else f"{workers} processes" if workers > 1 else ""
 
 
 def load_rows(reader: RunReader) -> dict[str, list[Any]]:
     points = reader.points_of(FAMILY.scenarios, ok=False)
     # Cases from the points' own TLS options (the load keys have columns of their own).
     load_keys = ("client", "server", "pattern", "connections", "duration_s",
-                 "heap", "workers", "request_size")  # fmt: skip
+                 "heap", "workers", "threads", "request_size")  # fmt: skip
     cases = case_labels({p.id: {k: v for k, v in p.params.items() if k not in load_keys}
                          for p in points})  # fmt: skip
     rows = []
@@ -227,11 +235,12 @@ def load_rows(reader: RunReader) -> dict[str, list[Any]]:
                 if from_request
                 else "connect",
                 detail=detail,
+                model=_server_model(p.params),
             )
         )
     order = {v: i for i, v in enumerate(dict.fromkeys(p.variant for p in reader.points))}
     return {"load": sorted(rows, key=lambda r: (order[r.variant], r.server, r.case, r.pattern,
-                                                r.client, r.connections))}  # fmt: skip
+                                                r.client, r.connections, r.model))}  # fmt: skip
 
 
 def load_views(model: RunModel) -> list[View]:
@@ -259,7 +268,8 @@ def load_views(model: RunModel) -> list[View]:
             [False, False, False, True, False, False, True, True, True, True, True, False,
              True, True, True, False, False],
             [
-                [variant_cell(r) if r.server == r.variant else f"nginx ({r.variant})", r.case,
+                [(variant_cell(r) if r.server == r.variant else f"nginx ({r.variant})")
+                 + (f" ({r.model})" if r.model else ""), r.case,
                  r.pattern, str(r.connections), r.client, r.result, fmt_sig(r.tps),
                  fmt_sig(r.hps), fmt_sig(r.mbps), fmt_sig(r.p50_us), fmt_sig(r.p99_us),
                  r.latency_from, fmt_sig(r.server_cpu_ms_per_tx),
@@ -270,13 +280,13 @@ def load_views(model: RunModel) -> list[View]:
         )
     ]  # fmt: skip
     # The same server, pattern and concurrency under h2load and under a tlsbench generator.
-    by_cell: dict[tuple[str, str, str, str, int], dict[str, Any]] = {}
+    by_cell: dict[tuple[str, str, str, str, str, int], dict[str, Any]] = {}
     for r in model.load:
         if r.result == "ok":
-            by_cell.setdefault((r.variant, r.server, r.case, r.pattern, r.connections),
+            by_cell.setdefault((r.variant, r.server, r.model, r.case, r.pattern, r.connections),
                                {})[r.client] = r  # fmt: skip
     rows = []
-    for (_, server, case, pattern, conns), clients in by_cell.items():
+    for (_, server, _, case, pattern, conns), clients in by_cell.items():
         h2 = clients.get("h2load")
         for name, own in clients.items():
             if h2 is None or name == "h2load":
@@ -401,6 +411,7 @@ FAMILY = Load(
         Key("rate", bounded_whole(), fmt("{}tps")),
         Key("request_size", bounded_whole(), fmt("req{}B")),
         Key("workers", bounded_whole(), fmt("w{}")),
+        THREADS_KEY,
         # Other hosts (remote.py): OpenSSH destinations of the server and the generators
         # (comma-separated), and the address the generators connect to.
         Key("server_host", text(HOSTS), fmt("server-on-{}")),

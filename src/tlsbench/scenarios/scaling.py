@@ -36,6 +36,7 @@ from tlsbench.process import Outcome, run_driver, unsupported
 from tlsbench.report.reader import RunReader, case_labels
 from tlsbench.scenarios import base
 from tlsbench.scenarios.base import (
+    THREADS_KEY,
     TLS_KEYS,
     Family,
     Key,
@@ -45,8 +46,6 @@ from tlsbench.scenarios.base import (
     Section,
     SummaryCell,
     TableSpec,
-    bounded_whole,
-    fmt,
     one_of,
 )
 from tlsbench.scenarios.declared import Declared
@@ -61,7 +60,6 @@ if TYPE_CHECKING:
 # The experiment's scenarios and the driver scenario each runs.
 DRIVER_SCENARIOS = {"scaling-handshake": "handshake", "scaling-resume": "resume"}
 MODELS = ("shared", "per-thread", "processes")
-THREADS_KEY = Key("threads", bounded_whole(), fmt("t{}"))
 CONTEXTS_KEY = Key("contexts", one_of(MODELS))
 # The lock kinds the driver counts (drivers/core/locks.c), as its output names them, and
 # those that take a lock (a completed pthread_once is a load; a condition is a wait).
