@@ -3,11 +3,12 @@
 BearSSL has no configure step: its build is a generated make file (mk/Rules.mk) over every
 source file, with the platform's settings in conf/Unix.mk. The recipe runs that make file's
 `lib` target with BUILD pointing into the cache entry (the source tree is never written
-to), and with the compiler, flags and archiver of the variant instead of conf/Unix.mk's
-(`-W -Wall -Os -fPIC`). BearSSL's options (src/config.h: BR_64, BR_AES_X86NI, BR_SSE2,
-BR_RDRAND, BR_USE_URANDOM, ...) are macros that config.h and inner.h define only where the
-build has not: a variant's macros are passed as -D flags. The T0-generated C files
-(ssl_hs_client.c, x509_minimal.c, ...) ship in the tree; the T0 compiler (C#) is not run.
+to), with the variant's compiler and archiver, and conf/Unix.mk's flags (`-W -Wall -fPIC`,
+and the base options' `-Os`) plus the variant's. BearSSL's options (src/config.h: BR_64,
+BR_AES_X86NI, BR_SSE2, BR_RDRAND, BR_USE_URANDOM, ...) are macros that config.h and inner.h
+define only where the build has not: a variant's macros are passed as -D flags. The
+T0-generated C files (ssl_hs_client.c, x509_minimal.c, ...) ship in the tree; the T0
+compiler (C#) is not run.
 
 The library itself allocates no memory at all: every context and buffer is the caller's.
 """
