@@ -27,7 +27,17 @@ TLS_LIBRARIES = [
     "aws-lc-5.12.0",
     "boringssl-5.4.0",
     "rustls-ffi-0.15.7",
+    "bearssl-0.6",
 ]
+# Lines without TLS 1.3 (mbedTLS 2.28's is an incomplete prototype; BearSSL has none).
+TLS12_ONLY = ("mbedtls-2.28.x", "bearssl-0.6")
+
+
+def newest_tls(spec: str) -> str:
+    """The newest TLS version a line runs."""
+    return "1.2" if spec in TLS12_ONLY else "1.3"
+
+
 # One pinned variant per library.
 PINNED = ["mbedtls-3.6.6", "wolfssl-5.7.2", "openssl-3.5.x", "gnutls-3.8.x"]
 

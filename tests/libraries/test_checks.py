@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-from drivers import TLS_LIBRARIES, held_sigalg, offer_args, run_driver
+from drivers import TLS12_ONLY, TLS_LIBRARIES, held_sigalg, newest_tls, offer_args, run_driver
 
 LIBRARIES = TLS_LIBRARIES
 
@@ -51,11 +51,18 @@ SIGALG_SWAP = {"1.3": "rsa_pss_rsae_sha384", "1.2": "rsa_pkcs1_sha384"}
 # sig_hashes, wolfSSL's Suites.hashSigAlgo, GnuTLS's priority string): the client's
 # CertificateVerify cannot be moved alone, so they must refuse the fault (exit 3), never
 # ignore it. Their read-back of the client's scheme is checked by the control below.
-ONE_SIGALG_LIST = ("mbedtls-", "wolfssl-", "gnutls-")
+ONE_SIGALG_LIST = ("mbedtls-", "wolfssl-", "gnutls-", "bearssl-")
 # rustls-ffi has no API to choose groups or signature schemes (drivers/adapters/rustls.c):
 # a fault that moves either (or the version, whose swap moves the scheme) asks for what the
 # library cannot be held to, which it must refuse (exit 3) with that reason, never run.
-CANNOT_CHOOSE = {"rustls-": {"group", "sigalg", "version", "client-sigalg", "key-share"}}
+# BearSSL offers signature_algorithms for every hash its handshake holds, the suite's PRF
+# hash among them (drivers/adapters/bearssl.c): a scheme whose hash is not the suite's, as
+# both swaps make (rsa_pkcs1_sha256 <-> sha384, and AES_128_GCM_SHA256 <-> AES_256_GCM_SHA384
+# under rsa_pkcs1_sha256), cannot be offered alone, and is refused.
+CANNOT_CHOOSE = {
+    "rustls-": {"group", "sigalg", "version", "client-sigalg", "key-share"},
+    "bearssl-": {"sigalg", "suite"},
+}
 SUITE_SWAP = {
     "1.3": ("TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384"),
     "1.2": ("TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"),
@@ -65,12 +72,15 @@ SUITE_SWAP = {
 @pytest.mark.parametrize("fault", sorted(FAULTS))
 @pytest.mark.parametrize("spec", LIBRARIES)
 def test_each_check_fires(spec: str, fault: str, build_of) -> None:
-    tls = "1.2" if spec == "mbedtls-2.28.x" else "1.3"
+    tls = newest_tls(spec)
     if spec == "mbedtls-2.28.x" and fault == "server-tickets":
         pytest.skip("TLS 1.2 sends a ticket inside the handshake, and only when the client "
                     "asks for one, which it does not")  # fmt: skip
-    if spec == "mbedtls-2.28.x" and fault in ("version", "key-share"):
-        pytest.skip("mbedTLS 2.28 has no TLS 1.3 (to switch to, or to retry a hello in)")
+    if spec.startswith("bearssl-") and fault == "server-tickets":
+        pytest.skip("BearSSL has no session tickets: its server resumes from a session cache, "
+                    "which sends nothing after the handshake")  # fmt: skip
+    if spec in TLS12_ONLY and fault in ("version", "key-share"):
+        pytest.skip(f"{spec} has no TLS 1.3 (to switch to, or to retry a hello in)")
     scenario, extra, message = FAULTS[fault]
     refused = next((f for k, f in CANNOT_CHOOSE.items() if spec.startswith(k)), set())
     # The scheme swaps pair rsa_pss_rsae_sha256 with sha384: those runs keep the default.
@@ -145,7 +155,7 @@ def test_the_null_baseline_refuses_what_it_cannot_do(args: list[str], message: s
 def test_without_a_fault_every_library_passes_the_same_checks(build_of) -> None:
     """The control: the same runs without --fault complete (exit 0)."""
     for spec in LIBRARIES:
-        tls = "1.2" if spec == "mbedtls-2.28.x" else "1.3"
+        tls = newest_tls(spec)
         for scenario, extra, _ in FAULTS.values():
             if "--key-share" in extra and (tls == "1.2" or spec.startswith("rustls-")):
                 continue  # a HelloRetryRequest is TLS 1.3's; rustls-ffi cannot pick groups

@@ -46,10 +46,11 @@ LIBRARIES = {
     "aws-lc-5.12.0": {},
     "boringssl-5.4.0": {},
     "rustls-ffi-0.15.7": {"sigalg": "rsa_pss_rsae_sha512"},
+    "bearssl-0.6": {"tls": "1.2"},
 }
 # Those seeded from the fixed stream; the others keep their own randomness (no run-time
 # hook), their handshakes' work not depending on it.
-SEEDED = {"mbedtls", "wolfssl", "openssl", "gnutls"}
+SEEDED = {"mbedtls", "wolfssl", "openssl", "gnutls", "bearssl"}
 
 
 def tlsbench(*args: str) -> subprocess.CompletedProcess:

@@ -36,6 +36,8 @@ def refusal(spec: str, tls: str, kx: str) -> str | None:
     """Why `spec` cannot run this PSK job (its driver's reason), or None."""
     if spec.startswith("rustls-"):
         return "rustls has no pre-shared keys"
+    if spec.startswith("bearssl-"):
+        return "BearSSL has no pre-shared keys"
     if spec == "wolfssl-5.7.2":
         return "variant feature psk"
     if spec == "mbedtls-2.28.x" and tls == "1.3":

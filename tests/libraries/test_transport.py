@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from drivers import TLS_LIBRARIES, offer_args, run_driver
+from drivers import TLS_LIBRARIES, newest_tls, offer_args, run_driver
 
 LIBRARIES = ["null", *TLS_LIBRARIES]
 
 
 @pytest.mark.parametrize("spec", LIBRARIES)
 def test_scenarios_run_over_tcp_with_every_check(spec: str, build_of) -> None:
-    tls = "1.2" if spec == "mbedtls-2.28.x" else "1.3"
+    tls = newest_tls(spec)
     for scenario in ["handshake", "resume", "records", "bulk"]:
         if spec == "null" and scenario == "resume":
             continue  # the baseline has no sessions
@@ -80,11 +80,11 @@ def test_the_library_s_own_socket_io_runs_every_scenario_with_every_check(
     """--io fd: the library reads and writes the TCP socket itself (OpenSSL's socket BIO,
     wolfSSL's EmbedSend/EmbedReceive, mbedTLS's net_sockets, GnuTLS's default push/pull);
     the checks are the same (the no-tickets one reads the socket's queue)."""
-    tls = "1.2" if spec == "mbedtls-2.28.x" else "1.3"
-    if spec.startswith("rustls-"):
-        # rustls does no I/O of its own: refused with the reason (exit 3).
-        run = run_driver(build_of(spec), "records", "--transport", "tcp", "--io", "fd",
-                         *offer_args(spec), "--iterations", "3")  # fmt: skip
+    tls = newest_tls(spec)
+    if spec.startswith(("rustls-", "bearssl-")):
+        # rustls and BearSSL do no I/O of their own: refused with the reason (exit 3).
+        run = run_driver(build_of(spec), "records", "--tls", tls, "--transport", "tcp", "--io",
+                         "fd", *offer_args(spec, tls=tls), "--iterations", "3")  # fmt: skip
         assert run.code == 3 and "no socket I/O of its own" in run.stderr, run.stderr
         return
     for scenario in ["handshake", "resume", "records"]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tlsbench.recipes.awslc import AwslcRecipe
 from tlsbench.recipes.base import BuildContext, LinkInfo, Recipe
+from tlsbench.recipes.bearssl import BearsslRecipe
 from tlsbench.recipes.boringssl import BoringsslRecipe
 from tlsbench.recipes.gnutls import GnutlsRecipe
 from tlsbench.recipes.hacl import HaclRecipe
@@ -23,6 +24,7 @@ RECIPES: dict[str, Recipe] = {
     "awslc": AwslcRecipe(),
     "boringssl": BoringsslRecipe(),
     "rustls": RustlsRecipe(),
+    "bearssl": BearsslRecipe(),
 }
 
 
