@@ -1242,6 +1242,11 @@ static tb_status bs_info(tb_info *out, char *err) {
   out->groups = g_groups;
   out->sigalgs = g_sigalgs;
   out->no_tls = NULL;
+  /* BearSSL has no locks at all: a server context's session cache (an LRU in the caller's
+   * buffer) would be raced on by threads sharing the context. */
+  out->no_threads =
+      "BearSSL has no locks: a server context's session cache (br_ssl_session_cache_lru) "
+      "cannot be shared between threads";
   return TB_OK;
 }
 

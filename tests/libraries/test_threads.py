@@ -16,8 +16,13 @@ from drivers import TLS_LIBRARIES, offer_args, run_driver, tlsbench
 pytestmark = pytest.mark.slow
 
 # Builds without their library's threading option refuse --threads above 1; the `threads`
-# feature builds mbedTLS with it (mbedTLS 2.28 has no such variant here).
-NOT_THREAD_SAFE = {"mbedtls-3.6.6": "MBEDTLS_THREADING_C", "mbedtls-2.28.x": "MBEDTLS_THREADING_C"}
+# feature builds mbedTLS with it (mbedTLS 2.28 has no such variant here). BearSSL has no
+# locks at all.
+NOT_THREAD_SAFE = {
+    "mbedtls-3.6.6": "MBEDTLS_THREADING_C",
+    "mbedtls-2.28.x": "MBEDTLS_THREADING_C",
+    "bearssl-0.6": "no locks",
+}
 THREADED = [spec for spec in TLS_LIBRARIES if spec not in NOT_THREAD_SAFE]
 THREADED.append("mbedtls-3.6.6:threads")
 # The OpenSSL-API lines side by side (the question: what OpenSSL 3.0 takes more of).
