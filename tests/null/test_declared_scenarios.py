@@ -37,7 +37,9 @@ def test_every_scenario_is_declared_with_its_kind(table: Declared) -> None:
     assert {"tls", "one_process", "tcp", "heap", "instructions"} <= handshake.flags
     assert handshake.defaults == {"iterations": 100, "warmup": 5}
     assert [s.name for s in handshake.series] == ["client_cpu_ns", "server_cpu_ns", "wall_ns",
-                                                   "handshakes_per_s"]  # fmt: skip
+                                                   "handshakes_per_s", "thread_handshakes_per_s",
+                                                   "total_handshakes_per_s"]  # fmt: skip
+    assert {"threads", "contexts", "locks"} <= set(handshake.options)
     assert table.scenario("records").defaults["payload"] == 256
     assert table.scenario("load").defaults["pattern"] == "keepalive"
     assert "role" in table.scenario("peer").options
@@ -82,7 +84,7 @@ def test_the_families_run_what_the_driver_declares(table: Declared) -> None:
     # What the families ask the declaration: TLS (certificates, capability checks), heap
     # figures (both drivers), instruction counts (callgrind), one or two processes.
     assert {n for n in table.scenarios if table.scenario(n).has("one_process")} == {
-        n for n, f in run.items() if f in ("tls", "connections")}  # fmt: skip
+        n for n, f in run.items() if f in ("tls", "scaling", "connections")}  # fmt: skip
     assert table.scenario("peer").has("two_process") and table.scenario("serve").has("heap")
     assert modes.collected_sides("records") == ("client", "server")
     assert modes.collected_sides("aead") == ("client",) and modes.collected_sides("peer") == ()
@@ -105,7 +107,7 @@ def test_every_experiment_key_the_driver_names_is_declared(table: Declared) -> N
                 "key_share", "sigalg", "cert", "aead"):  # fmt: skip
         assert table.choices(key), key
     for key in ("chain", "record_size", "payload", "bytes", "iterations", "warmup",
-                "connections", "rate", "request_size", "workers"):  # fmt: skip
+                "connections", "rate", "request_size", "workers", "threads"):  # fmt: skip
         assert key in table.ranges, key
     for family in scenarios.families():
         for scenario in family.scenarios:
