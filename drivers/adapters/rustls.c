@@ -318,7 +318,7 @@ static size_t open_record(uint16_t suite, const keylog_entry *k, uint64_t seq,
  * handshake records (0: none, e.g. resumption or no client certificate). */
 static uint16_t tls13_certificate_verify(const capture *cap, unsigned long owner, int from_client,
                                          const wire_seen *seen, uint16_t suite) {
-  static unsigned char plain[CAPTURE_BYTES];
+  static _Thread_local unsigned char plain[CAPTURE_BYTES];
   if (cap->owner != owner || !seen->have_random) return 0;
   const keylog_entry *k = keylog_find(seen->client_random, !from_client);
   if (k == NULL) return 0;
