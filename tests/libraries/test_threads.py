@@ -133,3 +133,14 @@ def test_scaling_experiment_reports_rates_efficiency_baseline_and_locks(tmp_path
         assert row["threads"] == 1 and row["efficiency"] == 1.0
         assert row["total_per_s"] > 0
         assert (row["client_locks"] is None) == (row["model"] == "processes")
+
+
+def test_an_adapter_s_read_back_holds_in_many_threads_with_contexts_of_their_own(build_of):
+    """rustls' adapter reads the signature scheme off the wire with buffers of its own: one
+    shared between threads made 2 of 3 repetitions of the scaling run fail their check. Many
+    handshakes per thread give a race the chance to show again."""
+    spec = "rustls-ffi-0.15.7"
+    run = run_driver(build_of(spec), "handshake", "--iterations", "300", "--warmup", "0",
+                     "--threads", "2", "--contexts", "per-thread", *offer_args(spec))  # fmt: skip
+    assert run.code == 0, run.stderr
+    assert run.output["summary"]["client_cpu_ns"]["n"] == 600
