@@ -23,9 +23,11 @@
  * algorithm the engine can verify): the engine holds the suite's PRF hash (its Finished
  * messages need it) and the scheme's, and verifies only the certificate's algorithm, so
  * the offer is exactly the asked scheme when its hash is the suite's PRF hash, and the run
- * is refused otherwise. BearSSL signs RSA with PKCS#1 v1.5 only (no RSA-PSS), has no
- * finite-field DHE, no pre-shared keys, no Ed25519 and no session tickets (a server
- * resumes from its session cache, br_ssl_session_cache_lru).
+ * is refused otherwise. The *_CBC_SHA suites are the exception: their record MAC needs
+ * SHA-1 in the engine, so the offer also holds the SHA-1 scheme, and the scheme chosen
+ * (the PRF hash's, by BearSSL's preference) is what the read-back checks. BearSSL signs RSA with
+ * PKCS#1 v1.5 only (no RSA-PSS), has no finite-field DHE, no pre-shared keys, no Ed25519 and no
+ * session tickets (a server resumes from its session cache, br_ssl_session_cache_lru).
  *
  * Read-back. Version, suite (br_ssl_engine_get_session_parameters) and curve
  * (br_ssl_engine_get_ecdhe_curve) come from the engine. BearSSL does not say which
@@ -292,6 +294,7 @@ typedef struct bs_ctx {
   uint16_t suite;
   bs_kx kx;
   int prf_hash;       /* br_sha256_ID or br_sha384_ID */
+  int mac_sha1;       /* a CBC suite whose record MAC is HMAC-SHA-1 (*_CBC_SHA) */
   unsigned curve;     /* ECDHE suites: the one curve */
   size_t record_size; /* 0: full-size buffers */
   size_t ibuf_len, obuf_len;
@@ -476,6 +479,8 @@ static tb_status check_offer(bs_ctx *c, const tb_config *cfg, char *err) {
   c->suite = (uint16_t)suite->code;
   c->kx = suite_kx(cfg->suite);
   c->prf_hash = prf_hash_of(cfg->suite);
+  size_t n = strlen(cfg->suite);
+  c->mac_sha1 = n > 8 && strcmp(cfg->suite + n - 8, "_CBC_SHA") == 0;
   if (c->kx != KX_RSA) {
     const tb_name *g = cfg->group ? tb_name_find(tb_group_names, cfg->group) : NULL;
     int curve = 0;
@@ -780,8 +785,14 @@ static void pin_engine(bs_conn *c, br_ssl_engine_context *eng) {
   bs_ctx *x = c->ctx;
   br_ssl_engine_set_versions(eng, BR_TLS12, BR_TLS12);
   br_ssl_engine_set_suites(eng, &x->suite, 1);
+  /* A *_CBC_SHA suite's records are MACed with HMAC-SHA-1, which the engine takes from its
+   * hashes (without it BearSSL dereferences a null hash class at the first record): SHA-1
+   * stays, and the signature_algorithms offer holds its schemes too. Both BearSSL sides
+   * still choose the PRF hash's scheme (br_ssl_choose_hash prefers SHA-256, then SHA-384),
+   * and the scheme signed with is read off the wire and checked as in every run. */
   for (int id = br_md5_ID; id <= br_sha512_ID; id++)
-    if (id != x->prf_hash) br_ssl_engine_set_hash(eng, id, NULL);
+    if (id != x->prf_hash && !(id == br_sha1_ID && x->mac_sha1))
+      br_ssl_engine_set_hash(eng, id, NULL);
   /* The signatures verified here (the server's ServerKeyExchange, or the client's
    * CertificateVerify) are of the certificates' kind: only its algorithm is offered (the
    * server's full profile sets none: its CertificateRequest needs one). */

@@ -136,7 +136,12 @@ static int apply_fault(tb_run *r) {
       {"TLS_PSK_WITH_AES_128_GCM_SHA256", "TLS_PSK_WITH_AES_256_GCM_SHA384"},
       {"TLS_PSK_WITH_AES_128_CBC_SHA256", "TLS_ECDHE_PSK_WITH_AES_128_CBC_SHA256"},
       {"TLS_PSK_WITH_CHACHA20_POLY1305_SHA256", "TLS_ECDHE_PSK_WITH_CHACHA20_POLY1305_SHA256"},
-      {"TLS_PSK_WITH_AES_128_CBC_SHA", "TLS_ECDHE_PSK_WITH_AES_128_CBC_SHA"}};
+      {"TLS_PSK_WITH_AES_128_CBC_SHA", "TLS_ECDHE_PSK_WITH_AES_128_CBC_SHA"},
+      /* Pairs of one PRF hash (SHA-256), for the libraries that keep one signature scheme
+       * list per hash (BearSSL refuses the pairs above, whose hashes differ). A library
+       * without the partner refuses it as unsupported (BoringSSL, AWS-LC, rustls: CBC). */
+      {"TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256", "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256"},
+      {"TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256", "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256"}};
   static const char *const groups[][2] = {{"x25519", "secp384r1"}};
   static const char *const sigalgs[][2] = {{"rsa_pss_rsae_sha256", "rsa_pss_rsae_sha384"},
                                            {"rsa_pkcs1_sha256", "rsa_pkcs1_sha384"}};
@@ -215,7 +220,7 @@ static int apply_fault(tb_run *r) {
     }
     return TB_EXIT_OK;
   }
-  if (fault_is(r, "suite")) other = swap(r->opt->suite, suites, 7);
+  if (fault_is(r, "suite")) other = swap(r->opt->suite, suites, sizeof(suites) / sizeof(suites[0]));
   if (fault_is(r, "group") && r->opt->group) other = swap(r->opt->group, groups, 1);
   if (fault_is(r, "sigalg") && r->opt->sigalg) other = swap(r->opt->sigalg, sigalgs, 2);
   if (other == NULL) goto no_fault;

@@ -109,6 +109,36 @@ def test_each_check_fires(spec: str, fault: str, build_of) -> None:
     assert run.output is not None and "samples" not in run.output
 
 
+# The suite fault's same-hash pairs (drivers/core/session.c): the first pairs of its table
+# differ in hash, which BearSSL refuses, so on BearSSL the suite check is seen firing here.
+# A library without the partner refuses the swap as unsupported (exit 3), never runs it.
+SAME_HASH_SWAP = {
+    "rsa2048": ("TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+                "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256"),
+    "ecdsa-p256": ("TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+                   "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256"),
+}  # fmt: skip
+NO_CBC_SHA256 = {"rustls-": {"rsa2048", "ecdsa-p256"}, "boringssl-": {"rsa2048", "ecdsa-p256"},
+                 "aws-lc-": {"ecdsa-p256"}}  # fmt: skip
+
+
+@pytest.mark.parametrize("cert", sorted(SAME_HASH_SWAP))
+@pytest.mark.parametrize("spec", LIBRARIES)
+def test_the_suite_check_fires_with_a_same_hash_pair(spec: str, cert: str, build_of) -> None:
+    asked, other = SAME_HASH_SWAP[cert]
+    run = run_driver(build_of(spec), "handshake", "--tls", "1.2", "--cert", cert, "--suite",
+                     asked, *offer_args(spec, cert=cert, tls="1.2"), "--iterations", "2",
+                     "--warmup", "0", "--fault", "suite")  # fmt: skip
+    assert run.output is not None and "samples" not in run.output
+    if cert in next((v for k, v in NO_CBC_SHA256.items() if spec.startswith(k)), set()):
+        assert run.code == 3, (run.code, run.stderr)
+        assert f"no TLS 1.2 suite '{other}'" in run.stderr or f"no suite '{other}'" in run.stderr
+        return
+    assert run.code == 4, (run.code, run.stderr)
+    assert run.output["error"]["stage"].startswith("negotiated parameters"), run.output["error"]
+    assert f"negotiated suite '{other}', the run asked for '{asked}'" in run.stderr, run.stderr
+
+
 # Adapters that read a HelloRetryRequest back from the library besides the core's count of
 # round trips (mbedTLS 2.28 has no TLS 1.3).
 HRR_READBACK = ["mbedtls-3.6.6", "wolfssl-5.7.2"]

@@ -465,3 +465,27 @@ def test_wolfssl_code_size_of_the_cortex_m7_variant_is_thumb_code(build_of) -> N
     rows = codesize.as_rows(build, codesize.measure(build))
     assert {r["role"] for r in rows} == {"client", "server"}
     assert all(r["target"] == "cortex-m7" and 50_000 < r["text"] < 1_000_000 for r in rows)
+
+
+def test_wolfssl_client_key_share_is_counted_in_the_handshake_not_the_set_up(build_of) -> None:
+    """Issue 33: wolfSSL_UseKeyShare generates the client's TLS 1.3 key pair when it is
+    called; in the set-up it left a key generation (~820,000 instructions for P-256 on the
+    M4) out of the handshake's count. It is now the handshake's first step, so the client's
+    set-up is the same with or without a key share, and asking for the library's default
+    group (secp256r1) by name costs the handshake what not naming it does. And a psk_ke
+    client generates no key share at all (wolfSSL sends one by default: NoKeyShares), so it
+    does about the server's work (before: 1,484,240 instructions against 633,320)."""
+    image = cortexm.image_of(build_of("wolfssl-5.7.2:cortex-m4"))
+    psk = run(image, suite=TLS13, tls="1.3", kx="psk")["client"]
+    named = run(image, suite=TLS13, tls="1.3", kx="psk_dhe", group="secp256r1")
+    default = run(image, suite=TLS13, tls="1.3", kx="psk_dhe")
+    assert named["wire"]["group"] == default["wire"]["group"] == "secp256r1"
+    # Set-up: configuration and the connection object only (a few hundred instructions
+    # apart for wolfSSL_set_groups), never a key generation.
+    assert abs(named["client"]["setup_instructions"] - psk["setup_instructions"]) < 5_000
+    hs_named, hs_default = (r["client"]["handshake_instructions"] for r in (named, default))
+    assert abs(hs_named - hs_default) < hs_default // 100, (hs_named, hs_default)
+    server = run(image, suite=TLS13, tls="1.3", kx="psk")["server"]
+    assert psk["handshake_instructions"] < 1.25 * server["handshake_instructions"]
+    # psk_dhe_ke costs the client its key generation and ECDH, in the handshake.
+    assert hs_named - psk["handshake_instructions"] > 1_000_000

@@ -31,6 +31,7 @@ typedef struct {
   WOLFSSL_CTX *ctx;
   WOLFSSL *ssl;
   const fw_job *job;
+  uint16_t key_share; /* TLS 1.3 client: the group whose key share the first step makes */
 } peer;
 
 static peer *peers[FW_SIDES]; /* allocated per side, as the mbedTLS adapter's */
@@ -152,6 +153,13 @@ static int setup_client(peer *p) {
 #if defined(WOLFSSL_TLS13) && !defined(NO_PSK)
   /* psk_ke offers no key share; psk_dhe_ke offers only the mode with (EC)DHE. */
   if (job->tls == 13 && job->kx == FW_KX_PSK && (ret = wolfSSL_no_dhe_psk(p->ssl)) != 0) return ret;
+#if defined(HAVE_SUPPORTED_CURVES)
+  /* psk_ke offers that mode alone, but wolfSSL would still generate and send a key share for
+   * its first group, never used: the share is left empty, as the native adapter does. */
+  if (job->tls == 13 && job->kx == FW_KX_PSK &&
+      (ret = wolfSSL_NoKeyShares(p->ssl)) != WOLFSSL_SUCCESS)
+    return ret;
+#endif
   if (job->tls == 13 && job->kx == FW_KX_PSK_DHE && (ret = wolfSSL_only_dhe_psk(p->ssl)) != 0)
     return ret;
 #endif
@@ -165,8 +173,9 @@ static int setup_client(peer *p) {
                     : 1;
     if ((ret = wolfSSL_set_groups(p->ssl, list, count)) != WOLFSSL_SUCCESS) return ret;
 #if defined(WOLFSSL_TLS13)
-    if (job->tls == 13 && (ret = wolfSSL_UseKeyShare(p->ssl, job->group)) != WOLFSSL_SUCCESS)
-      return ret;
+    /* wolfSSL_UseKeyShare generates the key pair at once: it is the handshake's work, so
+     * the first handshake step calls it (fw_step), never the set-up. */
+    if (job->tls == 13) p->key_share = job->group;
 #endif
   }
   if (job->record != 0) {
@@ -217,6 +226,20 @@ int fw_setup(enum fw_side side, const fw_job *job) {
 
 int fw_step(enum fw_side side, int *error) {
   WOLFSSL *ssl = peers[side]->ssl;
+#if defined(WOLFSSL_TLS13)
+  /* The rule (docs/embedded.md): set-up is configuration, credentials and the connection
+   * object; every computation of this handshake's keys is the handshake's, as mbedTLS makes
+   * its key share inside mbedtls_ssl_handshake_step. wolfSSL makes the client's TLS 1.3 key
+   * share when the group is set (wolfSSL_UseKeyShare), so that call is this step's. */
+  if (peers[side]->key_share != 0) {
+    int ret = wolfSSL_UseKeyShare(ssl, peers[side]->key_share);
+    peers[side]->key_share = 0;
+    if (ret != WOLFSSL_SUCCESS) {
+      *error = ret;
+      return FW_FAILED;
+    }
+  }
+#endif
   int ret = side == FW_CLIENT ? wolfSSL_connect(ssl) : wolfSSL_accept(ssl);
   if (ret == WOLFSSL_SUCCESS) return FW_DONE;
   int err = wolfSSL_get_error(ssl, ret);
