@@ -186,18 +186,32 @@ def _flag_setting(flag: str, library: str) -> tuple[str, str] | None:
     return f"{family}-{name}", value if value is not None else "yes"
 
 
-def flag_contradictions(flags: list[tuple[str, str]], library: str) -> list[str]:
-    """Two options of (flag, origin) that set one setting two ways (--enable-tls13 from the
-    base and --disable-tls13 from a file): the later one would silently win."""
-    seen: dict[str, tuple[str, str, str]] = {}
+def flag_contradictions(
+    own: list[tuple[str, str]], user: list[tuple[str, str]], library: str
+) -> list[str]:
+    """A user's build-system option (configure=, a configure-file's) that sets a setting
+    otherwise than the variant's own options (base and features of variants.toml, as
+    `(flag, origin)`), or than another of her options: the build would silently keep one.
+
+    Among the variant's own options the later one wins, deliberately: a feature of
+    variants.toml is written to override the base or a feature before it (wolfSSL's `small`
+    gives --disable-dh over the base's --enable-dh, --enable-sp=small over a core's
+    --enable-sp); that is what the feature is, not a contradiction."""
+    settled: dict[str, tuple[str, str, str]] = {}
+    for flag, origin in own:
+        setting = _flag_setting(flag, library)
+        if setting is not None:
+            settled[setting[0]] = (flag, setting[1], origin)
     found = []
-    for flag, origin in flags:
+    said: dict[str, tuple[str, str, str]] = {}
+    for flag, origin in user:
         setting = _flag_setting(flag, library)
         if setting is None:
             continue
         name, value = setting
-        if name in seen and seen[name][1] != value:
-            first, _, first_origin = seen[name]
-            found.append(f"{origin} gives {flag} where {first_origin} gives {first}")
-        seen.setdefault(name, (flag, value, origin))
+        for other in (said.get(name), settled.get(name)):
+            if other is not None and other[1] != value:
+                found.append(f"{origin} gives {flag} where {other[2]} gives {other[0]}")
+                break
+        said.setdefault(name, (flag, value, origin))
     return found

@@ -390,8 +390,9 @@ class Catalog:
             cflags += [(c, origin) for c in feature.cflags
                        if c not in [known for known, _ in cflags]]  # fmt: skip
         macros.update({k: (v, f"option {k}={v}") for k, v in user_macros.items()})
+        self._refuse_contradictions(library.name, files, macros, configure, user_configure,
+                                    cflags)  # fmt: skip
         configure += user_configure
-        self._refuse_contradictions(library.name, files, macros, configure, cflags)
         suffix = [
             *named,
             *(f"{k}={v}" for k, v in sorted(user_macros.items())),
@@ -416,11 +417,14 @@ class Catalog:
         files: list[configfiles.ConfigFile],
         macros: dict[str, tuple[str, str]],
         configure: list[tuple[str, str]],
+        user_configure: list[tuple[str, str]],
         cflags: list[tuple[str, str]],
     ) -> None:
-        """A config file that says otherwise than the variant's own options: refused with
-        both sides named, since the build would silently keep only one of them."""
-        found = configfiles.flag_contradictions(configure, library)
+        """A config file or build-system option of the user's that says otherwise than the
+        variant's own options: refused with both sides named, since the build would silently
+        keep only one of them. The variant's own options (base, features) override one
+        another by design and are never refused here."""
+        found = configfiles.flag_contradictions(configure, user_configure, library)
         # wolfSSL and the others get macros as -D flags; mbedTLS in its config header.
         defined = {**configfiles.cflag_macros(cflags), **macros}
         for config in files:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tlsbench import configfiles
+from tlsbench import configfiles, cortexm, fit
 from tlsbench.build import Builder
 from tlsbench.cli import main
 from tlsbench.errors import UserError
@@ -145,3 +145,45 @@ def test_cli_names_the_contradiction_with_exit_2(
     assert main(["build", f"mbedtls-3.6.6:records-4096,config={config}"]) == 2
     err = capsys.readouterr().err
     assert "records-4096" in err and str(config) in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("core", sorted(cortexm.CORES))
+@pytest.mark.parametrize(("tls", "kx"), [("1.3", "ecdhe"), ("1.2", "psk")])
+def test_every_fit_candidate_resolves_on_every_core(core: str, tls: str, kx: str) -> None:
+    """The features of variants.toml override the base and one another by design (wolfSSL's
+    `small` gives --disable-dh over the base's --enable-dh, --enable-sp=small over a core's
+    --enable-sp): every configuration `fit` tries is a variant, not a contradiction."""
+    found, _ = fit.candidates(cortexm.CORES[core], tls, kx, "ecdsa-p256", None)
+    assert {c.configuration for c in found} == {"default", "no-debug", "small"}
+
+
+def test_the_later_feature_wins_over_the_base(catalog: Catalog) -> None:
+    configure = catalog.resolve("wolfssl-5.7.2:cortex-m4,small").configure
+    # configure takes the last of two flags for one setting: the feature's, after the base's.
+    assert configure.index("--disable-dh") > configure.index("--enable-dh")
+    assert configure.index("--enable-sp=small") > configure.index("--enable-sp")
+
+
+@pytest.mark.parametrize(
+    ("spec", "said"),
+    [
+        # The user's option against a feature's deliberate override of the base: refused,
+        # naming the feature (the setting that would be in force), not the base.
+        ("wolfssl-5.7.2:small,configure=--enable-dh",
+         "option configure=--enable-dh gives --enable-dh where feature small gives --disable-dh"),
+        # Two options of the user's own that disagree.
+        ("wolfssl-5.7.2:configure=--enable-foo,configure=--disable-foo",
+         "option configure=--disable-foo gives --disable-foo where option configure=--enable-foo "
+         "gives --enable-foo"),
+    ],
+)  # fmt: skip
+def test_a_users_option_against_a_feature_or_herself_is_still_refused(
+    catalog: Catalog, spec: str, said: str
+) -> None:
+    with pytest.raises(UserError, match="the variant contradicts itself") as caught:
+        catalog.resolve(spec)
+    assert said in str(caught.value)
+
+
+def test_a_users_option_that_agrees_with_the_features_override_resolves(catalog: Catalog) -> None:
+    assert catalog.resolve("wolfssl-5.7.2:small,configure=--disable-dh").configure
