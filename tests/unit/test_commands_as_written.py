@@ -1,6 +1,6 @@
 """Every command the README's tables name and every command a docs page shows with its
 output runs here as a user types it (tests/documented_commands.py says how each is bounded);
-those that build firmware or a library tree run in tests/long/test_commands_as_written.py.
+those that build firmware or a library tree run in tests/long/test_fit_as_written.py.
 Builds are the fake ones of the unit tier: nothing here builds a library."""
 
 from __future__ import annotations
