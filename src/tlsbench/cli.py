@@ -76,7 +76,7 @@ def cmd_code_size(args: argparse.Namespace) -> int:
 
 
 def cmd_cortex_m(args: argparse.Namespace) -> int:
-    from tlsbench import cortexm
+    from tlsbench import cortexm, needs
     from tlsbench.build import Builder
     from tlsbench.variants import Catalog
 
@@ -92,6 +92,9 @@ def cmd_cortex_m(args: argparse.Namespace) -> int:
                          chain=args.chain, record=args.record_size)
         for suite in suites
     ]  # fmt: skip
+    for variant in variants:  # what a config file leaves out, before anything is built
+        for job in jobs:
+            needs.refuse_unfit(variant, job)
     builder = Builder(quiet=args.quiet)
     rows = []
     for variant in variants:

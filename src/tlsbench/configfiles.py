@@ -117,7 +117,7 @@ def read(option: str, base: Path) -> ConfigFile:
 def macros_of(text: str) -> dict[str, str]:
     """NAME -> value ("" when defined empty, "!" when #undef'd), the last word counting."""
     found: dict[str, str] = {}
-    for line in text.splitlines():
+    for line in re.sub(r"\\\n", " ", text).splitlines():  # a continued line is one
         define = DEFINE.match(line)
         if define:
             found[define.group(1)] = " ".join(define.group(2).split())
@@ -146,22 +146,27 @@ def cflag_macros(cflags: list[tuple[str, str]]) -> dict[str, tuple[str, str]]:
     return found
 
 
-def macro_contradictions(config: ConfigFile, variant: dict[str, tuple[str, str]]) -> list[str]:
+def macro_contradictions(
+    config: ConfigFile,
+    variant: dict[str, tuple[str, str]],
+    owned: set[str] | frozenset[str] = frozenset(),
+) -> list[str]:
     """Where the file sets a macro the variant sets to something else (NAME -> (value,
     origin) for the variant); a whole mbedTLS config that merely lacks a macro the variant
-    undefines agrees with it."""
+    undefines agrees with it. The platform's macros (`owned`: platform.py) are never a
+    contradiction: the build replaces them."""
     found = []
     for name, theirs in macros_of(config.text).items():
-        if name not in variant:
+        if name not in variant or name in owned:
             continue
         ours, origin = variant[name]
         if " ".join(ours.split()) != theirs:
-            found.append(f"{config.path}: {_setting(name, theirs)}, but {origin}: "
-                         f"{_setting(name, ours)}")  # fmt: skip
+            found.append(f"{config.path}: {setting(name, theirs)}, but {origin}: "
+                         f"{setting(name, ours)}")  # fmt: skip
     return found
 
 
-def _setting(name: str, value: str) -> str:
+def setting(name: str, value: str) -> str:
     if value == UNDEFINED:
         return f"{name} undefined"
     return f"#define {name} {value}".rstrip()

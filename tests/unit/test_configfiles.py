@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tlsbench import configfiles, cortexm, fit
+from tlsbench import configfiles, cortexm, fit, platform
 from tlsbench.build import Builder
 from tlsbench.cli import main
 from tlsbench.errors import UserError
@@ -49,8 +49,12 @@ def test_the_variant_macros_are_layered_on_the_users_file(catalog: Catalog, tmp_
                        f'MBEDTLS_USER_CONFIG_FILE="{USER_CONFIG}"']  # fmt: skip
     assert (include / WHOLE_CONFIG).read_text() == whole.read_text()
     generated = (include / USER_CONFIG).read_text().splitlines()
-    # The user's layer first, then the variant's own macros (which agree with it).
-    assert generated[1:] == ['#include "tlsbench_layered_config.h"', "#undef MBEDTLS_DEBUG_C"]
+    # The user's layer first, then the variant's own macros (which agree with it) and the
+    # platform's (platform.py: on Linux the driver reads PEM files).
+    assert generated[1] == '#include "tlsbench_layered_config.h"'
+    assert "#undef MBEDTLS_DEBUG_C" in generated[2:]
+    assert generated.index("#define MBEDTLS_FS_IO") > 1
+    assert variant.platform == platform.MBEDTLS_NATIVE
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,124 @@
+"""The platform a build runs on, which tlsbench provides: the macros of a library's
+configuration that say how it reaches the network, a clock, an entropy source, a file
+system and threads.
+
+A user's configuration file (config=, user-config=, user-settings=: configfiles.py) is
+written for her board's platform layer: her sockets, her clock, her entropy source. On
+tlsbench's targets the platform is tlsbench's: QEMU's bare-metal board with the firmware's
+own I/O, a deterministic test entropy source and no clock, file system or threads; or Linux,
+where the native driver reads its credentials from PEM files and the library seeds itself
+from the kernel. So the build owns these macros: whatever the file says about them, the
+target's values replace it (after the file, so that they win), and each replacement is
+named in the build's output and in its stored options. The file's algorithms, sizes and
+features are what is measured, as written.
+
+Values as in variants.toml: "" defined empty, "!" left undefined, anything else the value.
+"""
+
+from __future__ import annotations
+
+from tlsbench import configfiles
+
+UNDEFINED = configfiles.UNDEFINED
+
+# mbedTLS on the firmware board: what the cortex-m features of variants.toml set, and the
+# threading and seed-file options a board's file may carry (newlib has no pthreads).
+MBEDTLS_FIRMWARE = {
+    "MBEDTLS_NET_C": UNDEFINED,  # sockets: the image's own transport
+    "MBEDTLS_TIMING_C": UNDEFINED,  # a clock
+    "MBEDTLS_HAVE_TIME": UNDEFINED,
+    "MBEDTLS_HAVE_TIME_DATE": UNDEFINED,
+    "MBEDTLS_PLATFORM_TIME_ALT": UNDEFINED,
+    "MBEDTLS_PLATFORM_MS_TIME_ALT": UNDEFINED,
+    "MBEDTLS_FS_IO": UNDEFINED,  # a file system
+    "MBEDTLS_PSA_ITS_FILE_C": UNDEFINED,
+    "MBEDTLS_PSA_CRYPTO_STORAGE_C": UNDEFINED,
+    "MBEDTLS_ENTROPY_NV_SEED": UNDEFINED,  # a seed file
+    "MBEDTLS_NO_PLATFORM_ENTROPY": "",  # entropy: the firmware's test source
+    "MBEDTLS_ENTROPY_HARDWARE_ALT": "",
+    "MBEDTLS_THREADING_C": UNDEFINED,  # threads
+    "MBEDTLS_THREADING_PTHREAD": UNDEFINED,
+    "MBEDTLS_THREADING_ALT": UNDEFINED,
+    "MBEDTLS_AESNI_C": UNDEFINED,  # x86 instructions
+    "MBEDTLS_PADLOCK_C": UNDEFINED,
+}
+# mbedTLS on Linux: the driver reads PEM files (certificates, keys) and the library seeds
+# itself from the kernel, not from a board's hardware source or seed file.
+MBEDTLS_NATIVE = {
+    "MBEDTLS_FS_IO": "",
+    "MBEDTLS_PEM_PARSE_C": "",
+    "MBEDTLS_BASE64_C": "",
+    "MBEDTLS_NO_PLATFORM_ENTROPY": UNDEFINED,
+    "MBEDTLS_ENTROPY_HARDWARE_ALT": UNDEFINED,
+    "MBEDTLS_ENTROPY_NV_SEED": UNDEFINED,
+    "MBEDTLS_PLATFORM_TIME_ALT": UNDEFINED,
+    "MBEDTLS_PLATFORM_MS_TIME_ALT": UNDEFINED,
+    "MBEDTLS_THREADING_ALT": UNDEFINED,
+}
+# A board's own hooks for time and randomness, which name functions of her platform layer.
+WOLFSSL_BOARD_HOOKS = {
+    "XTIME": UNDEFINED,
+    "XGMTIME": UNDEFINED,
+    "TIME_OVERRIDES": UNDEFINED,
+    "USER_TIME": UNDEFINED,
+    "USER_TICKS": UNDEFINED,
+    "WOLFSSL_USER_CURRTIME": UNDEFINED,
+    "WOLFSSL_GMTIME": UNDEFINED,
+    "CUSTOM_RAND_TYPE": UNDEFINED,
+    "CUSTOM_RAND_GENERATE": UNDEFINED,
+    "CUSTOM_RAND_GENERATE_BLOCK": UNDEFINED,
+}
+# wolfSSL on the firmware board: what the cortex-m features' -D flags set (no sockets, file
+# system, threads or clock; the firmware's test seed).
+WOLFSSL_FIRMWARE = {
+    **WOLFSSL_BOARD_HOOKS,
+    "WOLFSSL_USER_IO": "",
+    "WOLFSSL_NO_SOCK": "",
+    "NO_WRITEV": "",
+    "NO_DEV_RANDOM": "",
+    "NO_FILESYSTEM": "",
+    "SINGLE_THREADED": "",
+    "NO_ASN_TIME": "",
+    "CUSTOM_RAND_GENERATE_SEED": "tlsbench_test_seed",
+}
+# wolfSSL on Linux: the driver reads PEM files; the library seeds itself from /dev/urandom.
+WOLFSSL_NATIVE = {
+    **WOLFSSL_BOARD_HOOKS,
+    "NO_FILESYSTEM": UNDEFINED,
+    "NO_DEV_RANDOM": UNDEFINED,
+    "CUSTOM_RAND_GENERATE_SEED": UNDEFINED,
+    "WOLFSSL_NO_SOCK": UNDEFINED,
+}
+PLATFORMS = {
+    ("mbedtls", True): MBEDTLS_FIRMWARE,
+    ("mbedtls", False): MBEDTLS_NATIVE,
+    ("wolfssl", True): WOLFSSL_FIRMWARE,
+    ("wolfssl", False): WOLFSSL_NATIVE,
+}
+
+
+def owned(library: str, firmware: bool) -> dict[str, str]:
+    """The macros the target's platform owns, with its values (none for a library that takes
+    no configuration header)."""
+    return dict(PLATFORMS.get((library, firmware), {}))
+
+
+def replacements(
+    files: list[configfiles.ConfigFile], platform: dict[str, str], target: str
+) -> list[str]:
+    """What each file says about a platform macro that the target says otherwise: one line
+    each, naming the file, its setting and the target's."""
+    found = []
+    for config in files:
+        if config.option not in ("config", "user-config", "user-settings"):
+            continue
+        said = configfiles.macros_of(config.text)
+        whole = config.option in ("config", "user-settings")  # not layered on a default
+        for name, ours in platform.items():
+            theirs = said.get(name)
+            if theirs == ours or (theirs is None and (ours == UNDEFINED or not whole)):
+                continue  # agrees, or is left to the target's value anyway
+            was = "left out" if theirs is None else configfiles.setting(name, theirs)
+            found.append(f"{config.path}: {was} -> {configfiles.setting(name, ours)} "
+                         f"(the {target} platform's)")  # fmt: skip
+    return found
