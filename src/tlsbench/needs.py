@@ -287,10 +287,16 @@ def configuration(variant: Any, source: Path) -> dict[str, str]:
                 header = "mbedtls/config.h"  # 2.28
             flags = [f"-D{d}" for d in defines] + [f"-I{source / 'include'}"]
         else:
-            from tlsbench.recipes.wolfssl import YOUR_SETTINGS, user_settings
+            from tlsbench.recipes.wolfssl import (
+                YOUR_SETTINGS,
+                YOUR_SETTINGS_ASM,
+                directives_only,
+                user_settings,
+            )
 
             settings = variant.file("user-settings")
             (include / YOUR_SETTINGS).write_text(settings.text)
+            (include / YOUR_SETTINGS_ASM).write_text(directives_only(settings.text))
             (include / "user_settings.h").write_text(user_settings(variant.platform))
             header = "wolfssl/wolfcrypt/settings.h"
             macros = [c for c in variant.cflags if c.startswith(("-D", "-U"))]

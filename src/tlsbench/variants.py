@@ -398,6 +398,12 @@ class Catalog:
             cflags += [(c, origin) for c in feature.cflags
                        if c not in [known for known, _ in cflags]]  # fmt: skip
         macros.update({k: (v, f"option {k}={v}") for k, v in user_macros.items()})
+        if any(f.option == "user-settings" for f in files):
+            # A user_settings.h is wolfSSL's whole configuration (configure drops its own
+            # feature macros): the base's macros, there for the project's own builds, are
+            # left out too; its other flags (-O2) and the features' stay.
+            cflags = [(c, origin) for c, origin in cflags
+                      if not (origin == base_origin and c.startswith("-D"))]  # fmt: skip
         owned: dict[str, str] = {}
         replaced: list[str] = []
         if any(f.option in ("config", "user-config", "user-settings") for f in files):

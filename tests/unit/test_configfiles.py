@@ -70,10 +70,10 @@ def test_the_variant_macros_are_layered_on_the_users_file(catalog: Catalog, tmp_
          "MBEDTLS_SSL_OUT_CONTENT_LEN=4096: #define MBEDTLS_SSL_OUT_CONTENT_LEN 4096"),
         ("mbedtls-3.6.6:no-debug,user-config=F", "#define MBEDTLS_DEBUG_C",
          "my.h: #define MBEDTLS_DEBUG_C, but feature no-debug: MBEDTLS_DEBUG_C undefined"),
-        # wolfSSL: the base's -D flags count as the variant's macros.
-        ("wolfssl-5.7.2:user-settings=F", "#undef WOLFSSL_STATIC_RSA",
-         "my.h: WOLFSSL_STATIC_RSA undefined, but [library.wolfssl.base] of variants.toml: "
-         "#define WOLFSSL_STATIC_RSA"),
+        # wolfSSL: a feature's -D flags count as the variant's macros (the base's do not:
+        # a user_settings.h is the whole configuration).
+        ("wolfssl-5.7.2:psk,user-settings=F", "#undef WOLFSSL_STATIC_PSK",
+         "my.h: WOLFSSL_STATIC_PSK undefined, but feature psk: #define WOLFSSL_STATIC_PSK"),
         # Build-system options: a file against a feature, an option against the base.
         ("gnutls-3.8.x:no-hw-accel,configure-file=F", "--enable-hardware-acceleration # on",
          "gives --enable-hardware-acceleration where feature no-hw-accel gives "
@@ -191,3 +191,57 @@ def test_a_users_option_against_a_feature_or_herself_is_still_refused(
 
 def test_a_users_option_that_agrees_with_the_features_override_resolves(catalog: Catalog) -> None:
     assert catalog.resolve("wolfssl-5.7.2:small,configure=--disable-dh").configure
+
+
+def test_a_user_settings_file_is_the_whole_wolfssl_configuration(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    """The base's -D macros (static RSA, FFDHE 3072/4096 for the project's own scenarios) are
+    not laid on a user_settings.h, which configure takes as the whole configuration."""
+    settings = tmp_path / "user_settings.h"
+    settings.write_text("#undef WOLFSSL_STATIC_RSA\n#define NO_DH\n")
+    variant = catalog.resolve(f"wolfssl-5.7.2:user-settings={settings}")
+    assert "-O2" in variant.cflags
+    assert not [flag for flag in variant.cflags if flag.startswith("-D")]
+
+
+@pytest.mark.parametrize(
+    ("spec", "text", "replaced"),
+    [
+        ("mbedtls-3.6.6:cortex-m4,config=F", "#define MBEDTLS_NET_C\n#define MBEDTLS_HAVE_TIME",
+         ["#define MBEDTLS_NET_C -> MBEDTLS_NET_C undefined (the cortex-m4 platform's)",
+          "#define MBEDTLS_HAVE_TIME -> MBEDTLS_HAVE_TIME undefined (the cortex-m4 platform's)",
+          "left out -> #define MBEDTLS_NO_PLATFORM_ENTROPY (the cortex-m4 platform's)"]),
+        ("mbedtls-3.6.6:config=F", "#define MBEDTLS_ENTROPY_HARDWARE_ALT",
+         ["#define MBEDTLS_ENTROPY_HARDWARE_ALT -> MBEDTLS_ENTROPY_HARDWARE_ALT undefined (the "
+          "x86_64 platform's)", "left out -> #define MBEDTLS_FS_IO (the x86_64 platform's)"]),
+        ("wolfssl-5.7.2:cortex-m4,user-settings=F",
+         "#undef NO_ASN_TIME\n#define XTIME my_time\n#define CUSTOM_RAND_GENERATE my_seed",
+         ["NO_ASN_TIME undefined -> #define NO_ASN_TIME (the cortex-m4 platform's)",
+          "#define XTIME my_time -> XTIME undefined (the cortex-m4 platform's)",
+          "#define CUSTOM_RAND_GENERATE my_seed -> CUSTOM_RAND_GENERATE undefined"]),
+    ],
+)  # fmt: skip
+def test_the_platform_macros_of_a_file_are_replaced_and_named(
+    catalog: Catalog, tmp_path: Path, spec: str, text: str, replaced: list[str]
+) -> None:
+    """A board's file sets sockets, a clock and an entropy source of its own: not a
+    contradiction of the target's, which replaces them (platform.py), each named."""
+    config = tmp_path / "board.h"
+    config.write_text(text + "\n")
+    variant = catalog.resolve(spec.replace("=F", f"={config}"))
+    said = "\n".join(variant.replaced)
+    for line in replaced:
+        assert f"{config}: {line}" in said, said
+    assert variant.options()["platform"] == variant.platform
+
+
+def test_a_non_platform_macro_of_the_file_still_contradicts_a_feature(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    config = tmp_path / "board.h"
+    config.write_text("#define MBEDTLS_NET_C\n#define MBEDTLS_SSL_IN_CONTENT_LEN 2048\n")
+    with pytest.raises(UserError, match="the variant contradicts itself") as caught:
+        catalog.resolve(f"mbedtls-3.6.6:cortex-m4,records-4096,config={config}")
+    assert "MBEDTLS_SSL_IN_CONTENT_LEN" in str(caught.value)
+    assert "MBEDTLS_NET_C" not in str(caught.value)
