@@ -254,12 +254,17 @@ def cmd_sources(args: argparse.Namespace) -> int:
 
 
 def cmd_drive(args: argparse.Namespace) -> int:
+    from tlsbench import needs
     from tlsbench.drive import drive
     from tlsbench.scenarios import declared
+    from tlsbench.variants import Catalog
 
     known = declared().scenarios
     if args.scenario not in known:
         raise UserError(f"unknown scenario {args.scenario!r}: the driver's are {', '.join(known)}")
+    job = needs.job_of_driver_args(args.driver_args)
+    if job is not None:  # what a config file leaves out of the job, before anything is built
+        needs.refuse_unfit(Catalog().resolve(args.variant), job)
     return drive(args.variant, args.scenario, args.driver_args, measure=args.measure,
                  replace=args.exec)  # fmt: skip
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tlsbench import arches
 from tlsbench.errors import UserError
 
 # A job as the checks see it: the firmware images' (cortexm.Job) and the native drivers'.
@@ -211,7 +212,7 @@ def mbedtls_suite_listed(job: Any, macros: dict[str, str]) -> Need | None:
 # -- wolfSSL ---------------------------------------------------------------------------------
 
 
-def wolfssl_needs(job: Any) -> list[Need]:
+def wolfssl_needs(job: Any, native: bool = False) -> list[Need]:
     kx12, mode, digest = _suite_parts(job.suite)
     needs = [
         Need("a TLS client (both sides run)", "!NO_WOLFSSL_CLIENT", "#undef NO_WOLFSSL_CLIENT"),
@@ -238,6 +239,9 @@ def wolfssl_needs(job: Any) -> list[Need]:
     if job.psk:
         needs.append(Need("pre-shared keys", "!NO_PSK", "#undef NO_PSK"))
     else:
+        if native:  # the native driver's server name is a knob it honours or refuses
+            needs.append(Need("SNI (the driver sends the server's name)", "HAVE_SNI",
+                              _define("HAVE_SNI")))  # fmt: skip
         if job.cert == "ecdsa-p256":
             needs.append(
                 Need("ECC (the server's P-256 certificate)", "HAVE_ECC", _define("HAVE_ECC"))
@@ -327,13 +331,17 @@ def configuration(variant: Any, source: Path) -> dict[str, str]:
 
 
 def missing(variant: Any, job: Any, macros: dict[str, str]) -> list[Need]:
+    """What the job needs that the configuration lacks, each macro once."""
     if variant.library == "mbedtls":
         major = _number(macros.get("MBEDTLS_VERSION_MAJOR"), 3)
-        needs = mbedtls_needs(job, major)
-        unmet = [need for need in needs if not need.holds(macros)]
+        unmet = [need for need in mbedtls_needs(job, major) if not need.holds(macros)]
         listed = mbedtls_suite_listed(job, macros)
-        return unmet + ([listed] if listed else [])
-    return [need for need in wolfssl_needs(job) if not need.holds(macros)]
+        unmet += [listed] if listed else []
+    else:
+        native = not arches.arch(variant.arch).firmware
+        unmet = [need for need in wolfssl_needs(job, native) if not need.holds(macros)]
+    return [need for i, need in enumerate(unmet)
+            if need.macro not in [n.macro for n in unmet[:i]]]  # fmt: skip
 
 
 def refuse_unfit(variant: Any, job: Any) -> None:
@@ -358,3 +366,24 @@ def refuse_unfit(variant: Any, job: Any) -> None:
             f"({files}) leaves out\n" + "\n".join(lines) + "\nAdd them to the file, or ask "
             "for a job it can do."
         )
+
+
+def job_of_driver_args(args: list[str]) -> Any | None:
+    """The job a native driver's options name (--suite, --tls, --kx, --cert, --group), as a
+    firmware job, where the suite is one the firmware table knows; else None (not checked:
+    the driver itself reports what a build cannot do)."""
+    from tlsbench import cortexm
+
+    options: dict[str, str] = {}
+    for i, arg in enumerate(args):
+        name, sep, value = arg.partition("=")
+        if name in ("--suite", "--tls", "--kx", "--cert", "--group"):
+            options[name] = value if sep else (args[i + 1] if i + 1 < len(args) else "")
+    if "--suite" not in options:
+        return None
+    try:
+        return cortexm.make_job(options["--suite"], tls=options.get("--tls"),
+                                kx=options.get("--kx"), group=options.get("--group"),
+                                cert=options.get("--cert"))  # fmt: skip
+    except UserError:
+        return None
