@@ -286,9 +286,7 @@ def configuration(variant: Any, source: Path) -> dict[str, str]:
             from tlsbench.recipes.mbedtls import write_config
 
             defines = write_config(variant, include)
-            header = "mbedtls/build_info.h"
-            if not (source / "include" / header).exists():
-                header = "mbedtls/config.h"  # 2.28
+            header = "mbedtls/ssl.h"  # the API a program includes: all it pulls in
             flags = [f"-D{d}" for d in defines] + [f"-I{source / 'include'}"]
         else:
             from tlsbench.recipes.wolfssl import (
@@ -302,25 +300,41 @@ def configuration(variant: Any, source: Path) -> dict[str, str]:
             (include / YOUR_SETTINGS).write_text(settings.text)
             (include / YOUR_SETTINGS_ASM).write_text(directives_only(settings.text))
             (include / "user_settings.h").write_text(user_settings(variant.platform))
-            header = "wolfssl/wolfcrypt/settings.h"
+            header = "wolfssl/ssl.h"  # the API a program includes: all it pulls in
             macros = [c for c in variant.cflags if c.startswith(("-D", "-U"))]
             macros += [f"-D{k}" if v == "" else f"-D{k}={v}" for k, v in variant.macros.items()]
             flags = ["-DWOLFSSL_USER_SETTINGS", *macros, f"-I{source}"]
         (include / "tlsbench_needs.c").write_text(f"#include <{header}>\n")
         for config in variant.files:  # the file's own includes, beside it
             flags.append(f"-I{Path(config.path).parent}")
+        target = arches.arch(variant.arch)  # the target's compiler and its C library
+        compiler = target.cc("gcc")
         proc = subprocess.run(
-            ["gcc", "-E", "-dM", f"-I{include}", *flags, str(include / "tlsbench_needs.c")],
+            [
+                compiler,
+                *target.flags,
+                "-E",
+                "-dM",
+                f"-I{include}",
+                *flags,
+                str(include / "tlsbench_needs.c"),
+            ],
             capture_output=True,
             text=True,
             check=False,
         )
     if proc.returncode != 0:
         errors = [line for line in proc.stderr.splitlines() if "error" in line]
-        first = errors[0] if errors else proc.stderr.strip().splitlines()[-1:]
+        first = (errors[0] if errors else proc.stderr.strip()).split("error:", 1)[-1].strip()
+        hint = (
+            " (a header of your board's SDK or operating system: tlsbench's targets have "
+            "neither; leave it out of the file, or guard it)"
+            if "No such file" in first
+            else ""
+        )
         raise UserError(
-            f"{variant.name}: the library's configuration with your file does not "
-            f"preprocess: {''.join(first).split('error:', 1)[-1].strip()}"
+            f"{variant.name}: the library's headers with your file do not preprocess for "
+            f"{variant.arch}: {first}{hint}"
         )
     found = {}
     for line in proc.stdout.splitlines():
@@ -340,6 +354,16 @@ def missing(variant: Any, job: Any, macros: dict[str, str]) -> list[Need]:
     else:
         native = not arches.arch(variant.arch).firmware
         unmet = [need for need in wolfssl_needs(job, native) if not need.holds(macros)]
+        # configure --enable-usersettings compiles only the small-memory curve25519 and
+        # ed25519 code (wolfSSL 5.7.2): a file that turns them on must ask for that code.
+        for on, small in (
+            ("HAVE_CURVE25519", "CURVE25519_SMALL"),
+            ("HAVE_ED25519", "ED25519_SMALL"),
+        ):
+            if on in macros and small not in macros:
+                unmet.append(Need(f"{small} (with {on}, the only {on[5:].lower()} code a "
+                                  "user_settings.h build compiles)", small,
+                                  "#define CURVED25519_SMALL"))  # fmt: skip
     return [need for i, need in enumerate(unmet)
             if need.macro not in [n.macro for n in unmet[:i]]]  # fmt: skip
 

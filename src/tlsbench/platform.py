@@ -5,7 +5,8 @@ system and threads.
 A user's configuration file (config=, user-config=, user-settings=: configfiles.py) is
 written for her board's platform layer: her sockets, her clock, her entropy source. On
 tlsbench's targets the platform is tlsbench's: QEMU's bare-metal board with the firmware's
-own I/O, a deterministic test entropy source and no clock, file system or threads; or Linux,
+own I/O, a deterministic test entropy source and no clock, file system, threads or operating
+system; or Linux,
 where the native driver reads its credentials from PEM files and the library seeds itself
 from the kernel. So the build owns these macros: whatever the file says about them, the
 target's values replace it (after the file, so that they win), and each replacement is
@@ -68,10 +69,24 @@ WOLFSSL_BOARD_HOOKS = {
     "CUSTOM_RAND_GENERATE": UNDEFINED,
     "CUSTOM_RAND_GENERATE_BLOCK": UNDEFINED,
 }
+# A board's operating system, which selects its threads, sockets and clock (wc_port.h
+# includes its headers): tlsbench's targets have none of them (bare metal, or Linux).
+WOLFSSL_OPERATING_SYSTEMS = {
+    name: UNDEFINED
+    for name in (
+        "FREERTOS", "FREERTOS_TCP", "WOLFSSL_SAFERTOS", "MICRIUM", "EBSNET",
+        "WOLFSSL_CMSIS_RTOS", "WOLFSSL_CMSIS_RTOSv2", "WOLFSSL_MDK_ARM", "WOLFSSL_MDK5",
+        "WOLFSSL_KEIL_TCP_NET", "WOLFSSL_TIRTOS", "WOLFSSL_FROSTED", "WOLFSSL_uITRON4",
+        "WOLFSSL_uTKERNEL2", "THREADX", "NETX", "WOLFSSL_ZEPHYR", "WOLFSSL_VXWORKS",
+        "WOLFSSL_NUCLEUS_1_2", "WOLFSSL_APACHE_MYNEWT", "WOLFSSL_DEOS", "INTIME_RTOS",
+        "WOLFSSL_EMBOS", "WOLFSSL_LWIP", "WOLFSSL_CHIBIOS",
+    )
+}  # fmt: skip
 # wolfSSL on the firmware board: what the cortex-m features' -D flags set (no sockets, file
 # system, threads or clock; the firmware's test seed).
 WOLFSSL_FIRMWARE = {
     **WOLFSSL_BOARD_HOOKS,
+    **WOLFSSL_OPERATING_SYSTEMS,
     "WOLFSSL_USER_IO": "",
     "WOLFSSL_NO_SOCK": "",
     "NO_WRITEV": "",
@@ -84,6 +99,7 @@ WOLFSSL_FIRMWARE = {
 # wolfSSL on Linux: the driver reads PEM files; the library seeds itself from /dev/urandom.
 WOLFSSL_NATIVE = {
     **WOLFSSL_BOARD_HOOKS,
+    **WOLFSSL_OPERATING_SYSTEMS,
     "NO_FILESYSTEM": UNDEFINED,
     "NO_DEV_RANDOM": UNDEFINED,
     "CUSTOM_RAND_GENERATE_SEED": UNDEFINED,

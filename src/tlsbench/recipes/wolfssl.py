@@ -11,6 +11,7 @@ platform macros (platform.py): the build owns them, whatever the file says.
 from __future__ import annotations
 
 import fcntl
+import re
 import shutil
 from pathlib import Path
 
@@ -29,17 +30,20 @@ YOUR_SETTINGS = "tlsbench_your_user_settings.h"
 
 
 # The same file for wolfSSL's assembly sources (.S, which include the settings too): its
-# preprocessor lines only, since a board's file declares C functions the assembler refuses.
+# preprocessor lines only, since a board's file declares C functions the assembler refuses,
+# and without its #includes (C headers: <stddef.h> for its declarations' size_t).
 YOUR_SETTINGS_ASM = "tlsbench_your_user_settings_asm.h"
 
 
 def directives_only(text: str) -> str:
-    """The preprocessor lines of a header (a continued line whole), the C code left out."""
+    """The preprocessor lines of a header (a continued line whole) but its #includes, the C
+    code left out."""
     kept, continued = [], False
     for line in text.splitlines():
-        if continued or line.lstrip().startswith("#"):
+        directive = line.lstrip().startswith("#")
+        if continued or (directive and not re.match(r"\s*#\s*include\b", line)):
             kept.append(line)
-            continued = line.rstrip().endswith("\\")
+        continued = (continued or directive) and line.rstrip().endswith("\\")
     return "\n".join(kept) + "\n"
 
 
