@@ -102,6 +102,8 @@ def how_to_run(written: str) -> tuple[str, list[str]]:
         return "long", [*argv, *FIT_NARROWING[values["--core"]]]
     if verb == "ab":
         return "long", [*argv, *AB_NARROWING]
+    if verb == "cortex-m":  # one firmware job, or its refusal, as written
+        return "long", argv
     argv = [PLACEHOLDERS.get(word, word) for word in argv]
     if verb == "run" and len(argv) > 1 and argv[1] in EXPERIMENTS:
         return "unit", [*argv, "--dry-run"]

@@ -34,6 +34,7 @@ MBEDTLS_FIRMWARE = {
     "MBEDTLS_FS_IO": UNDEFINED,  # a file system
     "MBEDTLS_PSA_ITS_FILE_C": UNDEFINED,
     "MBEDTLS_PSA_CRYPTO_STORAGE_C": UNDEFINED,
+    "MBEDTLS_PSA_CRYPTO_SE_C": UNDEFINED,  # a secure element (and its key storage)
     "MBEDTLS_ENTROPY_NV_SEED": UNDEFINED,  # a seed file
     "MBEDTLS_NO_PLATFORM_ENTROPY": "",  # entropy: the firmware's test source
     "MBEDTLS_ENTROPY_HARDWARE_ALT": "",
