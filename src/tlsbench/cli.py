@@ -732,10 +732,10 @@ def parser() -> argparse.ArgumentParser:
         "fit",
         "Which library and configuration does a TLS job on a microcontroller's RAM and "
         "flash, and how long does its handshake take there",
-        "For each library line, configuration (default, no-debug) and record-buffer size, the "
-        "variant is built for the core and its firmware image measured under QEMU (cached "
-        "beside the build): RAM = heap peak + stack high-water + .data + .bss, flash = .text "
-        "+ .data + the job's credentials, time = instructions x the core's CPI range at "
+        "For each library line, configuration (default, no-debug, small) and record-buffer "
+        "size, the variant is built for the core and its firmware image measured under QEMU "
+        "(cached beside the build): RAM = heap peak + stack high-water + .data + .bss, flash = "
+        ".text + .data + the job's credentials, time = instructions x the core's CPI range at "
         "--mhz. Prints fits / does not fit with the margins, the smallest record buffer that "
         "fits, the Pareto front over RAM, flash and time, and writes a plot.",
     )
