@@ -18,6 +18,11 @@ Values as in variants.toml: "" defined empty, "!" left undefined, anything else 
 
 from __future__ import annotations
 
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
 from tlsbench import configfiles
 
 UNDEFINED = configfiles.UNDEFINED
@@ -129,8 +134,8 @@ def replacements(
     for config in files:
         if config.option not in ("config", "user-config", "user-settings"):
             continue
-        said = configfiles.macros_of(config.text)
         whole = config.option in ("config", "user-settings")  # not layered on a default
+        said = (_preprocessed(config) if whole else None) or configfiles.macros_of(config.text)
         for name, ours in platform.items():
             theirs = said.get(name)
             if theirs == ours or (theirs is None and (ours == UNDEFINED or not whole)):
@@ -138,4 +143,26 @@ def replacements(
             was = "left out" if theirs is None else configfiles.setting(name, theirs)
             found.append(f"{config.path}: {was} -> {configfiles.setting(name, ours)} "
                          f"(the {target} platform's)")  # fmt: skip
+    return found
+
+
+def _preprocessed(config: configfiles.ConfigFile) -> dict[str, str] | None:
+    """What a whole file defines once its own `#if` blocks are evaluated (the C
+    preprocessor, on the file alone), so that a macro of a branch it does not take is not
+    named as replaced; None where the file does not preprocess alone (its includes are
+    its SDK's): then it is read line by line."""
+    with tempfile.TemporaryDirectory(prefix="tlsbench-platform-") as folder:
+        header = Path(folder) / "config.h"
+        header.write_text(config.text)
+        proc = subprocess.run(
+            ["gcc", "-E", "-dM", f"-I{Path(config.path).parent}", "-x", "c", str(header)],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+    if proc.returncode != 0:
+        return None
+    found = {}
+    for line in proc.stdout.splitlines():
+        match = re.match(r"#define (\w+)(?:\s+(.*))?$", line)
+        if match and not match.group(1).startswith("__"):
+            found[match.group(1)] = " ".join((match.group(2) or "").split())
     return found

@@ -216,8 +216,9 @@ def test_a_user_settings_file_is_the_whole_wolfssl_configuration(
          ["#define MBEDTLS_ENTROPY_HARDWARE_ALT -> MBEDTLS_ENTROPY_HARDWARE_ALT undefined (the "
           "x86_64 platform's)", "left out -> #define MBEDTLS_FS_IO (the x86_64 platform's)"]),
         ("wolfssl-5.7.2:cortex-m4,user-settings=F",
-         "#undef NO_ASN_TIME\n#define XTIME my_time\n#define CUSTOM_RAND_GENERATE my_seed",
-         ["NO_ASN_TIME undefined -> #define NO_ASN_TIME (the cortex-m4 platform's)",
+         "#undef NO_ASN_TIME\n#define XTIME my_time\n#define CUSTOM_RAND_GENERATE my_seed\n"
+         "#if 0\n#define CUSTOM_RAND_GENERATE_BLOCK my_block\n#endif",
+         ["left out -> #define NO_ASN_TIME (the cortex-m4 platform's)",
           "#define XTIME my_time -> XTIME undefined (the cortex-m4 platform's)",
           "#define CUSTOM_RAND_GENERATE my_seed -> CUSTOM_RAND_GENERATE undefined"]),
     ],
@@ -226,13 +227,15 @@ def test_the_platform_macros_of_a_file_are_replaced_and_named(
     catalog: Catalog, tmp_path: Path, spec: str, text: str, replaced: list[str]
 ) -> None:
     """A board's file sets sockets, a clock and an entropy source of its own: not a
-    contradiction of the target's, which replaces them (platform.py), each named."""
+    contradiction of the target's, which replaces them (platform.py), each named; a macro
+    only a branch the file does not take defines is not."""
     config = tmp_path / "board.h"
     config.write_text(text + "\n")
     variant = catalog.resolve(spec.replace("=F", f"={config}"))
     said = "\n".join(variant.replaced)
     for line in replaced:
         assert f"{config}: {line}" in said, said
+    assert "my_block" not in said
     assert variant.options()["platform"] == variant.platform
 
 
