@@ -204,16 +204,16 @@ def flag_contradictions(
     --enable-sp); that is what the feature is, not a contradiction."""
     settled: dict[str, tuple[str, str, str]] = {}
     for flag, origin in own:
-        setting = _flag_setting(flag, library)
-        if setting is not None:
-            settled[setting[0]] = (flag, setting[1], origin)
+        parsed = _flag_setting(flag, library)
+        if parsed is not None:
+            settled[parsed[0]] = (flag, parsed[1], origin)
     found = []
     said: dict[str, tuple[str, str, str]] = {}
     for flag, origin in user:
-        setting = _flag_setting(flag, library)
-        if setting is None:
+        parsed = _flag_setting(flag, library)
+        if parsed is None:
             continue
-        name, value = setting
+        name, value = parsed
         for other in (said.get(name), settled.get(name)):
             if other is not None and other[1] != value:
                 found.append(f"{origin} gives {flag} where {other[2]} gives {other[0]}")
