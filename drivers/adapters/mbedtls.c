@@ -174,9 +174,20 @@ static int kx_is_dhe(mt_kx kx) { return kx == KX_DHE_RSA || kx == KX_DHE_PSK; }
 
 /* ------------------------------------------------------------------------- errors */
 
+/* The library's text for an error code, where the build has it: a user's config may leave out
+ * the error module (MBEDTLS_ERROR_C) and its dummy; the code is printed beside it anyway. */
+static void mt_strerror(int ret, char *text, size_t size) {
+#if defined(MBEDTLS_ERROR_C) || defined(MBEDTLS_ERROR_STRERROR_DUMMY)
+  mbedtls_strerror(ret, text, size);
+#else
+  (void)ret;
+  snprintf(text, size, "no error text in this build (MBEDTLS_ERROR_C)");
+#endif
+}
+
 static tb_status mt_fail(char *err, const char *what, int ret) {
   char text[160];
-  mbedtls_strerror(ret, text, sizeof(text));
+  mt_strerror(ret, text, sizeof(text));
   return tb_fail(err, TB_FAILED, "%s: %s (-0x%04x)", what, text, (unsigned)-ret);
 }
 
@@ -672,13 +683,17 @@ static void collect_options(void) {
   snprintf(option_store[n++], sizeof(option_store[0]), "MBEDTLS_SSL_OUT_CONTENT_LEN=%d",
            (int)MBEDTLS_SSL_OUT_CONTENT_LEN);
   snprintf(option_store[n++], sizeof(option_store[0]), "MBEDTLS_VERSION_NUMBER=0x%08x",
-           (unsigned)mbedtls_version_get_number());
+           (unsigned)MBEDTLS_VERSION_NUMBER);
+  /* A user's config may leave out the version module and its feature list (MBEDTLS_VERSION_C,
+   * MBEDTLS_VERSION_FEATURES): the build options then name the content lengths only. */
+#if defined(MBEDTLS_VERSION_C) && defined(MBEDTLS_VERSION_FEATURES)
   for (size_t i = 0; i < COUNT(features) && n < COUNT(option_store); i++) {
     /* mbedtls_version_check_feature: 0 = compiled in, -1 = not, -2 = no feature list. */
     int has = mbedtls_version_check_feature(features[i]);
     if (has == -2) break;
     snprintf(option_store[n++], sizeof(option_store[0]), "%s=%d", features[i], has == 0);
   }
+#endif
   for (size_t i = 0; i < n; i++) option_list[i] = option_store[i];
   option_list[n] = NULL;
 }
@@ -785,7 +800,8 @@ static const char *const version_list[] = {
 
 static tb_status info(tb_info *out, char *err) {
   (void)err;
-  mbedtls_version_get_string_full(out->version); /* at most 18 bytes by its contract */
+  /* version.h's macro, not mbedtls_version_get_string_full (MBEDTLS_VERSION_C may be out). */
+  snprintf(out->version, sizeof(out->version), "%s", MBEDTLS_VERSION_STRING_FULL);
   collect_options();
   collect_lists();
   out->build_options = option_list;
@@ -1357,7 +1373,7 @@ static int handshake_over(mt_conn *c) {
 
 static tb_status handshake_failure(mt_conn *c, int ret, char *err) {
   char text[128];
-  mbedtls_strerror(ret, text, sizeof(text));
+  mt_strerror(ret, text, sizeof(text));
 #if !defined(MBEDTLS_X509_REMOVE_INFO)
   uint32_t flags = mbedtls_ssl_get_verify_result(&c->ssl);
   if (c->ctx->verify && flags != 0 && flags != UINT32_MAX) {
@@ -1534,22 +1550,40 @@ static const tb_tls_class kTls = {
 
 /* ------------------------------------------------------------------------- AEAD */
 
+/* Each AEAD where the build has it: a user's config may leave either out. */
+#if defined(MBEDTLS_GCM_C)
+#define MT_HAVE_GCM 1
+#else
+#define MT_HAVE_GCM 0
+#endif
+#if defined(MBEDTLS_CHACHAPOLY_C)
+#define MT_HAVE_CHACHAPOLY 1
+#else
+#define MT_HAVE_CHACHAPOLY 0
+#endif
+
 typedef struct mt_aead {
   tb_aead_alg alg;
   union {
+#if MT_HAVE_GCM
     mbedtls_gcm_context gcm;
+#endif
+#if MT_HAVE_CHACHAPOLY
     mbedtls_chachapoly_context chachapoly;
+#endif
+    int none;
   } u;
 } mt_aead;
 
 static void aead_free(void *p) {
   mt_aead *a = p;
   if (a == NULL) return;
-  if (a->alg == TB_CHACHA20_POLY1305) {
-    mbedtls_chachapoly_free(&a->u.chachapoly);
-  } else {
-    mbedtls_gcm_free(&a->u.gcm);
-  }
+#if MT_HAVE_CHACHAPOLY
+  if (a->alg == TB_CHACHA20_POLY1305) mbedtls_chachapoly_free(&a->u.chachapoly);
+#endif
+#if MT_HAVE_GCM
+  if (a->alg != TB_CHACHA20_POLY1305) mbedtls_gcm_free(&a->u.gcm);
+#endif
   free(a);
 }
 
@@ -1560,18 +1594,28 @@ static tb_status aead_new(tb_aead_alg alg, const unsigned char *key, size_t key_
   if (alg != TB_AES_128_GCM && alg != TB_AES_256_GCM && alg != TB_CHACHA20_POLY1305) {
     return tb_fail(err, TB_UNSUPPORTED, "AEAD %d", (int)alg);
   }
+  if ((alg == TB_CHACHA20_POLY1305 && !MT_HAVE_CHACHAPOLY) ||
+      (alg != TB_CHACHA20_POLY1305 && !MT_HAVE_GCM)) {
+    return tb_fail(err, TB_UNSUPPORTED, "this build has no %s",
+                   alg == TB_CHACHA20_POLY1305 ? "MBEDTLS_CHACHAPOLY_C" : "MBEDTLS_GCM_C");
+  }
   if (key_len != want) return tb_fail(err, TB_FAILED, "key of %zu bytes, need %zu", key_len, want);
   mt_aead *a = calloc(1, sizeof(*a));
   if (a == NULL) return tb_fail(err, TB_FAILED, "out of memory");
   a->alg = alg;
-  int ret;
+  int ret = 0;
+#if MT_HAVE_CHACHAPOLY
   if (alg == TB_CHACHA20_POLY1305) {
     mbedtls_chachapoly_init(&a->u.chachapoly);
     ret = mbedtls_chachapoly_setkey(&a->u.chachapoly, key);
-  } else {
+  }
+#endif
+#if MT_HAVE_GCM
+  if (alg != TB_CHACHA20_POLY1305) {
     mbedtls_gcm_init(&a->u.gcm);
     ret = mbedtls_gcm_setkey(&a->u.gcm, MBEDTLS_CIPHER_ID_AES, key, (unsigned)key_len * 8);
   }
+#endif
   if (ret != 0) {
     aead_free(a);
     return mt_fail(err, "AEAD key set-up", ret);
@@ -1584,14 +1628,19 @@ static tb_status aead_seal(void *p, const unsigned char nonce[TB_AEAD_NONCE_LEN]
                            const unsigned char *ad, size_t ad_len, const unsigned char *in,
                            size_t len, unsigned char *out, char *err) {
   mt_aead *a = p;
-  int ret;
+  int ret = MBEDTLS_ERR_ERROR_GENERIC_ERROR; /* aead_new refuses what the build lacks */
+#if MT_HAVE_CHACHAPOLY
   if (a->alg == TB_CHACHA20_POLY1305) {
     ret = mbedtls_chachapoly_encrypt_and_tag(&a->u.chachapoly, len, nonce, ad, ad_len, in, out,
                                              out + len);
-  } else {
+  }
+#endif
+#if MT_HAVE_GCM
+  if (a->alg != TB_CHACHA20_POLY1305) {
     ret = mbedtls_gcm_crypt_and_tag(&a->u.gcm, MBEDTLS_GCM_ENCRYPT, len, nonce, TB_AEAD_NONCE_LEN,
                                     ad, ad_len, in, out, TB_AEAD_TAG_LEN, out + len);
   }
+#endif
   return ret == 0 ? TB_OK : mt_fail(err, "AEAD seal", ret);
 }
 
@@ -1599,14 +1648,19 @@ static tb_status aead_open(void *p, const unsigned char nonce[TB_AEAD_NONCE_LEN]
                            const unsigned char *ad, size_t ad_len, const unsigned char *in,
                            size_t len, unsigned char *out, char *err) {
   mt_aead *a = p;
-  int ret;
+  int ret = MBEDTLS_ERR_ERROR_GENERIC_ERROR;
+#if MT_HAVE_CHACHAPOLY
   if (a->alg == TB_CHACHA20_POLY1305) {
     ret = mbedtls_chachapoly_auth_decrypt(&a->u.chachapoly, len, nonce, ad, ad_len, in + len, in,
                                           out);
-  } else {
+  }
+#endif
+#if MT_HAVE_GCM
+  if (a->alg != TB_CHACHA20_POLY1305) {
     ret = mbedtls_gcm_auth_decrypt(&a->u.gcm, len, nonce, TB_AEAD_NONCE_LEN, ad, ad_len, in + len,
                                    TB_AEAD_TAG_LEN, in, out);
   }
+#endif
   return ret == 0 ? TB_OK : mt_fail(err, "AEAD open", ret);
 }
 

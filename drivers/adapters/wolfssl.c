@@ -487,9 +487,16 @@ static const char *ecc_oid_name(word32 oid) {
  * TLS 1.2 FFDHE record the NamedGroup in ssl->namedGroup; TLS 1.2 ECDHE the curve in
  * ssl->ecdhCurveOID. A resumed TLS 1.2 handshake exchanges no key; a resumed TLS 1.3
  * one does (psk_dhe_ke) or leaves namedGroup 0 (psk_ke). */
+/* A user's settings may have neither TLS 1.3 nor FFDHE: the field is then absent. */
+#if defined(WOLFSSL_TLS13) || defined(HAVE_FFDHE)
+#define WS_NAMED_GROUP(ssl) ((ssl)->namedGroup)
+#else
+#define WS_NAMED_GROUP(ssl) 0
+#endif
+
 static const char *group_name(WOLFSSL *ssl, int tls13, int resumed) {
   if (tls13) {
-    return ssl->namedGroup == 0 ? "" : named_group(ssl->namedGroup);
+    return WS_NAMED_GROUP(ssl) == 0 ? "" : named_group(WS_NAMED_GROUP(ssl));
   }
   if (resumed) return "";
   switch (ssl->specs.kea) {
@@ -502,8 +509,8 @@ static const char *group_name(WOLFSSL *ssl, int tls13, int resumed) {
     case dhe_psk_kea:
 #endif
     case diffie_hellman_kea:
-      if (ssl->namedGroup == 0) return "dhe-unnamed-params";
-      return named_group(ssl->namedGroup);
+      if (WS_NAMED_GROUP(ssl) == 0) return "dhe-unnamed-params";
+      return named_group(WS_NAMED_GROUP(ssl));
     default:
       return ""; /* static RSA: no group */
   }
@@ -751,7 +758,9 @@ static tb_status set_verify(WOLFSSL_CTX *ctx, const tb_config *cfg, char *err) {
 static tb_status set_sessions(WOLFSSL_CTX *ctx, const tb_config *cfg, char *err) {
   int ret;
   if (!cfg->resumption) {
+#ifndef NO_SESSION_CACHE /* a user's settings may have no session cache at all */
     wolfSSL_CTX_set_session_cache_mode(ctx, WOLFSSL_SESS_CACHE_OFF);
+#endif
     /* Tickets are the server's to issue; a wolfSSL client asks for TLS 1.2 ones only
      * after UseSessionTicket, which is not called. */
     if (cfg->role == TB_CLIENT) return TB_OK;
@@ -788,6 +797,11 @@ static tb_status mfl_code(size_t record_size, unsigned char *code, char *err) {
     case 16384:
       *code = 0;
       return TB_OK;
+#ifndef HAVE_MAX_FRAGMENT /* a user's settings may leave max_fragment_length out */
+    default:
+      return tb_fail(err, TB_UNSUPPORTED, "record_size %zu: this build has no HAVE_MAX_FRAGMENT",
+                     record_size);
+#else
     case 512:
       *code = WOLFSSL_MFL_2_9;
       return TB_OK;
@@ -808,6 +822,7 @@ static tb_status mfl_code(size_t record_size, unsigned char *code, char *err) {
                      "record_size %zu: wolfSSL max_fragment_length has 512, 1024, 2048, 4096, "
                      "8192 (and 16384, the default)",
                      record_size);
+#endif
   }
 }
 
@@ -1131,12 +1146,16 @@ static tb_status client_setup(wolf_ctx *w, wolf_conn *c, void *session, char *er
   }
 #endif
   if (session != NULL) {
+#ifdef NO_SESSION_CACHE
+    return tb_fail(err, TB_UNSUPPORTED, "this build has no sessions to resume (NO_SESSION_CACHE)");
+#else
     /* Fails (without an error code) for a session that was never set up: no ticket and
      * no cache entry, as after a handshake with resumption off. */
     ret = wolfSSL_set_session(c->ssl, (WOLFSSL_SESSION *)session);
     if (ret != WOLFSSL_SUCCESS) {
       return tb_fail(err, TB_FAILED, "set_session: the session cannot be resumed (not set up)");
     }
+#endif
   }
   return TB_OK;
 }
@@ -1267,10 +1286,15 @@ static tb_status wolf_negotiated(void *conn, tb_negotiated *out, char *err) {
 static tb_status wolf_session_get(void *conn, void **session, char *err) {
   wolf_conn *c = conn;
   *session = NULL;
+#ifdef NO_SESSION_CACHE
+  (void)c;
+  return tb_fail(err, TB_UNSUPPORTED, "this build has no sessions to resume (NO_SESSION_CACHE)");
+#else
   WOLFSSL_SESSION *s = wolfSSL_get1_session(c->ssl);
   if (s == NULL) return tb_fail(err, TB_FAILED, "no session to resume");
   *session = s;
   return TB_OK;
+#endif
 }
 
 static void wolf_session_free(void *session) {

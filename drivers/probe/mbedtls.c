@@ -9,21 +9,82 @@
 
 #include "probe_json.h"
 
-/* Config options whose presence the library reports through mbedtls_version_check_feature. */
-static const char *const features[] = {
-    "MBEDTLS_HAVE_ASM",
-    "MBEDTLS_AESNI_C",
-    "MBEDTLS_SSL_PROTO_TLS1_2",
-    "MBEDTLS_SSL_PROTO_TLS1_3",
-    "MBEDTLS_SSL_SESSION_TICKETS",
-    "MBEDTLS_SSL_MAX_FRAGMENT_LENGTH",
-    "MBEDTLS_KEY_EXCHANGE_RSA_ENABLED",
-    "MBEDTLS_KEY_EXCHANGE_DHE_RSA_ENABLED",
-    "MBEDTLS_KEY_EXCHANGE_ECDHE_RSA_ENABLED",
-    "MBEDTLS_KEY_EXCHANGE_ECDHE_ECDSA_ENABLED",
-    "MBEDTLS_PSA_CRYPTO_C",
-    "MBEDTLS_USE_PSA_CRYPTO",
-    "MBEDTLS_THREADING_C",
+/* Config options whose presence the probe reports, read from the build's configuration by the
+ * preprocessor: a user's config file may leave out MBEDTLS_VERSION_C / _FEATURES, which the
+ * library's own mbedtls_version_check_feature needs (and the `small` feature drops). */
+#define FEATURE(name) \
+  { #name, 1 }
+#define NO_FEATURE(name) \
+  { #name, 0 }
+static const struct {
+  const char *name;
+  int on;
+} features[] = {
+#ifdef MBEDTLS_HAVE_ASM
+    FEATURE(MBEDTLS_HAVE_ASM),
+#else
+    NO_FEATURE(MBEDTLS_HAVE_ASM),
+#endif
+#ifdef MBEDTLS_AESNI_C
+    FEATURE(MBEDTLS_AESNI_C),
+#else
+    NO_FEATURE(MBEDTLS_AESNI_C),
+#endif
+#ifdef MBEDTLS_SSL_PROTO_TLS1_2
+    FEATURE(MBEDTLS_SSL_PROTO_TLS1_2),
+#else
+    NO_FEATURE(MBEDTLS_SSL_PROTO_TLS1_2),
+#endif
+#ifdef MBEDTLS_SSL_PROTO_TLS1_3
+    FEATURE(MBEDTLS_SSL_PROTO_TLS1_3),
+#else
+    NO_FEATURE(MBEDTLS_SSL_PROTO_TLS1_3),
+#endif
+#ifdef MBEDTLS_SSL_SESSION_TICKETS
+    FEATURE(MBEDTLS_SSL_SESSION_TICKETS),
+#else
+    NO_FEATURE(MBEDTLS_SSL_SESSION_TICKETS),
+#endif
+#ifdef MBEDTLS_SSL_MAX_FRAGMENT_LENGTH
+    FEATURE(MBEDTLS_SSL_MAX_FRAGMENT_LENGTH),
+#else
+    NO_FEATURE(MBEDTLS_SSL_MAX_FRAGMENT_LENGTH),
+#endif
+#ifdef MBEDTLS_KEY_EXCHANGE_RSA_ENABLED
+    FEATURE(MBEDTLS_KEY_EXCHANGE_RSA_ENABLED),
+#else
+    NO_FEATURE(MBEDTLS_KEY_EXCHANGE_RSA_ENABLED),
+#endif
+#ifdef MBEDTLS_KEY_EXCHANGE_DHE_RSA_ENABLED
+    FEATURE(MBEDTLS_KEY_EXCHANGE_DHE_RSA_ENABLED),
+#else
+    NO_FEATURE(MBEDTLS_KEY_EXCHANGE_DHE_RSA_ENABLED),
+#endif
+#ifdef MBEDTLS_KEY_EXCHANGE_ECDHE_RSA_ENABLED
+    FEATURE(MBEDTLS_KEY_EXCHANGE_ECDHE_RSA_ENABLED),
+#else
+    NO_FEATURE(MBEDTLS_KEY_EXCHANGE_ECDHE_RSA_ENABLED),
+#endif
+#ifdef MBEDTLS_KEY_EXCHANGE_ECDHE_ECDSA_ENABLED
+    FEATURE(MBEDTLS_KEY_EXCHANGE_ECDHE_ECDSA_ENABLED),
+#else
+    NO_FEATURE(MBEDTLS_KEY_EXCHANGE_ECDHE_ECDSA_ENABLED),
+#endif
+#ifdef MBEDTLS_PSA_CRYPTO_C
+    FEATURE(MBEDTLS_PSA_CRYPTO_C),
+#else
+    NO_FEATURE(MBEDTLS_PSA_CRYPTO_C),
+#endif
+#ifdef MBEDTLS_USE_PSA_CRYPTO
+    FEATURE(MBEDTLS_USE_PSA_CRYPTO),
+#else
+    NO_FEATURE(MBEDTLS_USE_PSA_CRYPTO),
+#endif
+#ifdef MBEDTLS_THREADING_C
+    FEATURE(MBEDTLS_THREADING_C),
+#else
+    NO_FEATURE(MBEDTLS_THREADING_C),
+#endif
 };
 
 /* mbedtls_ssl_setup() insists on an RNG; the probe never handshakes, so zeros will do. */
@@ -34,11 +95,11 @@ static int no_rng(void *ctx, unsigned char *out, size_t len) {
 }
 
 int main(void) {
-  char version[64];
-  mbedtls_version_get_string_full(version);
+  /* The version from version.h's macros: mbedtls_version_get_* need MBEDTLS_VERSION_C, which a
+   * user's config file may leave out. */
   probe_str("library", "mbedtls");
-  probe_str("version", version);
-  probe_long("version_number", (long)mbedtls_version_get_number());
+  probe_str("version", MBEDTLS_VERSION_STRING_FULL);
+  probe_long("version_number", (long)MBEDTLS_VERSION_NUMBER);
   probe_long("pointer_bits", (long)(8 * sizeof(void *)));
   /* The record buffers the compiled library really allocates: asked of a live context. */
 #if MBEDTLS_VERSION_MAJOR >= 3 && defined(MBEDTLS_PSA_CRYPTO_C)
@@ -68,7 +129,7 @@ int main(void) {
   probe_long("MBEDTLS_SSL_IN_CONTENT_LEN", (long)MBEDTLS_SSL_IN_CONTENT_LEN);
   probe_long("MBEDTLS_SSL_OUT_CONTENT_LEN", (long)MBEDTLS_SSL_OUT_CONTENT_LEN);
   for (size_t i = 0; i < sizeof(features) / sizeof(features[0]); i++) {
-    probe_bool(features[i], mbedtls_version_check_feature(features[i]) == 0);
+    probe_bool(features[i].name, features[i].on);
   }
   probe_end();
   return 0;

@@ -116,9 +116,13 @@ class Build:
             if self.variant.line.local is not None
             else self.manifest.get("source"),
             "build_facts": self.manifest.get("build_facts"),
-            # The variant's own config files, whole (a report shows them).
+            # The variant's own config files, whole (a report shows them), and the
+            # platform macros of theirs the build replaced (platform.py).
             **(
-                {"config_files": [f.describe() for f in self.variant.files]}
+                {
+                    "config_files": [f.describe() for f in self.variant.files],
+                    "platform_replaced": list(self.variant.replaced),
+                }
                 if self.variant.files
                 else {}
             ),
@@ -278,6 +282,8 @@ class Builder:
     # -- building ---------------------------------------------------------------------------
 
     def build(self, variant: Variant) -> Build:
+        for replaced in variant.replaced:  # said at every build, cached or not
+            self._say(f"{variant.name}: the platform's macro replaces the file's: {replaced}")
         inputs = self.key_inputs(variant)
         key = _digest(inputs)
         folder = self.folder(variant, key)

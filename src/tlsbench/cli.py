@@ -80,7 +80,7 @@ def cmd_code_size(args: argparse.Namespace) -> int:
 
 
 def cmd_cortex_m(args: argparse.Namespace) -> int:
-    from tlsbench import cortexm
+    from tlsbench import cortexm, needs
     from tlsbench.build import Builder
     from tlsbench.variants import Catalog
 
@@ -96,6 +96,9 @@ def cmd_cortex_m(args: argparse.Namespace) -> int:
                          chain=args.chain, record=args.record_size)
         for suite in suites
     ]  # fmt: skip
+    for variant in variants:  # what a config file leaves out, before anything is built
+        for job in jobs:
+            needs.refuse_unfit(variant, job)
     builder = Builder(quiet=args.quiet)
     rows = []
     for variant in variants:
@@ -255,8 +258,10 @@ def cmd_sources(args: argparse.Namespace) -> int:
 
 
 def cmd_drive(args: argparse.Namespace) -> int:
+    from tlsbench import needs
     from tlsbench.drive import drive
     from tlsbench.scenarios import declared
+    from tlsbench.variants import Catalog
 
     known = declared().scenarios
     if args.scenario not in known:
@@ -270,6 +275,9 @@ def cmd_drive(args: argparse.Namespace) -> int:
         del driver_args[at : at + 2]
     if measure not in (None, *MEASURES):
         raise UserError(f"--measure {measure}: choose one of {', '.join(MEASURES)}")
+    job = needs.job_of_driver_args(driver_args)
+    if job is not None:  # what a config file leaves out of the job, before anything is built
+        needs.refuse_unfit(Catalog().resolve(args.variant), job)
     return drive(args.variant, args.scenario, driver_args, measure=measure,
                  replace=args.exec)  # fmt: skip
 
@@ -737,10 +745,10 @@ def parser() -> argparse.ArgumentParser:
         "fit",
         "Which library and configuration does a TLS job on a microcontroller's RAM and "
         "flash, and how long does its handshake take there",
-        "For each library line, configuration (default, no-debug) and record-buffer size, the "
-        "variant is built for the core and its firmware image measured under QEMU (cached "
-        "beside the build): RAM = heap peak + stack high-water + .data + .bss, flash = .text "
-        "+ .data + the job's credentials, time = instructions x the core's CPI range at "
+        "For each library line, configuration (default, no-debug, small) and record-buffer "
+        "size, the variant is built for the core and its firmware image measured under QEMU "
+        "(cached beside the build): RAM = heap peak + stack high-water + .data + .bss, flash = "
+        ".text + .data + the job's credentials, time = instructions x the core's CPI range at "
         "--mhz. Prints fits / does not fit with the margins, the smallest record buffer that "
         "fits, the Pareto front over RAM, flash and time, and writes a plot.",
     )

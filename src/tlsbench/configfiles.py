@@ -117,7 +117,7 @@ def read(option: str, base: Path) -> ConfigFile:
 def macros_of(text: str) -> dict[str, str]:
     """NAME -> value ("" when defined empty, "!" when #undef'd), the last word counting."""
     found: dict[str, str] = {}
-    for line in text.splitlines():
+    for line in re.sub(r"\\\n", " ", text).splitlines():  # a continued line is one
         define = DEFINE.match(line)
         if define:
             found[define.group(1)] = " ".join(define.group(2).split())
@@ -146,22 +146,27 @@ def cflag_macros(cflags: list[tuple[str, str]]) -> dict[str, tuple[str, str]]:
     return found
 
 
-def macro_contradictions(config: ConfigFile, variant: dict[str, tuple[str, str]]) -> list[str]:
+def macro_contradictions(
+    config: ConfigFile,
+    variant: dict[str, tuple[str, str]],
+    owned: set[str] | frozenset[str] = frozenset(),
+) -> list[str]:
     """Where the file sets a macro the variant sets to something else (NAME -> (value,
     origin) for the variant); a whole mbedTLS config that merely lacks a macro the variant
-    undefines agrees with it."""
+    undefines agrees with it. The platform's macros (`owned`: platform.py) are never a
+    contradiction: the build replaces them."""
     found = []
     for name, theirs in macros_of(config.text).items():
-        if name not in variant:
+        if name not in variant or name in owned:
             continue
         ours, origin = variant[name]
         if " ".join(ours.split()) != theirs:
-            found.append(f"{config.path}: {_setting(name, theirs)}, but {origin}: "
-                         f"{_setting(name, ours)}")  # fmt: skip
+            found.append(f"{config.path}: {setting(name, theirs)}, but {origin}: "
+                         f"{setting(name, ours)}")  # fmt: skip
     return found
 
 
-def _setting(name: str, value: str) -> str:
+def setting(name: str, value: str) -> str:
     if value == UNDEFINED:
         return f"{name} undefined"
     return f"#define {name} {value}".rstrip()
@@ -186,18 +191,32 @@ def _flag_setting(flag: str, library: str) -> tuple[str, str] | None:
     return f"{family}-{name}", value if value is not None else "yes"
 
 
-def flag_contradictions(flags: list[tuple[str, str]], library: str) -> list[str]:
-    """Two options of (flag, origin) that set one setting two ways (--enable-tls13 from the
-    base and --disable-tls13 from a file): the later one would silently win."""
-    seen: dict[str, tuple[str, str, str]] = {}
+def flag_contradictions(
+    own: list[tuple[str, str]], user: list[tuple[str, str]], library: str
+) -> list[str]:
+    """A user's build-system option (configure=, a configure-file's) that sets a setting
+    otherwise than the variant's own options (base and features of variants.toml, as
+    `(flag, origin)`), or than another of her options: the build would silently keep one.
+
+    Among the variant's own options the later one wins, deliberately: a feature of
+    variants.toml is written to override the base or a feature before it (wolfSSL's `small`
+    gives --disable-dh over the base's --enable-dh, --enable-sp=small over a core's
+    --enable-sp); that is what the feature is, not a contradiction."""
+    settled: dict[str, tuple[str, str, str]] = {}
+    for flag, origin in own:
+        parsed = _flag_setting(flag, library)
+        if parsed is not None:
+            settled[parsed[0]] = (flag, parsed[1], origin)
     found = []
-    for flag, origin in flags:
-        setting = _flag_setting(flag, library)
-        if setting is None:
+    said: dict[str, tuple[str, str, str]] = {}
+    for flag, origin in user:
+        parsed = _flag_setting(flag, library)
+        if parsed is None:
             continue
-        name, value = setting
-        if name in seen and seen[name][1] != value:
-            first, _, first_origin = seen[name]
-            found.append(f"{origin} gives {flag} where {first_origin} gives {first}")
-        seen.setdefault(name, (flag, value, origin))
+        name, value = parsed
+        for other in (said.get(name), settled.get(name)):
+            if other is not None and other[1] != value:
+                found.append(f"{origin} gives {flag} where {other[2]} gives {other[0]}")
+                break
+        said.setdefault(name, (flag, value, origin))
     return found

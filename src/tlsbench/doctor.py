@@ -217,16 +217,28 @@ def collect(program_path: str | None = None) -> Report:
     return report
 
 
+def profile_and_network() -> dict[str, Any]:
+    """The CPU profile in force and whether emulated networks can run: facts both forms
+    print (the text's `profile` and `network` lines), read once."""
+    from tlsbench import cpuprofile, netem
+
+    profile = cpuprofile.active()
+    reason = netem.check_possible()
+    return {
+        "cpu_profile": {"name": profile.name, "summary": profile.summary,
+                        "environment": cpuprofile.active_environment()},
+        "network": {"what": "RTT and loss", "method": netem.METHOD,
+                    "available": reason is None, "reason": reason},
+    }  # fmt: skip
+
+
 def run_doctor(as_json: bool = False, program_path: str | None = None) -> int:
     report = collect(program_path)
+    extra = profile_and_network()
     if as_json:
-        from tlsbench import cpuprofile
-
         data = {**report.__dict__, "programs": [{"executable": p.executable, "package": p.package,
                                       "uses": p.uses, "version": p.version}
-                                     for p in report.programs],
-                "cpu_profile": {"name": cpuprofile.active().name,
-                                "environment": cpuprofile.active_environment()}}  # fmt: skip
+                                     for p in report.programs], **extra}  # fmt: skip
         print(json.dumps({**data, "install": report.install_command()}, indent=2))
         return 1 if report.missing else 0
     programs = {p.executable for p in report.programs}
@@ -248,11 +260,10 @@ def run_doctor(as_json: bool = False, program_path: str | None = None) -> int:
     flags = " ".join(f"{f}{'+' if on else '-'}" for f, on in cpu["crypto_flags"].items())
     print(f"crypto   {flags}")
     print(f"TSC      {'invariant' if cpu['invariant_tsc'] else 'NOT invariant'}")
-    from tlsbench import cpuprofile
-
-    profile = cpuprofile.active()
-    switches = " ".join(f"{k}={v}" for k, v in cpuprofile.active_environment().items())
-    print(f"profile  {profile.name}: {profile.summary}" + (f" ({switches})" if switches else ""))
+    profile = extra["cpu_profile"]
+    switches = " ".join(f"{k}={v}" for k, v in profile["environment"].items())
+    print(f"profile  {profile['name']}: {profile['summary']}" +
+          (f" ({switches})" if switches else ""))  # fmt: skip
     unknown = "unknown (not exposed)"
     turbo = unknown if cpu["turbo"] is None else ("on" if cpu["turbo"] else "off")
     print(f"governor {cpu['governor'] or unknown}; turbo {turbo}")
@@ -262,10 +273,9 @@ def run_doctor(as_json: bool = False, program_path: str | None = None) -> int:
     )
     for note in report.notes:
         print(f"note     {note}")
-    from tlsbench import netem
-
-    reason = netem.check_possible()
-    print(f"network  RTT and loss: {netem.METHOD}: {'available' if reason is None else reason}")
+    network = extra["network"]
+    print(f"network  {network['what']}: {network['method']}: "
+          f"{'available' if network['available'] else network['reason']}")  # fmt: skip
     if report.warnings:
         print("\nCould skew measurements:")
         for warning in report.warnings:

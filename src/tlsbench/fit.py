@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tlsbench import cortexm
+from tlsbench import cortexm, needs
 from tlsbench.errors import BuildError, UserError
 
 if TYPE_CHECKING:  # matplotlib loads only when a chart is drawn
@@ -153,8 +153,10 @@ def candidates(
         if variant.arch != core.arch:
             raise UserError(f"--variant {spec}: not built for {core.arch} (add :{core.arch})")
         cortexm.check_variant(variant)
+        job = job_for(tls, kx, cert, group, 16384)
+        needs.refuse_unfit(variant, job)  # what its config file leaves out, before building
         out.append(Candidate(variant.name, variant.library, variant.line.name, variant.name,
-                             16384, job_for(tls, kx, cert, group, 16384)))  # fmt: skip
+                             16384, job))  # fmt: skip
     return out, notes
 
 

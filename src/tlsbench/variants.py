@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tlsbench import arches, configfiles, localsource, paths
+from tlsbench import arches, configfiles, localsource, paths, platform
 from tlsbench.errors import UserError, read_user_file
 from tlsbench.sources import Pin, load_pins
 
@@ -81,6 +81,10 @@ class Variant:
     cflags: tuple[str, ...]
     # The user's own config files (configfiles.py), whole: their content is built.
     files: tuple[configfiles.ConfigFile, ...] = ()
+    # With a config file: the target's platform macros (platform.py), set after the file,
+    # and what they replaced of it, one line each.
+    platform: dict[str, str] = field(default_factory=dict)
+    replaced: tuple[str, ...] = ()
 
     @property
     def library(self) -> str:
@@ -99,6 +103,10 @@ class Variant:
             "cflags": list(self.cflags),
             # Only when there are some, so that other variants keep their keys.
             **({"files": [f.key() for f in self.files]} if self.files else {}),
+            # The platform's macros set after a config file (platform.py); what they
+            # replaced names the file's path, so the stored build carries it (build.py),
+            # not the key.
+            **({"platform": dict(sorted(self.platform.items()))} if self.platform else {}),
         }
 
 
@@ -390,8 +398,22 @@ class Catalog:
             cflags += [(c, origin) for c in feature.cflags
                        if c not in [known for known, _ in cflags]]  # fmt: skip
         macros.update({k: (v, f"option {k}={v}") for k, v in user_macros.items()})
+        if any(f.option == "user-settings" for f in files):
+            # A user_settings.h is wolfSSL's whole configuration (configure drops its own
+            # feature macros): the base's macros, there for the project's own builds, are
+            # left out too; its other flags (-O2) and the features' stay.
+            cflags = [(c, origin) for c, origin in cflags
+                      if not (origin == base_origin and c.startswith("-D"))]  # fmt: skip
+        owned: dict[str, str] = {}
+        replaced: list[str] = []
+        if any(f.option in ("config", "user-config", "user-settings") for f in files):
+            owned = platform.owned(library.name, arches.arch(arch).firmware)
+            replaced = platform.replacements(files, owned, arch)
+        self._refuse_contradictions(library.name, files, macros, configure, user_configure,
+                                    cflags, set(owned))  # fmt: skip
         configure += user_configure
-        self._refuse_contradictions(library.name, files, macros, configure, cflags)
+        if library.name == "mbedtls":  # set in tlsbench's user config, after the file
+            macros.update({k: (v, "the platform") for k, v in owned.items()})
         suffix = [
             *named,
             *(f"{k}={v}" for k, v in sorted(user_macros.items())),
@@ -408,6 +430,8 @@ class Catalog:
             configure=tuple(dict.fromkeys(c for c, _ in configure)),
             cflags=tuple(c for c, _ in cflags),
             files=tuple(files),
+            platform=owned,
+            replaced=tuple(replaced),
         )
 
     @staticmethod
@@ -416,16 +440,22 @@ class Catalog:
         files: list[configfiles.ConfigFile],
         macros: dict[str, tuple[str, str]],
         configure: list[tuple[str, str]],
+        user_configure: list[tuple[str, str]],
         cflags: list[tuple[str, str]],
+        owned: set[str],
     ) -> None:
-        """A config file that says otherwise than the variant's own options: refused with
-        both sides named, since the build would silently keep only one of them."""
-        found = configfiles.flag_contradictions(configure, library)
+        """A config file or build-system option of the user's that says otherwise than the
+        variant's own options: refused with both sides named, since the build would silently
+        keep only one of them. The variant's own options (base, features) override one
+        another by design and are never refused here; nor are the platform's macros (the
+        build owns them: platform.py), which replace the file's."""
+        found = configfiles.flag_contradictions(configure, user_configure, library)
         # wolfSSL and the others get macros as -D flags; mbedTLS in its config header.
         defined = {**configfiles.cflag_macros(cflags), **macros}
+        defined = {name: said for name, said in defined.items() if name not in owned}
         for config in files:
             if config.option in ("config", "user-config", "user-settings"):
-                found += configfiles.macro_contradictions(config, defined)
+                found += configfiles.macro_contradictions(config, defined, owned)
         if found:
             raise UserError(
                 "the variant contradicts itself:\n  "

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from documented_commands import documented, how_to_run
 from tlsbench import paths
 from tlsbench.sources import Sources
 from tlsbench.store import Store
@@ -216,6 +217,27 @@ def test_ab_passes_a_commit_that_changes_only_a_comment(work: Path) -> None:
     for side in ("client", "server"):
         peak = unchanged[("handshake_1.3_rsa2048_server", f"{side} heap peak")]
         assert peak[5] == "0" and peak[7].startswith("equal"), peak
+
+
+def test_the_readmes_ab_command_runs_as_written(work: Path) -> None:
+    """The README's `ab mbedtls@../mbedtls#main mbedtls@../mbedtls#HEAD --mode instructions`,
+    typed in a folder beside the clone, narrowed to the TLS 1.3 handshake with `--only`
+    (tests/documented_commands.py): main is the release, HEAD the comment commit (the same
+    builds as the test above)."""
+    (command,) = [doc for doc in documented() if doc.written.startswith("ab ")]
+    _, argv = how_to_run(command.written)
+    repo = work / "mbedtls"
+    git(repo, "branch", "-f", "main", "release")
+    git(repo, "checkout", "-q", "comment")
+    beside = work / "mine"
+    beside.mkdir(exist_ok=True)
+    try:
+        proc = tlsbench(beside, *argv)
+    finally:
+        git(repo, "checkout", "-q", "release")
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    assert proc.stdout.startswith("## tlsbench ab: no regression\n")
+    assert f"`mbedtls@{repo}#HEAD`" in proc.stdout
 
 
 def test_ab_of_two_config_files_gives_the_heap_verdict(work: Path) -> None:

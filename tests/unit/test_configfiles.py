@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tlsbench import configfiles
+from tlsbench import configfiles, cortexm, fit, platform
 from tlsbench.build import Builder
 from tlsbench.cli import main
 from tlsbench.errors import UserError
@@ -49,8 +49,12 @@ def test_the_variant_macros_are_layered_on_the_users_file(catalog: Catalog, tmp_
                        f'MBEDTLS_USER_CONFIG_FILE="{USER_CONFIG}"']  # fmt: skip
     assert (include / WHOLE_CONFIG).read_text() == whole.read_text()
     generated = (include / USER_CONFIG).read_text().splitlines()
-    # The user's layer first, then the variant's own macros (which agree with it).
-    assert generated[1:] == ['#include "tlsbench_layered_config.h"', "#undef MBEDTLS_DEBUG_C"]
+    # The user's layer first, then the variant's own macros (which agree with it) and the
+    # platform's (platform.py: on Linux the driver reads PEM files).
+    assert generated[1] == '#include "tlsbench_layered_config.h"'
+    assert "#undef MBEDTLS_DEBUG_C" in generated[2:]
+    assert generated.index("#define MBEDTLS_FS_IO") > 1
+    assert variant.platform == platform.MBEDTLS_NATIVE
 
 
 @pytest.mark.parametrize(
@@ -66,10 +70,10 @@ def test_the_variant_macros_are_layered_on_the_users_file(catalog: Catalog, tmp_
          "MBEDTLS_SSL_OUT_CONTENT_LEN=4096: #define MBEDTLS_SSL_OUT_CONTENT_LEN 4096"),
         ("mbedtls-3.6.6:no-debug,user-config=F", "#define MBEDTLS_DEBUG_C",
          "my.h: #define MBEDTLS_DEBUG_C, but feature no-debug: MBEDTLS_DEBUG_C undefined"),
-        # wolfSSL: the base's -D flags count as the variant's macros.
-        ("wolfssl-5.7.2:user-settings=F", "#undef WOLFSSL_STATIC_RSA",
-         "my.h: WOLFSSL_STATIC_RSA undefined, but [library.wolfssl.base] of variants.toml: "
-         "#define WOLFSSL_STATIC_RSA"),
+        # wolfSSL: a feature's -D flags count as the variant's macros (the base's do not:
+        # a user_settings.h is the whole configuration).
+        ("wolfssl-5.7.2:psk,user-settings=F", "#undef WOLFSSL_STATIC_PSK",
+         "my.h: WOLFSSL_STATIC_PSK undefined, but feature psk: #define WOLFSSL_STATIC_PSK"),
         # Build-system options: a file against a feature, an option against the base.
         ("gnutls-3.8.x:no-hw-accel,configure-file=F", "--enable-hardware-acceleration # on",
          "gives --enable-hardware-acceleration where feature no-hw-accel gives "
@@ -145,3 +149,102 @@ def test_cli_names_the_contradiction_with_exit_2(
     assert main(["build", f"mbedtls-3.6.6:records-4096,config={config}"]) == 2
     err = capsys.readouterr().err
     assert "records-4096" in err and str(config) in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("core", sorted(cortexm.CORES))
+@pytest.mark.parametrize(("tls", "kx"), [("1.3", "ecdhe"), ("1.2", "psk")])
+def test_every_fit_candidate_resolves_on_every_core(core: str, tls: str, kx: str) -> None:
+    """The features of variants.toml override the base and one another by design (wolfSSL's
+    `small` gives --disable-dh over the base's --enable-dh, --enable-sp=small over a core's
+    --enable-sp): every configuration `fit` tries is a variant, not a contradiction."""
+    found, _ = fit.candidates(cortexm.CORES[core], tls, kx, "ecdsa-p256", None)
+    assert {c.configuration for c in found} == {"default", "no-debug", "small"}
+
+
+def test_the_later_feature_wins_over_the_base(catalog: Catalog) -> None:
+    configure = catalog.resolve("wolfssl-5.7.2:cortex-m4,small").configure
+    # configure takes the last of two flags for one setting: the feature's, after the base's.
+    assert configure.index("--disable-dh") > configure.index("--enable-dh")
+    assert configure.index("--enable-sp=small") > configure.index("--enable-sp")
+
+
+@pytest.mark.parametrize(
+    ("spec", "said"),
+    [
+        # The user's option against a feature's deliberate override of the base: refused,
+        # naming the feature (the setting that would be in force), not the base.
+        ("wolfssl-5.7.2:small,configure=--enable-dh",
+         "option configure=--enable-dh gives --enable-dh where feature small gives --disable-dh"),
+        # Two options of the user's own that disagree.
+        ("wolfssl-5.7.2:configure=--enable-foo,configure=--disable-foo",
+         "option configure=--disable-foo gives --disable-foo where option configure=--enable-foo "
+         "gives --enable-foo"),
+    ],
+)  # fmt: skip
+def test_a_users_option_against_a_feature_or_herself_is_still_refused(
+    catalog: Catalog, spec: str, said: str
+) -> None:
+    with pytest.raises(UserError, match="the variant contradicts itself") as caught:
+        catalog.resolve(spec)
+    assert said in str(caught.value)
+
+
+def test_a_users_option_that_agrees_with_the_features_override_resolves(catalog: Catalog) -> None:
+    assert catalog.resolve("wolfssl-5.7.2:small,configure=--disable-dh").configure
+
+
+def test_a_user_settings_file_is_the_whole_wolfssl_configuration(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    """The base's -D macros (static RSA, FFDHE 3072/4096 for the project's own scenarios) are
+    not laid on a user_settings.h, which configure takes as the whole configuration."""
+    settings = tmp_path / "user_settings.h"
+    settings.write_text("#undef WOLFSSL_STATIC_RSA\n#define NO_DH\n")
+    variant = catalog.resolve(f"wolfssl-5.7.2:user-settings={settings}")
+    assert "-O2" in variant.cflags
+    assert not [flag for flag in variant.cflags if flag.startswith("-D")]
+
+
+@pytest.mark.parametrize(
+    ("spec", "text", "replaced"),
+    [
+        ("mbedtls-3.6.6:cortex-m4,config=F", "#define MBEDTLS_NET_C\n#define MBEDTLS_HAVE_TIME",
+         ["#define MBEDTLS_NET_C -> MBEDTLS_NET_C undefined (the cortex-m4 platform's)",
+          "#define MBEDTLS_HAVE_TIME -> MBEDTLS_HAVE_TIME undefined (the cortex-m4 platform's)",
+          "left out -> #define MBEDTLS_NO_PLATFORM_ENTROPY (the cortex-m4 platform's)"]),
+        ("mbedtls-3.6.6:config=F", "#define MBEDTLS_ENTROPY_HARDWARE_ALT",
+         ["#define MBEDTLS_ENTROPY_HARDWARE_ALT -> MBEDTLS_ENTROPY_HARDWARE_ALT undefined (the "
+          "x86_64 platform's)", "left out -> #define MBEDTLS_FS_IO (the x86_64 platform's)"]),
+        ("wolfssl-5.7.2:cortex-m4,user-settings=F",
+         "#undef NO_ASN_TIME\n#define XTIME my_time\n#define CUSTOM_RAND_GENERATE my_seed\n"
+         "#if 0\n#define CUSTOM_RAND_GENERATE_BLOCK my_block\n#endif",
+         ["left out -> #define NO_ASN_TIME (the cortex-m4 platform's)",
+          "#define XTIME my_time -> XTIME undefined (the cortex-m4 platform's)",
+          "#define CUSTOM_RAND_GENERATE my_seed -> CUSTOM_RAND_GENERATE undefined"]),
+    ],
+)  # fmt: skip
+def test_the_platform_macros_of_a_file_are_replaced_and_named(
+    catalog: Catalog, tmp_path: Path, spec: str, text: str, replaced: list[str]
+) -> None:
+    """A board's file sets sockets, a clock and an entropy source of its own: not a
+    contradiction of the target's, which replaces them (platform.py), each named; a macro
+    only a branch the file does not take defines is not."""
+    config = tmp_path / "board.h"
+    config.write_text(text + "\n")
+    variant = catalog.resolve(spec.replace("=F", f"={config}"))
+    said = "\n".join(variant.replaced)
+    for line in replaced:
+        assert f"{config}: {line}" in said, said
+    assert "my_block" not in said
+    assert variant.options()["platform"] == variant.platform
+
+
+def test_a_non_platform_macro_of_the_file_still_contradicts_a_feature(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    config = tmp_path / "board.h"
+    config.write_text("#define MBEDTLS_NET_C\n#define MBEDTLS_SSL_IN_CONTENT_LEN 2048\n")
+    with pytest.raises(UserError, match="the variant contradicts itself") as caught:
+        catalog.resolve(f"mbedtls-3.6.6:cortex-m4,records-4096,config={config}")
+    assert "MBEDTLS_SSL_IN_CONTENT_LEN" in str(caught.value)
+    assert "MBEDTLS_NET_C" not in str(caught.value)

@@ -75,3 +75,30 @@ def test_a_missing_program_is_named_with_its_debian_package(
     for package in ("gnutls-bin", "nginx-light", "curl", "nghttp2-client"):
         assert package in install.split()
     assert f"ok       {'openssl':<18} {own_answer('openssl')}" in out
+
+
+def test_the_json_form_carries_every_fact_the_text_prints(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`doctor --json` against the text form, line by line: the CPU, its crypto flags, the
+    TSC, the CPU profile, the governor, the notes and the network delay line each have their
+    facts in the JSON."""
+    doctor.run_doctor(as_json=False)
+    text = capsys.readouterr().out
+    doctor.run_doctor(as_json=True)
+    data = json.loads(capsys.readouterr().out)
+    lines = {line[:9].strip(): line[9:] for line in text.splitlines() if line[:9].strip() and
+             line[8:9] == " " and not line.startswith(("ok ", "MISSING"))}  # fmt: skip
+    notes = [line[9:] for line in text.splitlines() if line.startswith("note     ")]
+    assert notes and notes == data["notes"]
+    profile = data["cpu_profile"]
+    assert lines["profile"].startswith(f"{profile['name']}: {profile['summary']}")
+    network = data["network"]
+    said = "available" if network["available"] else network["reason"]
+    assert lines["network"] == f"{network['what']}: {network['method']}: {said}"
+    cpu = data["cpu"]
+    assert lines["CPU"] == f"{cpu['model']} ({cpu['cores']} logical cores)"
+    for flag, on in cpu["crypto_flags"].items():
+        assert f"{flag}{'+' if on else '-'}" in lines["crypto"].split()
+    assert ("NOT" in lines["TSC"]) != cpu["invariant_tsc"]
+    assert cpu["kernel"] in lines["virtual"]

@@ -11,6 +11,13 @@
 #include <mbedtls/ssl.h>
 #include <mbedtls/version.h>
 #include <mbedtls/x509_crt.h>
+/* A user's config may have no certificates at all (a PSK-only build): the certificate code
+ * is then left out and a certificate job is unsupported, not a compile error. */
+#if defined(MBEDTLS_X509_CRT_PARSE_C)
+#define FW_HAVE_CERTS 1
+#else
+#define FW_HAVE_CERTS 0
+#endif
 #if defined(MBEDTLS_PSA_CRYPTO_C)
 #include <psa/crypto.h>
 #endif
@@ -36,8 +43,10 @@ typedef struct {
   mbedtls_ctr_drbg_context drbg;
   mbedtls_ssl_config conf;
   mbedtls_ssl_context ssl;
+#if FW_HAVE_CERTS
   mbedtls_x509_crt certs; /* the client's trust anchor, or the server's chain */
   mbedtls_pk_context key;
+#endif
   int suites[2];
 #if MBEDTLS_VERSION_MAJOR >= 3
   uint16_t groups[3];
@@ -145,10 +154,14 @@ static int setup_client(peer *p) {
   int ret = configure(p, FW_CLIENT);
   if (ret != 0) return ret;
   if (!is_psk(job)) {
+#if FW_HAVE_CERTS
     const fw_credentials *c = &fw_certs[job->cert];
     if ((ret = mbedtls_x509_crt_parse_der(&p->certs, c->ca, c->ca_len)) != 0) return ret;
     mbedtls_ssl_conf_ca_chain(&p->conf, &p->certs, NULL);
     mbedtls_ssl_conf_authmode(&p->conf, MBEDTLS_SSL_VERIFY_REQUIRED);
+#else
+    return FW_UNSUPPORTED;
+#endif
   }
   if (job->group != 0) {
     /* TLS 1.2's supported_groups also limits the curve of an ECDSA certificate (RFC 8422):
@@ -185,7 +198,11 @@ static int setup_client(peer *p) {
 #endif
   }
   if ((ret = finish(p, FW_CLIENT)) != 0) return ret;
+#if FW_HAVE_CERTS
   return mbedtls_ssl_set_hostname(&p->ssl, FW_SERVER_NAME);
+#else
+  return 0;
+#endif
 }
 
 static int setup_server(peer *p) {
@@ -193,6 +210,7 @@ static int setup_server(peer *p) {
   int ret = configure(p, FW_SERVER);
   if (ret != 0) return ret;
   if (!is_psk(job)) {
+#if FW_HAVE_CERTS
     const fw_credentials *c = &fw_certs[job->cert];
     if (job->chain == 1)
       ret = mbedtls_x509_crt_parse_der(&p->certs, c->leaf1, c->leaf1_len);
@@ -207,6 +225,9 @@ static int setup_server(peer *p) {
 #endif
     if (ret != 0) return ret;
     if ((ret = mbedtls_ssl_conf_own_cert(&p->conf, &p->certs, &p->key)) != 0) return ret;
+#else
+    return FW_UNSUPPORTED;
+#endif
   }
   return finish(p, FW_SERVER);
 }
@@ -218,8 +239,10 @@ int fw_setup(enum fw_side side, const fw_job *job) {
   mbedtls_ctr_drbg_init(&p->drbg);
   mbedtls_ssl_config_init(&p->conf);
   mbedtls_ssl_init(&p->ssl);
+#if FW_HAVE_CERTS
   mbedtls_x509_crt_init(&p->certs);
   mbedtls_pk_init(&p->key);
+#endif
   if (FW_HAS(FW_CLIENT) && side == FW_CLIENT) return setup_client(p);
   if (FW_HAS(FW_SERVER) && side == FW_SERVER) return setup_server(p);
   return FW_UNSUPPORTED;

@@ -147,8 +147,10 @@ static int setup_client(peer *p) {
   if ((ret = attach(p, FW_CLIENT)) != 0) return ret;
   if (!is_psk(job)) {
     if ((ret = wolfSSL_check_domain_name(p->ssl, FW_SERVER_NAME)) != WOLFSSL_SUCCESS) return ret;
+#if defined(HAVE_SNI) /* a user's settings may leave SNI out: the name is still checked */
     ret = wolfSSL_UseSNI(p->ssl, WOLFSSL_SNI_HOST_NAME, FW_SERVER_NAME, strlen(FW_SERVER_NAME));
     if (ret != WOLFSSL_SUCCESS) return ret;
+#endif
   }
 #if defined(WOLFSSL_TLS13) && !defined(NO_PSK)
   /* psk_ke offers no key share; psk_dhe_ke offers only the mode with (EC)DHE. */

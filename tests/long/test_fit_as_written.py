@@ -1,0 +1,76 @@
+"""The documented commands that build firmware, run as a user types them, narrowed to one
+candidate (tests/documented_commands.py): `fit` as the README's question table and
+docs/embedded.md write it. What they print is what docs/embedded.md shows: the budget, the
+job and the candidate's row, figure for figure. (`ab` on a clone the test makes is in
+test_own_code.py; the commands that build nothing are in tests/unit.)"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from documented_commands import Documented, documented, how_to_run, shown_output
+from tlsbench import arches, paths
+from tlsbench.sources import Sources
+
+pytestmark = pytest.mark.skipif(
+    bool(arches.missing_tools("cortex-m4")),
+    reason=f"missing {arches.missing_tools('cortex-m4')} (make deps installs them)",
+)
+
+LONG = [doc for doc in documented() if how_to_run(doc.written)[0] == "long"]
+FIT = [doc for doc in LONG if doc.written.startswith("fit ")]
+
+
+def test_every_long_command_is_run_somewhere() -> None:
+    """fit and cortex-m here, ab in test_own_code.py: nothing else needs a build."""
+    assert {how_to_run(doc.written)[1][0] for doc in LONG} == {"fit", "ab", "cortex-m"}
+    assert any(doc.page == "README.md" for doc in FIT)
+
+
+@pytest.mark.parametrize("doc", FIT, ids=lambda doc: doc.id)
+def test_fit_runs_as_written_and_prints_what_the_page_shows(
+    doc: Documented, tmp_path: Path
+) -> None:
+    _, argv = how_to_run(doc.written)
+    done = subprocess.run([str(paths.REPO / "tlsbench"), *argv], cwd=tmp_path,
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert done.returncode == 0, f"tlsbench {' '.join(argv)}: exit {done.returncode}\n{done.stderr}"
+    printed = done.stdout.splitlines()
+    assert (tmp_path / "results").is_dir()  # the plot, where the page says
+    if not doc.shown_with_output:
+        return
+    shown = shown_output(doc)
+    for heading in ("Budget:", "Job:"):
+        ours = [line for line in printed if line.startswith(heading)]
+        theirs = [line for line in shown if line.startswith(heading)]
+        assert ours == theirs or not theirs, f"{heading}\n{ours}\n{theirs}"
+    rows = [line for line in printed if line.startswith("wolfssl-5.7.2 ")]
+    assert rows, done.stdout
+    for row in rows:
+        assert row in shown, f"{doc.page} does not show the row fit prints:\n{row}"
+
+
+CORTEX_M = [doc for doc in LONG if doc.written.startswith("cortex-m ")]
+
+
+@pytest.mark.parametrize("doc", CORTEX_M, ids=lambda doc: doc.id)
+def test_cortex_m_runs_as_written_and_prints_what_the_page_shows(
+    doc: Documented, tmp_path: Path
+) -> None:
+    """The config file a page's command names is the pinned mbedTLS archive's own
+    (configs/), copied where the command says; the page's folder is written /src."""
+    _, argv = how_to_run(doc.written)
+    for name in re.findall(r"config=([\w.-]+\.h)", doc.written):
+        shutil.copy(Sources().source_dir("mbedtls-3.6.6") / "configs" / name, tmp_path / name)
+    done = subprocess.run([str(paths.REPO / "tlsbench"), *argv], cwd=tmp_path,
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    shown = shown_output(doc)
+    printed = (done.stdout + done.stderr).replace(str(tmp_path), "/src").splitlines()
+    printed = [line for line in printed if "the platform's macro replaces" not in line]
+    assert printed == shown, "\n".join(printed)
+    assert done.returncode == (2 if shown[0].startswith("tlsbench: error:") else 0)
