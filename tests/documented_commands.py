@@ -104,6 +104,8 @@ def how_to_run(written: str) -> tuple[str, list[str]]:
         return "long", [*argv, *AB_NARROWING]
     if verb == "cortex-m":  # one firmware job, or its refusal, as written
         return "long", argv
+    if verb == "drive":  # one driver run of a built variant, as written (bounded by itself)
+        return "long", argv
     argv = [PLACEHOLDERS.get(word, word) for word in argv]
     if verb == "run" and len(argv) > 1 and argv[1] in EXPERIMENTS:
         return "unit", [*argv, "--dry-run"]

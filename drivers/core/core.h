@@ -318,11 +318,13 @@ int tb_verifies(const tb_options *o, tb_role role);
 
 /* threads.c: the measured iterations of a one-process scenario, in this thread or in
  * --threads threads. `loop` runs one thread's warm-up and measured iterations on the run it
- * is given (its own connections, series and error) and calls tb_measured_begin before the
- * first measured iteration and tb_measured_end after the last. */
+ * is given (its own connections, series and error): it calls tb_measured_begin before the
+ * first measured iteration, stops early where tb_measured_stop says (another thread has
+ * run all of its iterations), and calls tb_measured_end with the count it measured. */
 typedef int (*tb_thread_loop)(tb_run *r);
 int tb_run_threads(tb_run *r, tb_thread_loop loop);
 void tb_measured_begin(tb_run *r);
+int tb_measured_stop(const tb_run *r);
 void tb_measured_end(tb_run *r, long iterations);
 /* A usage error (-1) for --threads or --locks where they cannot run (instruction mode, an
  * architecture without the lock wrappers); 0 otherwise. */

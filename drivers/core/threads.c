@@ -6,10 +6,13 @@
  * series and error; with --contexts shared (the default) every thread uses the run's one
  * client and one server context (and so the server's session cache or ticket keys), with
  * --contexts per-thread each thread makes its own pair first. The threads run their
- * warm-up, meet at a barrier, and run their measured iterations; each notes when it
- * started and ended, so that the total rate is every thread's handshakes over the time from
- * the first start to the last end. Every thread's connections are checked as a one-thread
- * run's are: one thread's failure is the run's.
+ * warm-up, meet at a barrier, and run their measured iterations until the first of them has
+ * done --iterations: then every thread stops at its next iteration, so that the measured
+ * phase is one where all T run at once (perftools ends all its threads at one deadline
+ * for the same reason; a fixed count per thread would end with the slowest thread alone).
+ * Each notes when it started and ended; the total rate is every thread's handshakes over
+ * the time from the first start to the last end. Every thread's connections are checked as a
+ * one-thread run's are: one thread's failure is the run's.
  *
  * Per-thread figures are summed once the threads are joined, never while they run, so that
  * threads do not share a cache line through the harness (perftools does the same).
@@ -25,6 +28,7 @@
 typedef struct tb_thread_group {
   pthread_barrier_t barrier;
   tb_thread_loop loop;
+  int done; /* a thread has run its --iterations: the measured phase ends (atomic) */
 } tb_thread_group;
 
 struct tb_threads {
@@ -67,10 +71,15 @@ void tb_measured_begin(tb_run *r) {
   if (r->opt->locks) tb_locks_count(1);
 }
 
+int tb_measured_stop(const tb_run *r) {
+  return r->threads != NULL && __atomic_load_n(&r->threads->group->done, __ATOMIC_RELAXED);
+}
+
 void tb_measured_end(tb_run *r, long iterations) {
   if (r->threads != NULL) {
     r->threads->end_ns = tb_mono_ns();
     r->threads->measured = iterations;
+    __atomic_store_n(&r->threads->group->done, 1, __ATOMIC_RELAXED);
   }
   if (r->opt->locks) {
     tb_locks_count(0);

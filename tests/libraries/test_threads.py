@@ -11,6 +11,7 @@ import json
 
 import pytest
 
+from documented_commands import documented, how_to_run
 from drivers import TLS_LIBRARIES, offer_args, run_driver, tlsbench
 
 pytestmark = pytest.mark.slow
@@ -46,8 +47,9 @@ def test_threads_run_every_handshake_checked(spec, scenario, contexts, build_of)
     out = run.output
     assert out["params"]["threads"] == 2 and out["params"]["contexts"] == contexts
     # Every thread's measured handshakes are samples (each checked before it counted), a
-    # rate per thread and one total.
-    assert out["summary"]["client_cpu_ns"]["n"] == 2 * ITERATIONS
+    # rate per thread and one total; the measured phase ends when the first thread has run
+    # its iterations, so the other has run at least one and at most as many.
+    assert ITERATIONS < out["summary"]["client_cpu_ns"]["n"] <= 2 * ITERATIONS
     assert out["summary"]["thread_handshakes_per_s"]["n"] == 2
     assert out["summary"]["total_handshakes_per_s"]["n"] == 1
     assert out["negotiated"]["resumed"] == (scenario == "resume")
@@ -114,7 +116,7 @@ def test_drive_measure_locks_as_the_issue_writes_it(build_of) -> None:
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["params"]["locks"] is True and out["params"]["threads"] == 2
-    assert out["locks"]["iterations"] == 16
+    assert 8 < out["locks"]["iterations"] <= 16
     assert out["locks"]["server"]["rwlock_read"]["calls"] > 0
 
 
@@ -143,4 +145,16 @@ def test_an_adapter_s_read_back_holds_in_many_threads_with_contexts_of_their_own
     run = run_driver(build_of(spec), "handshake", "--iterations", "300", "--warmup", "0",
                      "--threads", "2", "--contexts", "per-thread", *offer_args(spec))  # fmt: skip
     assert run.code == 0, run.stderr
-    assert run.output["summary"]["client_cpu_ns"]["n"] == 600
+    assert run.output["summary"]["client_cpu_ns"]["n"] > 300
+
+
+DRIVE = [doc for doc in documented() if how_to_run(doc.written)[1][0] == "drive"]
+
+
+@pytest.mark.parametrize("doc", DRIVE, ids=lambda doc: doc.id)
+def test_documented_drive_commands_run_as_written(doc, build_of) -> None:
+    """`tlsbench drive ...` as the README and docs write it (a short run each)."""
+    _, argv = how_to_run(doc.written)
+    build_of(argv[1])
+    proc = tlsbench(*argv)
+    assert proc.returncode == 0, f"tlsbench {doc.written}: exit {proc.returncode}\n{proc.stderr}"

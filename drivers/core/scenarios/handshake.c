@@ -22,9 +22,11 @@ static int loop(tb_run *r) {
   tb_series *wall = tb_series_get(r, "wall_ns");
   tb_series *per_second = tb_series_get(r, "handshakes_per_s");
   tb_conn_pair conns;
-  for (long i = 0; i < r->opt->warmup + r->opt->iterations; i++) {
+  long i = 0;
+  for (; i < r->opt->warmup + r->opt->iterations; i++) {
     uint64_t client_ns = 0, server_ns = 0;
     if (i == r->opt->warmup) tb_measured_begin(r);
+    if (i > r->opt->warmup && tb_measured_stop(r)) break;
     tb_collect_measuring(i >= r->opt->warmup);
     uint64_t t0 = tb_mono_ns();
     int code = tb_connect(r, NULL, &conns, &client_ns, &server_ns);
@@ -41,7 +43,7 @@ static int loop(tb_run *r) {
       return tb_fail_stage(r, TB_EXIT_ERROR, "samples");
     }
   }
-  tb_measured_end(r, r->opt->iterations);
+  tb_measured_end(r, i - r->opt->warmup);
   return TB_EXIT_OK;
 }
 

@@ -36,9 +36,11 @@ static int resume_from(tb_run *r, void *session) {
   int code = TB_EXIT_OK;
   /* --fault resume: offer no session, so that the resumption check must fire. */
   int fault_resume = r->opt->fault != NULL && strcmp(r->opt->fault, "resume") == 0;
-  for (long i = 0; i < r->opt->warmup + r->opt->iterations && code == TB_EXIT_OK; i++) {
+  long i = 0;
+  for (; i < r->opt->warmup + r->opt->iterations && code == TB_EXIT_OK; i++) {
     uint64_t client_ns = 0, server_ns = 0;
     if (i == r->opt->warmup) tb_measured_begin(r);
+    if (i > r->opt->warmup && tb_measured_stop(r)) break;
     tb_collect_measuring(i >= r->opt->warmup);
     uint64_t t0 = tb_mono_ns();
     code = tb_connect(r, fault_resume ? NULL : session, &conns, &client_ns, &server_ns);
@@ -59,7 +61,7 @@ static int resume_from(tb_run *r, void *session) {
     }
   }
   TB_ON(TB_SIDE_CLIENT, (r->ad->tls->session_free(session), TB_OK));
-  if (code == TB_EXIT_OK) tb_measured_end(r, r->opt->iterations);
+  if (code == TB_EXIT_OK) tb_measured_end(r, i - r->opt->warmup);
   return code;
 }
 
