@@ -29,6 +29,7 @@ import pytest
 
 from documented_commands import documented, how_to_run
 from tlsbench import paths
+from tlsbench.recipes import wolfssl as wolfssl_recipe
 from tlsbench.sources import Sources
 from tlsbench.store import Store
 
@@ -271,7 +272,11 @@ def test_a_wolfssl_user_settings_file_builds_and_handshakes(tmp_path: Path, buil
     [described] = json.loads(build.stdout)
     assert described["config_files"][0]["option"] == "user-settings"
     installed = Path(described["folder"]) / "prefix" / "include"
-    assert (installed / "user_settings.h").read_text() == settings.read_text()
+    # The file as written, and the user_settings.h the library reads: the file, then the
+    # platform's macros (recipes/wolfssl.py).
+    assert (installed / wolfssl_recipe.YOUR_SETTINGS).read_text() == settings.read_text()
+    wrapper = (installed / "user_settings.h").read_text()
+    assert f'#include "{wolfssl_recipe.YOUR_SETTINGS}"' in wrapper
     assert "#define WOLFSSL_USER_SETTINGS" in (installed / "wolfssl" / "options.h").read_text()
     drive = tlsbench(tmp_path, "drive", spec, "handshake", "--iterations", "2", "--json")
     assert drive.returncode == 0, drive.stderr[-3000:]
