@@ -33,13 +33,17 @@ static _Thread_local tb_lock_counts counts[TB_SIDES];
 
 void tb_locks_count(int on) { counting = on; }
 
-void tb_locks_take(tb_lock_counts *sides) {
+void tb_locks_add(tb_lock_counts *to, const tb_lock_counts *from) {
   for (int s = 0; s < TB_SIDES; s++) {
     for (int k = 0; k < TB_LOCK_KINDS; k++) {
-      sides[s].calls[k] += counts[s].calls[k];
-      sides[s].contended[k] += counts[s].contended[k];
+      to[s].calls[k] += from[s].calls[k];
+      to[s].contended[k] += from[s].contended[k];
     }
   }
+}
+
+void tb_locks_take(tb_lock_counts *sides) {
+  tb_locks_add(sides, counts);
   memset(counts, 0, sizeof(counts));
 }
 

@@ -111,12 +111,7 @@ static int merge(tb_run *r, struct tb_threads *t) {
     }
     tb_harness_free(from->values);
   }
-  for (int s = 0; s < TB_SIDES; s++) {
-    for (int k = 0; k < TB_LOCK_KINDS; k++) {
-      r->locks[s].calls[k] += t->run.locks[s].calls[k];
-      r->locks[s].contended[k] += t->run.locks[s].contended[k];
-    }
-  }
+  tb_locks_add(r->locks, t->run.locks);
   r->locked_iterations += t->run.locked_iterations;
   return 0;
 }

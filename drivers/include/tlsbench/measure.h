@@ -83,6 +83,8 @@ extern const int tb_locks_available;
 void tb_locks_count(int on);
 /* Adds the calling thread's counts to `sides` (TB_SIDES entries) and zeroes them. */
 void tb_locks_take(tb_lock_counts *sides);
+/* Adds one set of per-side counts (TB_SIDES entries) to another. */
+void tb_locks_add(tb_lock_counts *to, const tb_lock_counts *from);
 /* The names of the kinds, for the output ("mutex", "rwlock_read", ...). */
 extern const char *const tb_lock_kind_names[TB_LOCK_KINDS];
 
