@@ -30,7 +30,7 @@ run: deps venv
 	echo "also: results/report.md, plots in results/plots/" && exit $$status
 
 # CPU_PROFILE=avx2|sse4|valgrind runs the suite as on a CPU without some extensions (the
-# libraries' own capability switches; src/tlsbench/cpuprofile.py): a test that holds on this
+# libraries' own capability switches; src/tlsbench/driver/cpuprofile.py): a test that holds on this
 # CPU only fails here, not on the next CI machine.
 # The tests live in tiers by folder (docs/testing.md): tests/unit (no builds, the fake
 # driver), tests/null (the null variant's driver only), tests/libraries (real library

@@ -25,10 +25,10 @@ import statistics
 import subprocess
 import sys
 
-from tlsbench.build import Builder
-from tlsbench.drive import driver_command
-from tlsbench.recipes.openssl import OPENSSL_ACCEL_OFF_MASK
-from tlsbench.variants import Catalog
+from tlsbench.builds.build import Builder
+from tlsbench.builds.recipes.openssl import OPENSSL_ACCEL_OFF_MASK
+from tlsbench.builds.variants import Catalog
+from tlsbench.driver.drive import driver_command
 
 CONFIGS = [("AES-128-GCM", "aes-128-gcm", size) for size in (16, 256, 1350, 16384)]
 CONFIGS += [("AES-256-GCM", "aes-256-gcm", size) for size in (16, 256, 1350, 16384)]

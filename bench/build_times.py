@@ -14,9 +14,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from tlsbench.build import Builder
-from tlsbench.sources import Sources
-from tlsbench.variants import Catalog
+from tlsbench.builds.build import Builder
+from tlsbench.builds.sources import Sources
+from tlsbench.builds.variants import Catalog
 
 
 def main() -> int:

@@ -33,9 +33,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tlsbench.build import Builder
-from tlsbench.drive import driver_command
-from tlsbench.variants import Catalog
+from tlsbench.builds.build import Builder
+from tlsbench.builds.variants import Catalog
+from tlsbench.driver.drive import driver_command
 
 TLS13 = ["--tls", "1.3", "--suite", "TLS_AES_256_GCM_SHA384"]
 TLS12 = ["--tls", "1.2", "--suite", "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"]

@@ -13,9 +13,9 @@ import statistics
 import subprocess
 import sys
 
-from tlsbench.build import Builder
-from tlsbench.drive import driver_command
-from tlsbench.variants import Catalog
+from tlsbench.builds.build import Builder
+from tlsbench.builds.variants import Catalog
+from tlsbench.driver.drive import driver_command
 
 VARIANTS = ["null", "mbedtls-3.6.6", "wolfssl-5.7.2:intelasm", "openssl-3.5.x", "gnutls-3.8.x"]
 ARGS = ["--tls", "1.3", "--suite", "TLS_AES_128_GCM_SHA256", "--payload", "256",

@@ -28,8 +28,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from tlsbench import paths
-from tlsbench.store import Store
+from tlsbench.core import paths
+from tlsbench.core.store import Store
 
 TARGET = 0.0005  # 0.05 %
 # `tlsbench` with the drivers' real randomness in instruction mode (--random): the mode's

@@ -24,8 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from tlsbench import paths
-from tlsbench.store import Store
+from tlsbench.core import paths
+from tlsbench.core.store import Store
 
 POINTS, REPETITIONS, ITERATIONS = 5, 4, 3000
 EXPERIMENT = f"""

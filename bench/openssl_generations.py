@@ -15,9 +15,9 @@ import subprocess
 import sys
 from typing import Any
 
-from tlsbench.build import Build, Builder
-from tlsbench.drive import driver_command
-from tlsbench.variants import Catalog
+from tlsbench.builds.build import Build, Builder
+from tlsbench.builds.variants import Catalog
+from tlsbench.driver.drive import driver_command
 
 VARIANTS = ["openssl-1.1.1w", "openssl-system", "openssl-3.5.x"]
 HANDSHAKE = ["--tls", "1.3", "--cert", "rsa2048", "--auth", "mutual"]

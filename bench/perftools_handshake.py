@@ -61,11 +61,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tlsbench import certs, cpuprofile
-from tlsbench.build import COMPILER, Build, Builder
-from tlsbench.drive import driver_command
-from tlsbench.errors import UserError
-from tlsbench.variants import Catalog
+from tlsbench.builds import certs
+from tlsbench.builds.build import COMPILER, Build, Builder
+from tlsbench.builds.variants import Catalog
+from tlsbench.core.errors import UserError
+from tlsbench.driver import cpuprofile
+from tlsbench.driver.drive import driver_command
 
 VARIANTS = ["openssl-3.5.x", "openssl-system", "openssl-1.1.1w"]
 SOURCES = ["handshake.c", "perflib/perfhelper.c", "perflib/perfsslhelper.c",

@@ -21,10 +21,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tlsbench import paths
-from tlsbench.compare import compare_points, compare_runs
-from tlsbench.stats import NO_DIFFERENCE
-from tlsbench.store import Point, Store
+from tlsbench.core import paths
+from tlsbench.core.stats import NO_DIFFERENCE
+from tlsbench.core.store import Point, Store
+from tlsbench.report.compare import compare_points, compare_runs
 
 EXPERIMENT = """
 question = "Does compare say 'no difference' between two runs of unchanged builds?"

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tlsbench import cpuprofile
-from tlsbench.build import Build, Builder
-from tlsbench.variants import Catalog
+from tlsbench.builds.build import Build, Builder
+from tlsbench.builds.variants import Catalog
+from tlsbench.driver import cpuprofile
 
 
 def pytest_report_header() -> str:

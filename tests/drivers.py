@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tlsbench import paths
-from tlsbench.build import Build
-from tlsbench.drive import driver_command
-from tlsbench.store import Store
+from tlsbench.builds.build import Build
+from tlsbench.core import paths
+from tlsbench.core.store import Store
+from tlsbench.driver.drive import driver_command
 
 # The variants of every TLS library line, pinned and system (the null baseline apart).
 TLS_LIBRARIES = [

@@ -214,7 +214,7 @@ def _gcm_cycles_per_byte(build, env: dict[str, str] | None = None) -> tuple[floa
 def test_accel_off_really_switches_the_cpu_crypto_off(spec, build_of) -> None:
     """The run-time switch the runner uses for accel = "off" (generous bound: on this
     machine the generic code is 10-100x slower than AES-NI + PCLMULQDQ)."""
-    from tlsbench.recipes.runtime import at_run_time
+    from tlsbench.builds.recipes.runtime import at_run_time
 
     build = build_of(spec)
     on, paths_on = _gcm_cycles_per_byte(build)

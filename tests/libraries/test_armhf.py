@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from tlsbench import paths
-from tlsbench.errors import UserError
-from tlsbench.report.model import load_run
-from tlsbench.store import Store
-from tlsbench.variants import Catalog
+from tlsbench.builds.variants import Catalog
+from tlsbench.core import paths
+from tlsbench.core.errors import UserError
+from tlsbench.core.store import Store
+from tlsbench.reportkit.model import load_run
 
 ELF_MACHINE_ARM = 40  # e_machine of a 32-bit ARM ELF file
 
@@ -116,7 +116,7 @@ def test_armhf_handshake_under_qemu_heap_only_and_smaller(tmp_path: Path, build_
 
 
 def test_code_size_of_an_armhf_variant_uses_the_cross_tools(build_of) -> None:
-    from tlsbench import codesize
+    from tlsbench.builds import codesize
 
     arm = codesize.as_rows(build := build_of("mbedtls-3.6.6:armhf"), codesize.measure(build))
     assert {r["target"] for r in arm} == {"armhf"} and {r["role"] for r in arm} == {

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from tlsbench import paths
-from tlsbench.build import Builder
-from tlsbench.errors import BuildError
-from tlsbench.variants import Catalog
+from tlsbench.builds.build import Builder
+from tlsbench.builds.variants import Catalog
+from tlsbench.core import paths
+from tlsbench.core.errors import BuildError
 
 pytestmark = pytest.mark.slow
 
@@ -114,9 +114,9 @@ def test_an_option_the_build_rejects_is_an_error(catalog: Catalog) -> None:
 
 
 def test_cache_prune_removes_only_what_no_current_variant_uses(tmp_path: Path) -> None:
-    from tlsbench import cache
-    from tlsbench.build import Builder
-    from tlsbench.variants import Catalog
+    from tlsbench.builds.build import Builder
+    from tlsbench.builds.variants import Catalog
+    from tlsbench.run import cache
 
     catalog = Catalog()
     builder = Builder(cache=tmp_path, quiet=True)

@@ -7,7 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from tlsbench import paths
+from tlsbench.core import paths
 
 
 def test_build_quiet_prints_nothing_but_the_result_even_when_it_builds(tmp_path: Path) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tlsbench import codesize
-from tlsbench.errors import UserError
+from tlsbench.builds import codesize
+from tlsbench.core.errors import UserError
 
 
 def test_mbedtls_client_and_server_sizes_are_measured(build_of) -> None:
@@ -34,7 +34,7 @@ def test_a_library_without_a_size_program_is_refused(build_of) -> None:
 def test_cli_prints_a_row_per_role_and_refuses_other_libraries() -> None:
     import subprocess
 
-    from tlsbench import paths
+    from tlsbench.core import paths
 
     tool = str(paths.REPO / "tlsbench")
     done = subprocess.run(
@@ -56,10 +56,11 @@ def test_code_size_points_run_store_and_report(tmp_path, build_of) -> None:
     stacked chart; a library without a size program is refused before anything runs."""
     import subprocess
 
-    from tlsbench import experiments, paths
+    from tlsbench.core import paths
+    from tlsbench.core.store import Store
     from tlsbench.report import load_run
-    from tlsbench.report.plots import plots
-    from tlsbench.store import Store
+    from tlsbench.reportkit.plots import plots
+    from tlsbench.run import experiments
 
     for spec in ("mbedtls-3.6.6", "wolfssl-5.7.2"):
         build_of(spec)
@@ -99,7 +100,7 @@ def test_a_variant_with_two_targets_is_refused_with_the_reason() -> None:
     (exit 2) instead of printing rows labelled with whichever target came last."""
     import subprocess
 
-    from tlsbench import paths
+    from tlsbench.core import paths
 
     done = subprocess.run(
         [str(paths.REPO / "tlsbench"), "code-size", "--quiet", "mbedtls-3.6.6:cortex-m7,armhf"],

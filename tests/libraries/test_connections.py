@@ -11,8 +11,8 @@ import pytest
 from test_heap_oracle import massif_peak
 
 from drivers import offer_args, run_driver
-from tlsbench import cpuprofile
-from tlsbench.drive import driver_command
+from tlsbench.driver import cpuprofile
+from tlsbench.driver.drive import driver_command
 
 pytestmark = pytest.mark.slow
 

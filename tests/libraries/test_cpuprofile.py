@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from drivers import run_driver
-from tlsbench import cpuprofile
-from tlsbench.doctor import cpu_flags
-from tlsbench.errors import UserError
+from tlsbench.cli.doctor import cpu_flags
+from tlsbench.core.errors import UserError
+from tlsbench.driver import cpuprofile
 
 # The leaves and registers of the extensions the profiles name, as CPUID reports them.
 CPUID_PROBE = r"""

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from drivers import run_driver
-from tlsbench import paths
-from tlsbench.doctor import cpu_flags
-from tlsbench.drive import driver_command
-from tlsbench.process import driver_environment
+from tlsbench.cli.doctor import cpu_flags
+from tlsbench.core import paths
+from tlsbench.core.store import Point, Store
+from tlsbench.driver.drive import driver_command
+from tlsbench.driver.process import driver_environment
 from tlsbench.scenarios.modes import callgrind_prefix, callgrind_total
-from tlsbench.store import Point, Store
 
 pytestmark = pytest.mark.slow
 

@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 
 from drivers import run_driver
-from tlsbench import experiments, paths
-from tlsbench.build import Build
+from tlsbench.builds.build import Build
 from tlsbench.cli import main
-from tlsbench.errors import UserError
-from tlsbench.experiments import RunPoint, check_capabilities
+from tlsbench.core import paths
+from tlsbench.core.errors import UserError
+from tlsbench.run import experiments
+from tlsbench.run.experiments import RunPoint, check_capabilities
 
 pytestmark = pytest.mark.slow
 
@@ -137,7 +138,7 @@ def test_aead_scenario_checks_the_known_answer_then_measures(spec, build_of) -> 
 
 
 def test_two_implementations_at_once_and_vec256_of_the_snapshot_are_refused(catalog) -> None:
-    from tlsbench.build import Builder
+    from tlsbench.builds.build import Builder
 
     with pytest.raises(UserError, match="choose one"):
         Builder(quiet=True).key(catalog.resolve(f"{LIBCRUX}:vec128,vec256"))
@@ -218,7 +219,7 @@ def test_the_aead_experiment_puts_hacl_beside_openssl_with_and_without_asm() -> 
 
 
 def test_accel_off_runs_the_portable_build_and_refuses_a_vectorised_one(build_of) -> None:
-    from tlsbench.process import accel_env
+    from tlsbench.driver.process import accel_env
 
     for spec, refused in (("hacl-0.1.0", None), (f"{LIBCRUX}:vec256", "is built with vec256")):
         env, reason = accel_env(point(spec, "aead", accel="off"), build_of(spec))

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from drivers import offer_args, run_driver
-from tlsbench import cpuprofile
-from tlsbench.drive import driver_command
+from tlsbench.driver import cpuprofile
+from tlsbench.driver.drive import driver_command
 
 pytestmark = pytest.mark.slow
 

@@ -11,12 +11,13 @@ from pathlib import Path
 import pytest
 
 from drivers import PINNED, run_driver, run_experiment, tlsbench
-from tlsbench import certs, programs
-from tlsbench.drive import driver_command
-from tlsbench.errors import UserError
-from tlsbench.experiments import load
+from tlsbench.builds import certs
+from tlsbench.core.errors import UserError
+from tlsbench.core.store import Store
+from tlsbench.driver.drive import driver_command
+from tlsbench.peers import programs
 from tlsbench.report import load_run
-from tlsbench.store import Store
+from tlsbench.run.experiments import load
 
 
 def statuses(store: Store) -> dict[tuple[str, str], str]:

@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from drivers import TLS_LIBRARIES, run_driver, tlsbench
-from tlsbench import experiments, interop
-from tlsbench.errors import UserError
-from tlsbench.store import Store
+from tlsbench.core.errors import UserError
+from tlsbench.core.store import Store
+from tlsbench.peers import interop
+from tlsbench.run import experiments
 
 pytestmark = pytest.mark.slow
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tlsbench import paths
-from tlsbench.store import Store
+from tlsbench.core import paths
+from tlsbench.core.store import Store
 
 pytestmark = pytest.mark.slow
 

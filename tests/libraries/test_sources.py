@@ -13,9 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tlsbench import paths
-from tlsbench.errors import UserError
-from tlsbench.sources import (
+from tlsbench.builds.sources import (
     Pin,
     Sources,
     _rewrite_pin,
@@ -24,6 +22,8 @@ from tlsbench.sources import (
     sha256_of,
     upstream_of,
 )
+from tlsbench.core import paths
+from tlsbench.core.errors import UserError
 
 
 def _trees(cache: Path) -> list[str]:
@@ -165,7 +165,7 @@ def test_two_unpacks_of_one_tree_at_once_leave_the_first_tree_in_place(
     with tarfile.open(archive, "w:gz") as tar:
         tar.add(Path(__file__), arcname="tiny/test_sources.py")
     pin = Pin("tiny-1.x", "tiny", "tiny", "1.0", archive.name, sha256_of(archive))
-    import tlsbench.sources as sources_module
+    import tlsbench.builds.sources as sources_module
 
     real_extract = sources_module.extract_complete
     entered = threading.Barrier(2, timeout=5)
@@ -218,7 +218,7 @@ def test_without_cargo_a_crate_comes_from_the_sparse_index_checked_against_it(
 ) -> None:
     # Debian 12's cargo reads the index only through git, which is not reachable: with no
     # cargo on PATH, tlsbench fetches as cargo would, over crates.io's sparse index.
-    import tlsbench.sources as sources_module
+    import tlsbench.builds.sources as sources_module
 
     real_which = shutil.which
     monkeypatch.setattr(
@@ -284,7 +284,7 @@ def test_the_rustls_tree_is_pinned_by_the_committed_lock_upstream_tested() -> No
     import re
     import tomllib
 
-    from tlsbench.recipes.rustls import lock_file, locked_version
+    from tlsbench.builds.recipes.rustls import lock_file, locked_version
 
     pin = load_pins()["rustls-ffi-0.15.7"]
     assert (pin.kind, pin.package, pin.upstream) == ("crate", "rustls-ffi", "0.15.7")

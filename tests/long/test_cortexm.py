@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from tlsbench import arches, cortexm, paths
-from tlsbench.errors import UserError
-from tlsbench.variants import Catalog
+from tlsbench.builds import arches
+from tlsbench.builds.variants import Catalog
+from tlsbench.core import paths
+from tlsbench.core.errors import UserError
+from tlsbench.embedded import cortexm
 
 VARIANT = "mbedtls-3.6.6:cortex-m7"
 WOLFSSL_VARIANT = "wolfssl-5.7.2:cortex-m7"
@@ -355,7 +357,7 @@ auth = "mutual"
 def test_experiment_point_stores_identical_counts_and_refuses_what_the_image_cannot_do(
     tmp_path, build_of
 ) -> None:
-    from tlsbench.store import Store
+    from tlsbench.core.store import Store
 
     build_of("mbedtls-2.28.x:cortex-m7")
     experiment = tmp_path / "tiny-cortexm.toml"
@@ -395,7 +397,7 @@ def test_experiment_point_stores_identical_counts_and_refuses_what_the_image_can
 
 
 def test_code_size_of_a_cortex_m7_variant_is_thumb_code(build_of) -> None:
-    from tlsbench import codesize
+    from tlsbench.builds import codesize
 
     build = build_of(VARIANT)
     rows = codesize.as_rows(build, codesize.measure(build))
@@ -459,7 +461,7 @@ def test_wolfssl_suite_the_build_lacks_fails(wolfssl_image) -> None:
 
 
 def test_wolfssl_code_size_of_the_cortex_m7_variant_is_thumb_code(build_of) -> None:
-    from tlsbench import codesize
+    from tlsbench.builds import codesize
 
     build = build_of(WOLFSSL_VARIANT)
     rows = codesize.as_rows(build, codesize.measure(build))

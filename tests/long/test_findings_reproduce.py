@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tlsbench import findings, paths
+from tlsbench.core import paths
+from tlsbench.core.store import Store
+from tlsbench.peers import findings
 from tlsbench.report import load_run
-from tlsbench.store import Store
 
 REGISTRY = findings.load()
 

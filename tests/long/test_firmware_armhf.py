@@ -15,7 +15,9 @@ import subprocess
 
 import pytest
 
-from tlsbench import arches, cortexm, paths
+from tlsbench.builds import arches
+from tlsbench.core import paths
+from tlsbench.embedded import cortexm
 
 FIRMWARE = "mbedtls-3.6.6:cortex-m0"  # the core test's image: an ARMv6-M build, ILP32 as armhf
 NATIVE = "mbedtls-3.6.6:armhf"

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tlsbench import arches, cortexm, fit, paths
-from tlsbench.errors import UserError
+from tlsbench.builds import arches
+from tlsbench.core import paths
+from tlsbench.core.errors import UserError
+from tlsbench.embedded import cortexm, fit
 
 KIB = 1024
 

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from documented_commands import Documented, documented, how_to_run, shown_output
-from tlsbench import arches, paths
-from tlsbench.sources import Sources
+from tlsbench.builds import arches
+from tlsbench.builds.sources import Sources
+from tlsbench.core import paths
 
 pytestmark = pytest.mark.skipif(
     bool(arches.missing_tools("cortex-m4")),

@@ -15,11 +15,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tlsbench import certs, interop, load, paths
-from tlsbench.errors import UserError
-from tlsbench.experiments import load as load_experiment
+from tlsbench.builds import certs
+from tlsbench.core import paths
+from tlsbench.core.errors import UserError
+from tlsbench.core.store import Store
+from tlsbench.peers import interop, load
 from tlsbench.report import load_run
-from tlsbench.store import Store
+from tlsbench.run.experiments import load as load_experiment
 
 SERVER = "openssl-3.5.x"
 

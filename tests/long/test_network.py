@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from drivers import run_experiment
-from tlsbench import paths
+from tlsbench.core import paths
 
 HEADER = """
 question = "Do they talk?"
@@ -63,7 +63,7 @@ def test_namespaces_are_removed_after_an_interrupt_and_after_a_kill(
     SIGKILL cannot, so the next emulated network removes what it left."""
     import signal
 
-    from tlsbench import netem
+    from tlsbench.peers import netem
 
     build_of("openssl-3.5.x")
     experiment = tmp_path / "slow.toml"

@@ -28,10 +28,10 @@ from pathlib import Path
 import pytest
 
 from documented_commands import documented, how_to_run
-from tlsbench import paths
-from tlsbench.recipes import wolfssl as wolfssl_recipe
-from tlsbench.sources import Sources
-from tlsbench.store import Store
+from tlsbench.builds.recipes import wolfssl as wolfssl_recipe
+from tlsbench.builds.sources import Sources
+from tlsbench.core import paths
+from tlsbench.core.store import Store
 
 pytestmark = pytest.mark.slow
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tlsbench import paths
-from tlsbench.store import Store
+from tlsbench.core import paths
+from tlsbench.core.store import Store
 
 
 @pytest.mark.slow

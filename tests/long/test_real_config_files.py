@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from tlsbench import arches, paths
-from tlsbench.sources import Sources
+from tlsbench.builds import arches
+from tlsbench.builds.sources import Sources
+from tlsbench.core import paths
 
 pytestmark = [
     pytest.mark.slow,

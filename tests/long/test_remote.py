@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tlsbench import paths, remote
-from tlsbench.store import Store
+from tlsbench.core import paths
+from tlsbench.core.store import Store
+from tlsbench.peers import remote
 
 
 def _load(latencies_us: dict[float, int], tps: float, cpu: float) -> dict:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from fake.builds import run_fake, start_fake
-from tlsbench.store import Store
+from tlsbench.core.store import Store
 
 # The fake driver (tests/fake/): every build of these tests is a fake one.
 pytestmark = pytest.mark.usefixtures("fake_driver")

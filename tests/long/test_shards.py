@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from fake.builds import run_fake, start_fake
-from tlsbench.errors import UserError
+from tlsbench.core.errors import UserError
+from tlsbench.core.store import Store
 from tlsbench.report import load_run
-from tlsbench.store import Store
 
 # The fake driver (tests/fake/): every build of these tests is a fake one.
 pytestmark = pytest.mark.usefixtures("fake_driver")

@@ -10,7 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from tlsbench import paths
+from tlsbench.core import paths
 
 
 def tlsbench(*args: str) -> subprocess.CompletedProcess[str]:

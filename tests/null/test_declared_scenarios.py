@@ -10,8 +10,10 @@ import subprocess
 import pytest
 
 from drivers import run_driver
-from tlsbench import drive, paths, scenarios
-from tlsbench.build import Builder
+from tlsbench import scenarios
+from tlsbench.builds.build import Builder
+from tlsbench.core import paths
+from tlsbench.driver import drive
 from tlsbench.scenarios import Declared, declared, modes
 
 pytestmark = pytest.mark.slow

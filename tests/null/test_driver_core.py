@@ -81,7 +81,7 @@ def test_a_negotiated_mismatch_is_an_error_without_samples(null) -> None:
     )  # fmt: skip
     # --cert-dir points at a folder without certificates: a usage error first.
     assert proc.returncode == 2
-    from tlsbench import certs
+    from tlsbench.builds import certs
 
     proc = subprocess.run(
         [str(null.program("tlsbench-driver")), "handshake", "--json", "--cert-dir",

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tlsbench import paths
-from tlsbench.runner import run_order
-from tlsbench.store import Store
+from tlsbench.core import paths
+from tlsbench.core.store import Store
+from tlsbench.run.runner import run_order
 
 pytestmark = pytest.mark.slow
 

@@ -12,11 +12,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tlsbench import ab, paths
-from tlsbench.compare import compare_runs
-from tlsbench.errors import UserError
-from tlsbench.report import export, load_run
-from tlsbench.store import Store
+from tlsbench.core import paths
+from tlsbench.core.errors import UserError
+from tlsbench.core.store import Store
+from tlsbench.report import ab, export, load_run
+from tlsbench.report.compare import compare_runs
 
 ENV = {"cpu": {"model": "Test CPU"}, "cpu_flags": "aes"}
 BASE, CANDIDATE = "mbedtls@/src/mbedtls#main", "mbedtls@/src/mbedtls#HEAD"
@@ -298,7 +298,7 @@ def test_report_exports_bmf_and_github_action_benchmark(tmp_path: Path) -> None:
 
 
 def test_an_experiment_runs_its_points_for_base_and_candidate(catalog) -> None:
-    from tlsbench import experiments
+    from tlsbench.run import experiments
 
     mbedtls = experiments.load("ab", catalog, ["mbedtls-3.6.6", "mbedtls-2.28.x"])
     names = sorted((p.name, p.variant) for p in mbedtls.points)

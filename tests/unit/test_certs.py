@@ -18,8 +18,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, SignatureAlgorithmOID
 
-from tlsbench.certs import CERT_FILES, KEY_FILES, KINDS, PrivateKey, cert_dir, ensure_all
-from tlsbench.errors import UserError
+from tlsbench.builds.certs import CERT_FILES, KEY_FILES, KINDS, PrivateKey, cert_dir, ensure_all
+from tlsbench.core.errors import UserError
 
 # RSA 3072 and up take seconds to minutes to generate; these cover every key family.
 FAST_KINDS = ("rsa1024", "rsa2048", "ecdsa-p256", "ecdsa-p384", "ed25519")
@@ -301,7 +301,7 @@ def test_incomplete_set_is_reported(tmp_path: Path) -> None:
 RACER = """
 import sys, time
 from pathlib import Path
-from tlsbench.certs import cert_dir
+from tlsbench.builds.certs import cert_dir
 go = Path(sys.argv[2])
 while not go.exists():
     time.sleep(0.001)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tlsbench import paths
 from tlsbench.cli import parser
+from tlsbench.core import paths
 
 VERBS = sorted(parser()._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
 
@@ -45,7 +45,7 @@ def test_numeric_options_are_named_in_their_errors(args: list[str], message: str
 
 
 def test_a_report_out_that_is_a_directory_or_unwritable_is_bad_input(tmp_path: Path) -> None:
-    from tlsbench.store import Store
+    from tlsbench.core.store import Store
 
     store = Store(tmp_path / "r.db")
     store.finish_run(store.new_run("e", "q", "time", 1, {}, "", "c"), "complete")

@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tlsbench import paths
-from tlsbench.compare import compare_runs, run_warnings
-from tlsbench.errors import UserError
-from tlsbench.stats import MACHINE_DRIFT, NO_DIFFERENCE, SLOWER, TOO_FEW
-from tlsbench.store import Store
+from tlsbench.core import paths
+from tlsbench.core.errors import UserError
+from tlsbench.core.stats import MACHINE_DRIFT, NO_DIFFERENCE, SLOWER, TOO_FEW
+from tlsbench.core.store import Store
+from tlsbench.report.compare import compare_runs, run_warnings
 
 ENV = {"cpu": {"model": "Test CPU"}, "cpu_flags": "aes sse2"}
 BUILD = {"library": "null", "cache_key": "k1"}

@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from tlsbench import configfiles, cortexm, fit, platform
-from tlsbench.build import Builder
+from tlsbench.builds import configfiles, platform
+from tlsbench.builds.build import Builder
+from tlsbench.builds.recipes.mbedtls import USER_CONFIG, WHOLE_CONFIG, write_config
+from tlsbench.builds.variants import Catalog
 from tlsbench.cli import main
-from tlsbench.errors import UserError
-from tlsbench.recipes.mbedtls import USER_CONFIG, WHOLE_CONFIG, write_config
-from tlsbench.variants import Catalog
+from tlsbench.core.errors import UserError
+from tlsbench.embedded import cortexm, fit
 
 
 def test_a_config_file_is_an_option_keyed_by_its_content(

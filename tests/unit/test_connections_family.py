@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from tlsbench import experiments, scenarios
-from tlsbench.errors import UserError
+from tlsbench import scenarios
+from tlsbench.core.errors import UserError
+from tlsbench.core.store import Store
 from tlsbench.report import export, load_run
-from tlsbench.report.metrics import metrics
-from tlsbench.runner import Runner
+from tlsbench.reportkit.metrics import metrics
+from tlsbench.run import experiments
+from tlsbench.run.runner import Runner
 from tlsbench.scenarios import connections, modes
-from tlsbench.store import Store
 
 HEAP_SERIES = {f"{side}_{figure}_per_connection" for side in ("client", "server")
                for figure in ("heap", "usable", "peak")}  # fmt: skip

@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from tlsbench import cpuprofile, paths
 from tlsbench.cli import parser
+from tlsbench.core import paths
+from tlsbench.driver import cpuprofile
 
 REPO = paths.REPO
 DOCS = REPO / "docs"

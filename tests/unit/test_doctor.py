@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tlsbench import doctor, paths, programs
+from tlsbench.cli import doctor
+from tlsbench.core import paths
+from tlsbench.peers import programs
 
 # Every program the two runners can start, by executable, and its Debian package.
 EXPECTED = {"openssl": "openssl", "gnutls-cli": "gnutls-bin", "gnutls-serv": "gnutls-bin",

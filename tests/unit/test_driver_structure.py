@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tlsbench import paths
+from tlsbench.core import paths
 
 CORE = paths.DRIVERS / "core"
 SCENARIOS = CORE / "scenarios"

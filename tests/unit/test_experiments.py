@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from tlsbench import experiments
 from tlsbench.cli import main
-from tlsbench.errors import UserError
+from tlsbench.core.errors import UserError
+from tlsbench.run import experiments
 
 HEAD = 'question = "What does this test?"\n'
 

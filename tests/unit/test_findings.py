@@ -14,11 +14,12 @@ from typing import Any
 
 import pytest
 
-from tlsbench import findings, paths
-from tlsbench.errors import UserError
+from tlsbench.core import paths
+from tlsbench.core.errors import UserError
+from tlsbench.core.store import Store
+from tlsbench.peers import findings
 from tlsbench.report import load_run
-from tlsbench.report.views import views
-from tlsbench.store import Store
+from tlsbench.reportkit.views import views
 
 REGISTRY = findings.load()
 WOLFSSL_NONCE = next(f for f in REGISTRY if f.id == "wolfssl-ticket-nonce")
@@ -122,8 +123,8 @@ def test_a_malformed_registry_is_a_clear_error(tmp_path: Path, text: str, messag
 
 
 def test_every_entry_names_a_pair_the_interop_runner_knows() -> None:
-    from tlsbench import programs
-    from tlsbench.variants import Catalog
+    from tlsbench.builds.variants import Catalog
+    from tlsbench.peers import programs
 
     catalog = Catalog()
     for f in REGISTRY:

@@ -16,12 +16,13 @@ from typing import Any
 
 import pytest
 
-from tlsbench import experiments, paths
+from tlsbench.builds.sources import load_pins
+from tlsbench.builds.variants import Catalog
 from tlsbench.cli import main
-from tlsbench.errors import UserError
-from tlsbench.sources import load_pins
-from tlsbench.store import Store
-from tlsbench.variants import Catalog
+from tlsbench.core import paths
+from tlsbench.core.errors import UserError
+from tlsbench.core.store import Store
+from tlsbench.run import experiments
 
 COUNT = int(os.environ.get("TLSBENCH_FUZZ_COUNT", "60"))
 SEED = int(os.environ.get("TLSBENCH_FUZZ_SEED", "20261123"))

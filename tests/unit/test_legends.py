@@ -14,9 +14,10 @@ from matplotlib.figure import Figure
 from test_palette import experiment_variants, synthetic
 from test_report import build_store
 
-from tlsbench import cortexm, experiments, fit
+from tlsbench.embedded import cortexm, fit
 from tlsbench.report import load_run
-from tlsbench.report.plots import Plot, legend, plots
+from tlsbench.reportkit.plots import Plot, legend, plots
+from tlsbench.run import experiments
 
 
 @pytest.mark.parametrize("name", ["quick", "libraries", "capacity"])

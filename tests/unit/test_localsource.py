@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from tlsbench import localsource
-from tlsbench.build import Builder
+from tlsbench.builds import localsource
+from tlsbench.builds.build import Builder
+from tlsbench.builds.variants import Catalog
 from tlsbench.cli import main
-from tlsbench.errors import UserError
-from tlsbench.variants import Catalog
+from tlsbench.core.errors import UserError
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org",
@@ -226,7 +226,7 @@ def test_cli_refuses_a_bad_local_source_with_exit_2(
 
 
 def test_the_report_names_path_commit_content_and_dirty_flag(tmp_path: Path) -> None:
-    from tlsbench.report.model import describe_source
+    from tlsbench.reportkit.model import describe_source
 
     tree = repo_of(fake_mbedtls(tmp_path / "mbedtls"))
     commit = git(tree, "rev-parse", "HEAD")
@@ -244,7 +244,7 @@ def test_the_report_names_path_commit_content_and_dirty_flag(tmp_path: Path) -> 
 def test_a_shared_build_names_the_code_of_the_variant_that_uses_it(tmp_path: Path) -> None:
     """A build is shared by every path and name of its content: what a point stores of its
     source is its own variant's (path, revision), not the first builder's manifest."""
-    from tlsbench.build import Build
+    from tlsbench.builds.build import Build
 
     tree = repo_of(fake_mbedtls(tmp_path / "mbedtls"))
     variant = Catalog().resolve(f"mbedtls@{tree}#main")
@@ -262,7 +262,8 @@ def test_a_shared_build_names_the_code_of_the_variant_that_uses_it(tmp_path: Pat
 def test_experiments_and_variants_toml_name_local_sources_relative_to_themselves(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tlsbench import experiments, paths
+    from tlsbench.core import paths
+    from tlsbench.run import experiments
 
     tree = repo_of(fake_mbedtls(tmp_path / "project" / "mbedtls"))
     experiment = tmp_path / "project" / "mine.toml"

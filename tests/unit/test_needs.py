@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tlsbench import cortexm, needs
-from tlsbench.variants import Catalog
+from tlsbench.builds import needs
+from tlsbench.builds.variants import Catalog
+from tlsbench.embedded import cortexm
 
 # What mbedTLS 3.6's default configuration defines for these jobs (a subset).
 MBEDTLS_TLS12_ECDSA = {name: "" for name in (

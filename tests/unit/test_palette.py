@@ -15,10 +15,10 @@ from matplotlib.colors import to_hex
 from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
 
-from tlsbench import experiments
-from tlsbench.report.model import RunInfo, RunModel
-from tlsbench.report.palette import COLOURS, LINE_COLOURS, line_colour, series_styles, style
-from tlsbench.report.plots import plots
+from tlsbench.reportkit.model import RunInfo, RunModel
+from tlsbench.reportkit.palette import COLOURS, LINE_COLOURS, line_colour, series_styles, style
+from tlsbench.reportkit.plots import plots
+from tlsbench.run import experiments
 from tlsbench.scenarios.aead import AeadRow
 from tlsbench.scenarios.code_size import CodeSizeRow
 from tlsbench.scenarios.connections import ConnectionRow

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from tlsbench import parallel
+from tlsbench.driver import parallel
 
 
 def test_what_waits_is_an_emulated_link_of_long_round_trips_or_with_loss() -> None:

@@ -24,13 +24,13 @@ from typing import Any
 
 import pytest
 
-from tlsbench import paths
-from tlsbench.errors import UserError
+from tlsbench.core import paths
+from tlsbench.core.errors import UserError
+from tlsbench.core.store import Store
 from tlsbench.report import FORMATS, export, load_run, write_report
-from tlsbench.report.model import RunModel
-from tlsbench.report.plots import plots, write_plots
-from tlsbench.report.views import fmt_bytes, fmt_sig, views
-from tlsbench.store import Store
+from tlsbench.reportkit.model import RunModel
+from tlsbench.reportkit.plots import plots, write_plots
+from tlsbench.reportkit.views import fmt_bytes, fmt_sig, views
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "report.md"
 TSC_HZ = 2596120088.0
@@ -597,7 +597,7 @@ def test_html_renders_in_headless_chromium(model: RunModel, tmp_path: Path) -> N
 
 def test_network_latency_plot_has_a_panel_per_loss_and_a_line_per_case() -> None:
     """Handshake time against RTT: interop rows over the emulated network, per loss."""
-    from tlsbench.report.model import RunInfo, RunModel
+    from tlsbench.reportkit.model import RunInfo, RunModel
     from tlsbench.scenarios.interop import InteropRow, network_latency
 
     def row(group: str, rtt: float, loss: float) -> InteropRow:
@@ -666,7 +666,7 @@ def test_a_run_over_several_machines_shows_them_side_by_side(tmp_path: Path) -> 
 
 
 def test_runs_of_several_machines_are_reported_side_by_side(tmp_path: Path) -> None:
-    from tlsbench.report.model import load_runs
+    from tlsbench.reportkit.model import load_runs
 
     db = tmp_path / "two.db"
     store = Store(db)

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from fake.builds import run_fake, start_fake
-from tlsbench import cpuprofile
-from tlsbench.doctor import cpu_flags
-from tlsbench.process import PINNED_CPU, driver_environment
-from tlsbench.process import pin as _pin
-from tlsbench.store import Store
+from tlsbench.cli.doctor import cpu_flags
+from tlsbench.core.store import Store
+from tlsbench.driver import cpuprofile
+from tlsbench.driver.process import PINNED_CPU, driver_environment
+from tlsbench.driver.process import pin as _pin
 
 
 def tlsbench(*args: str, **kwargs) -> subprocess.CompletedProcess:
@@ -270,8 +270,8 @@ def test_a_cpu_profile_makes_another_machine_in_the_store(
 ) -> None:
     """A run under a profile records the extensions the libraries may use, not the CPU's:
     its results belong to another machine than a native run's, which `compare` names."""
-    from tlsbench import runner
-    from tlsbench.build import Builder
+    from tlsbench.builds.build import Builder
+    from tlsbench.run import runner
 
     monkeypatch.setattr(runner, "cpu_flags", lambda: ["sse2", "avx2", "avx512f", "vaes"])
     monkeypatch.setenv(cpuprofile.ENV_VARIABLE, "native")

@@ -10,14 +10,16 @@ from typing import Any
 
 import pytest
 
-from tlsbench import experiments, programs, scenarios
-from tlsbench.errors import UserError
-from tlsbench.process import Outcome
+from tlsbench import scenarios
+from tlsbench.core.errors import UserError
+from tlsbench.core.store import Store
+from tlsbench.driver.process import Outcome
+from tlsbench.peers import programs
 from tlsbench.report import export, load_run
-from tlsbench.runner import Runner
+from tlsbench.run import experiments
+from tlsbench.run.runner import Runner
 from tlsbench.scenarios import base
 from tlsbench.scenarios.base import Key, RunContext, RunPoint, Section, SummaryCell, TableSpec
-from tlsbench.store import Store
 
 
 def test_every_scenario_key_and_table_has_one_owner() -> None:
@@ -117,7 +119,7 @@ def _echo_rows(reader: Any) -> dict[str, list[Any]]:
 
 
 def _echo_views(model: Any) -> list[Any]:
-    from tlsbench.report.views import View
+    from tlsbench.reportkit.views import View
 
     rows = [[r.variant, str(r.words)] for r in model.echo]
     return [View("echo", "Echo", "Words echoed.", ["variant", "words"], [False, True], rows)]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tlsbench import shards
-from tlsbench.errors import UserError
+from tlsbench.core.errors import UserError
+from tlsbench.run import shards
 
 
 # Cheap points (the fake driver, tests/fake/): seconds for the whole run.

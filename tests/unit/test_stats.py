@@ -1,4 +1,4 @@
-"""Tests for tlsbench.stats: the repetition (process) is the statistical unit."""
+"""Tests for tlsbench.core.stats: the repetition (process) is the statistical unit."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from tlsbench.stats import (
+from tlsbench.core.stats import (
     FASTER,
     NO_DIFFERENCE,
     SLOWER,
@@ -169,7 +169,7 @@ def test_environment_warnings() -> None:
 
 
 def test_environment_warnings_accepts_doctor_cpu_facts() -> None:
-    from tlsbench.doctor import cpu_facts
+    from tlsbench.cli.doctor import cpu_facts
 
     warnings = environment_warnings(cpu_facts())
     assert all(isinstance(w, StatWarning) and w.message for w in warnings)

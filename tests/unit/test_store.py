@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from tlsbench import paths
-from tlsbench.dialect import SqliteDatabase, errors
-from tlsbench.errors import UserError
-from tlsbench.store import MIGRATIONS, SCHEMA_VERSION, Store
+from tlsbench.core import paths
+from tlsbench.core.dialect import SqliteDatabase, errors
+from tlsbench.core.errors import UserError
+from tlsbench.core.store import MIGRATIONS, SCHEMA_VERSION, Store
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
@@ -205,7 +205,7 @@ def test_a_second_store_in_the_process_keeps_the_first_ones_locks(tmp_path: Path
 def test_processes_creating_the_same_store_at_once_all_succeed(target: str) -> None:
     db = target  # a new SQLite file or an empty PostgreSQL database: each migrates it
     code = (
-        "import sys; from tlsbench.store import Store; "
+        "import sys; from tlsbench.core.store import Store; "
         "s = Store(sys.argv[1]); s.new_run('e', 'q', 'time', 1, {}, '', 'c'); s.close()"
     )
     procs = [
@@ -345,7 +345,7 @@ def test_a_shard_owned_by_a_live_runner_is_refused(target: str) -> None:
 
 WRITER = """
 import os, sys, time
-from tlsbench.store import Store
+from tlsbench.core.store import Store
 store = Store(sys.argv[1])
 point, first, count = (int(a) for a in sys.argv[2:5])
 for repetition in range(first, first + count):

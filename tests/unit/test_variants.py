@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from tlsbench import paths
+from tlsbench.builds.variants import Catalog
 from tlsbench.cli import main
-from tlsbench.errors import UserError
-from tlsbench.variants import Catalog
+from tlsbench.core import paths
+from tlsbench.core.errors import UserError
 
 
 def test_spec_resolves_features_and_macros(catalog: Catalog) -> None:
@@ -102,7 +102,7 @@ def test_boringssl_variants_are_cmake_options_or_refused(catalog: Catalog) -> No
 
 
 def test_a_rustls_variant_names_one_crypto_provider(catalog: Catalog) -> None:
-    from tlsbench.recipes.rustls import features, provider
+    from tlsbench.builds.recipes.rustls import features, provider
 
     default = catalog.resolve("rustls-ffi-0.15.7")
     assert features(default) == ["aws-lc-rs"] and provider(default) == "aws-lc-rs"

@@ -7,7 +7,7 @@
     export(model, "html", Path("report.html"))      # also writes the file
     write_report(model, Path("out"))                # report.{md,csv,json,html} + plots/
 
-`model` (tlsbench.report.model) computes every figure once; `views` formats them for
+`model` (tlsbench.reportkit.model) computes every figure once; `views` formats them for
 reading; one module per format implements `base.Exporter`; `plots` draws with matplotlib.
 """
 
@@ -18,9 +18,9 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-from tlsbench.errors import UserError
+from tlsbench.core.errors import UserError
 from tlsbench.report.base import Exporter
-from tlsbench.report.model import RunModel, load_run
+from tlsbench.reportkit.model import RunModel, load_run
 
 # Each format's exporter: its module and class, imported on first use (HTML draws plots with
 # matplotlib, which a process that writes Markdown, or runs experiments, never needs).
@@ -82,7 +82,7 @@ def export(model: RunModel, fmt: str, out_path: Path | None = None) -> str:
 
 def write_report(model: RunModel, out_dir: Path, formats: tuple[str, ...] = FORMATS) -> list[Path]:
     """report.<suffix> per format and plots/NAME.{png,svg} in out_dir; the files written."""
-    from tlsbench.report.plots import write_plots  # matplotlib only when plots are wanted
+    from tlsbench.reportkit.plots import write_plots  # matplotlib only when plots are wanted
 
     written = []
     for fmt in formats:

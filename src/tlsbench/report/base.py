@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from tlsbench.report.model import RunModel
+from tlsbench.reportkit.model import RunModel
 
 
 class Exporter(Protocol):

@@ -14,7 +14,7 @@ import io
 from dataclasses import asdict
 from typing import Any
 
-from tlsbench.report.model import RunModel
+from tlsbench.reportkit.model import RunModel
 
 
 def _value(value: Any) -> str:

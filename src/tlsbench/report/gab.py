@@ -14,8 +14,8 @@ import json
 import math
 from typing import Any
 
-from tlsbench.report.metrics import metrics
-from tlsbench.report.model import RunModel
+from tlsbench.reportkit.metrics import metrics
+from tlsbench.reportkit.model import RunModel
 
 
 class GabExporter:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from html import escape
 
-from tlsbench.report.model import RunModel
-from tlsbench.report.plots import Plot, inline_svg, plots, svg_text
-from tlsbench.report.views import View, views
+from tlsbench.reportkit.model import RunModel
+from tlsbench.reportkit.plots import Plot, inline_svg, plots, svg_text
+from tlsbench.reportkit.views import View, views
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 

@@ -13,7 +13,7 @@ import math
 from dataclasses import asdict
 from typing import Any
 
-from tlsbench.report.model import RunModel
+from tlsbench.reportkit.model import RunModel
 
 FORMAT_VERSION = 1
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tlsbench.report.model import RunModel
-from tlsbench.report.views import View, views
+from tlsbench.reportkit.model import RunModel
+from tlsbench.reportkit.views import View, views
 
 
 def _cell(text: str) -> str:

@@ -9,11 +9,11 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING
 
+from tlsbench.driver.declared import Declared, OptionDecl, ScenarioDecl, declared
 from tlsbench.scenarios.base import COMMON_KEYS, TUNING_KEYS, Family, Key, Section
-from tlsbench.scenarios.declared import Declared, OptionDecl, ScenarioDecl, declared
 
 if TYPE_CHECKING:
-    from tlsbench.variants import Variant
+    from tlsbench.builds.variants import Variant
 
 __all__ = ["Declared", "OptionDecl", "ScenarioDecl", "declared", "families"]
 

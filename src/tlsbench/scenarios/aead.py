@@ -11,16 +11,16 @@ import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tlsbench.process import Outcome
-from tlsbench.report.reader import RunReader
+from tlsbench.driver.declared import Declared
+from tlsbench.driver.process import Outcome
+from tlsbench.reportkit.reader import RunReader
 from tlsbench.scenarios import base, modes
 from tlsbench.scenarios.base import Family, RunContext, RunPoint, Section, SummaryCell, TableSpec
-from tlsbench.scenarios.declared import Declared
 
 if TYPE_CHECKING:
-    from tlsbench.report.model import RunModel
-    from tlsbench.report.plots import Plot
-    from tlsbench.report.views import View
+    from tlsbench.reportkit.model import RunModel
+    from tlsbench.reportkit.plots import Plot
+    from tlsbench.reportkit.views import View
 
 
 class Aead(Family):
@@ -93,7 +93,7 @@ def load_aead(reader: RunReader) -> dict[str, list[Any]]:
 
 
 def aead_view(model: RunModel) -> list[View]:
-    from tlsbench.report.views import View, fmt_sig, variant_cell
+    from tlsbench.reportkit.views import View, fmt_sig, variant_cell
 
     if not model.aead:
         return []
@@ -120,7 +120,7 @@ def aead_view(model: RunModel) -> list[View]:
 
 
 def aead_cycles(model: RunModel) -> Plot | None:
-    from tlsbench.report.plots import Plot, Series, figure, grouped_bars, legend, styles, wide
+    from tlsbench.reportkit.plots import Plot, Series, figure, grouped_bars, legend, styles, wide
 
     if not model.aead:
         return None
@@ -147,7 +147,7 @@ def aead_cycles(model: RunModel) -> Plot | None:
 
 
 def aead_metrics(model: RunModel) -> list[Any]:
-    from tlsbench.report.metrics import Metric
+    from tlsbench.reportkit.metrics import Metric
 
     return [Metric(f"{a.variant} {a.point} {a.aead} {a.payload}B", "cycles-per-byte",
                    "TSC cycles/byte", a.tsc_cycles_per_byte) for a in model.aead]  # fmt: skip
@@ -155,7 +155,7 @@ def aead_metrics(model: RunModel) -> list[Any]:
 
 def aead_summary(model: RunModel) -> list[SummaryCell]:
     """Per variant: seal cycles/byte of its largest payload of its first AEAD."""
-    from tlsbench.report.views import fmt_sig
+    from tlsbench.reportkit.views import fmt_sig
 
     largest = sorted(model.aead, key=lambda r: -r.payload)
     return [SummaryCell(r.variant, "AEAD cycles/byte", r.tsc_cycles_per_byte,

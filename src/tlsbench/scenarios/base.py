@@ -28,16 +28,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tlsbench.scenarios.declared import Declared
+from tlsbench.driver.declared import Declared
 
 if TYPE_CHECKING:
-    from tlsbench.build import Build, Builder
-    from tlsbench.process import Outcome
-    from tlsbench.report.model import RunModel
-    from tlsbench.report.plots import Plot
-    from tlsbench.report.reader import RunReader
-    from tlsbench.report.views import View
-    from tlsbench.variants import Catalog, Variant
+    from tlsbench.builds.build import Build, Builder
+    from tlsbench.builds.variants import Catalog, Variant
+    from tlsbench.driver.process import Outcome
+    from tlsbench.reportkit.model import RunModel
+    from tlsbench.reportkit.plots import Plot
+    from tlsbench.reportkit.reader import RunReader
+    from tlsbench.reportkit.views import View
 
 
 @dataclass(frozen=True)
@@ -287,7 +287,7 @@ def check_kx(checker: PointChecker, values: dict[str, Any], resumes: bool = Fals
     """The key exchange against the version, the suite and resumption (`resumes`: the point
     resumes sessions), as the driver checks them (drivers/core/cmdline.c), before anything
     runs."""
-    from tlsbench.experiments import PSK_KX, suite_kx
+    from tlsbench.run.experiments import PSK_KX, suite_kx
 
     tls = values.get("tls", "1.3")
     suite = str(values.get("suite", ""))

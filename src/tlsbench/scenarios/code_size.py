@@ -13,10 +13,11 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tlsbench import codesize
-from tlsbench.errors import UserError
-from tlsbench.process import Outcome
-from tlsbench.report.reader import RunReader
+from tlsbench.builds import codesize
+from tlsbench.core.errors import UserError
+from tlsbench.driver.declared import Declared
+from tlsbench.driver.process import Outcome
+from tlsbench.reportkit.reader import RunReader
 from tlsbench.scenarios.base import (
     Family,
     PointChecker,
@@ -27,13 +28,12 @@ from tlsbench.scenarios.base import (
     TableSpec,
     first_per_variant,
 )
-from tlsbench.scenarios.declared import Declared
 
 if TYPE_CHECKING:
-    from tlsbench.report.model import RunModel
-    from tlsbench.report.plots import Plot
-    from tlsbench.report.views import View
-    from tlsbench.variants import Variant
+    from tlsbench.builds.variants import Variant
+    from tlsbench.reportkit.model import RunModel
+    from tlsbench.reportkit.plots import Plot
+    from tlsbench.reportkit.views import View
 
 
 class CodeSize(Family):
@@ -122,7 +122,7 @@ def load_code_size(reader: RunReader) -> dict[str, list[Any]]:
 
 def code_size_plot(model: RunModel) -> Plot | None:
     """Stacked text / data / bss per variant and target, client and server side by side."""
-    from tlsbench.report.plots import Plot, figure, legend, wrap
+    from tlsbench.reportkit.plots import Plot, figure, legend, wrap
 
     rows = model.code_size
     if not rows:
@@ -151,7 +151,7 @@ def code_size_plot(model: RunModel) -> Plot | None:
 
 
 def code_size_view(model: RunModel) -> list[View]:
-    from tlsbench.report.views import View, fmt_bytes, variant_cell
+    from tlsbench.reportkit.views import View, fmt_bytes, variant_cell
 
     if not model.code_size:
         return []
@@ -176,7 +176,7 @@ def code_size_view(model: RunModel) -> list[View]:
 
 
 def code_size_metrics(model: RunModel) -> list[Any]:
-    from tlsbench.report.metrics import Metric
+    from tlsbench.reportkit.metrics import Metric
 
     return [Metric(f"{c.variant} {c.point} {c.role} {c.target}", "code-size", "bytes", c.total)
             for c in model.code_size]  # fmt: skip
@@ -184,7 +184,7 @@ def code_size_metrics(model: RunModel) -> list[Any]:
 
 def code_size_summary(model: RunModel) -> list[SummaryCell]:
     """Per variant: its first client program's total bytes."""
-    from tlsbench.report.views import fmt_bytes
+    from tlsbench.reportkit.views import fmt_bytes
 
     clients = [r for r in model.code_size if r.role == "client"]
     return [SummaryCell(r.variant, "client code bytes", float(r.total), fmt_bytes(r.total),

@@ -23,8 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tlsbench.process import Outcome, unsupported
-from tlsbench.report.reader import RunReader, case_labels, int_or_none
+from tlsbench.driver.declared import Declared, declared
+from tlsbench.driver.process import Outcome, unsupported
+from tlsbench.reportkit.reader import RunReader, case_labels, int_or_none
 from tlsbench.scenarios import base, modes
 from tlsbench.scenarios.base import (
     CONNECTIONS_KEY,
@@ -39,13 +40,12 @@ from tlsbench.scenarios.base import (
     TableSpec,
     flag,
 )
-from tlsbench.scenarios.declared import Declared, declared
 
 if TYPE_CHECKING:
-    from tlsbench.report.model import RunModel
-    from tlsbench.report.plots import Plot
-    from tlsbench.report.views import View
-    from tlsbench.variants import Variant
+    from tlsbench.builds.variants import Variant
+    from tlsbench.reportkit.model import RunModel
+    from tlsbench.reportkit.plots import Plot
+    from tlsbench.reportkit.views import View
 
 # The TLS keys a point takes: every one but how the two sides are joined (the scenario runs
 # over the in-memory pair with tlsbench's callbacks only; check() refuses the others).
@@ -154,7 +154,7 @@ def load_connections(reader: RunReader) -> dict[str, list[Any]]:
 
 
 def connections_view(model: RunModel) -> list[View]:
-    from tlsbench.report.views import View, fmt_bytes, variant_cell
+    from tlsbench.reportkit.views import View, fmt_bytes, variant_cell
 
     if not model.connections:
         return []
@@ -190,8 +190,8 @@ def _line_label(row: ConnectionRow, cases: set[str]) -> str:
 
 def heap_per_connection_plot(model: RunModel) -> Plot | None:
     """Heap per connection (client + server) and RSS per connection against N (log x)."""
-    from tlsbench.report.palette import style
-    from tlsbench.report.plots import Plot, figure, legend, wide
+    from tlsbench.reportkit.palette import style
+    from tlsbench.reportkit.plots import Plot, figure, legend, wide
 
     rows = [r for r in model.connections if r.heap is not None or r.rss is not None]
     if not rows or len({r.connections for r in rows}) < 2:
@@ -226,7 +226,7 @@ def heap_per_connection_plot(model: RunModel) -> Plot | None:
 
 
 def connections_metrics(model: RunModel) -> list[Any]:
-    from tlsbench.report.metrics import Metric
+    from tlsbench.reportkit.metrics import Metric
 
     out = []
     for r in model.connections:
@@ -242,7 +242,7 @@ def connections_metrics(model: RunModel) -> list[Any]:
 def connections_summary(model: RunModel) -> list[SummaryCell]:
     """Per variant: client + server heap per connection at its largest N (buffers kept,
     where the variant has both)."""
-    from tlsbench.report.views import fmt_bytes
+    from tlsbench.reportkit.views import fmt_bytes
 
     measured = [r for r in model.connections if r.heap is not None]
     ordered = sorted(measured, key=lambda r: (-r.connections, r.release_buffers))

@@ -17,10 +17,12 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tlsbench import arches, cortexm
-from tlsbench.errors import UserError
-from tlsbench.process import Outcome
-from tlsbench.report.reader import RunReader
+from tlsbench.builds import arches
+from tlsbench.core.errors import UserError
+from tlsbench.driver.declared import Declared
+from tlsbench.driver.process import Outcome
+from tlsbench.embedded import cortexm
+from tlsbench.reportkit.reader import RunReader
 from tlsbench.scenarios import modes
 from tlsbench.scenarios.base import (
     Family,
@@ -32,13 +34,12 @@ from tlsbench.scenarios.base import (
     TableSpec,
     first_per_variant,
 )
-from tlsbench.scenarios.declared import Declared
 
 if TYPE_CHECKING:
-    from tlsbench.report.model import RunModel
-    from tlsbench.report.plots import Plot
-    from tlsbench.report.views import View
-    from tlsbench.variants import Variant
+    from tlsbench.builds.variants import Variant
+    from tlsbench.reportkit.model import RunModel
+    from tlsbench.reportkit.plots import Plot
+    from tlsbench.reportkit.views import View
 
 
 class Firmware(Family):
@@ -154,7 +155,14 @@ def load_firmware(reader: RunReader) -> dict[str, list[Any]]:
 def firmware_views(model: RunModel) -> list[View]:
     """The firmware section: the answer first (per core and job, a row per library: what the
     client device needs and whether it fits the core's reference part), then the detail."""
-    from tlsbench.report.views import View, fmt_bytes, fmt_count, fmt_kib, fmt_range, variant_cell
+    from tlsbench.reportkit.views import (
+        View,
+        fmt_bytes,
+        fmt_count,
+        fmt_kib,
+        fmt_range,
+        variant_cell,
+    )
 
     if not model.firmware:
         return []
@@ -209,7 +217,7 @@ def _core_order(core: str) -> tuple[int, str]:
 
 
 def _fits(ram: int, ram_budget: int, flash: int, flash_budget: int) -> str:
-    from tlsbench.report.views import fmt_kib
+    from tlsbench.reportkit.views import fmt_kib
 
     over = []
     if ram > ram_budget:
@@ -226,8 +234,8 @@ def projected_handshake(model: RunModel) -> Plot | None:
     """Firmware points: the client's handshake time on its core's reference part, as the
     range the core's cycles per instruction allow (a bar from low to high), per core and job,
     a colour per library build; log scale."""
-    from tlsbench.report.palette import line_colour
-    from tlsbench.report.plots import Plot, figure, legend
+    from tlsbench.reportkit.palette import line_colour
+    from tlsbench.reportkit.plots import Plot, figure, legend
 
     rows = [r for r in model.firmware if r.side == "client"]
     if not rows:
@@ -260,7 +268,7 @@ def projected_handshake(model: RunModel) -> Plot | None:
 
 def firmware_summary(model: RunModel) -> list[SummaryCell]:
     """Per variant: its first client row's RAM and projected handshake ms."""
-    from tlsbench.report.views import fmt_kib, fmt_range
+    from tlsbench.reportkit.views import fmt_kib, fmt_range
 
     clients = [r for r in model.firmware if r.side == "client"]
     cells = []

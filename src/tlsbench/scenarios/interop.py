@@ -20,10 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tlsbench import arches, findings, interop, parallel, programs
-from tlsbench.errors import UserError
-from tlsbench.process import Outcome, driver_environment, unsupported
-from tlsbench.report.reader import RunReader, case_labels, int_or_none
+from tlsbench.builds import arches
+from tlsbench.core.errors import UserError
+from tlsbench.core.store import Point
+from tlsbench.driver import parallel
+from tlsbench.driver.declared import Declared
+from tlsbench.driver.process import Outcome, driver_environment, unsupported
+from tlsbench.peers import findings, interop, programs
+from tlsbench.reportkit.reader import RunReader, case_labels, int_or_none
 from tlsbench.scenarios import base, modes
 from tlsbench.scenarios.base import (
     SERVER_KEY,
@@ -40,15 +44,13 @@ from tlsbench.scenarios.base import (
     number,
     one_of,
 )
-from tlsbench.scenarios.declared import Declared
-from tlsbench.store import Point
 
 if TYPE_CHECKING:
-    from tlsbench.build import Build
-    from tlsbench.report.model import RunModel
-    from tlsbench.report.plots import Plot
-    from tlsbench.report.views import View
-    from tlsbench.variants import Variant
+    from tlsbench.builds.build import Build
+    from tlsbench.builds.variants import Variant
+    from tlsbench.reportkit.model import RunModel
+    from tlsbench.reportkit.plots import Plot
+    from tlsbench.reportkit.views import View
 
 # The emulated network of a point (netem.py): round-trip time in milliseconds and loss in
 # percent of packets, each direction.
@@ -349,7 +351,7 @@ def interop_mark(row: InteropRow) -> str:
 
 def interop_views(model: RunModel) -> list[View]:
     """One client x server grid per case (what talks to what), then the figures per pair."""
-    from tlsbench.report.views import View, fmt_bytes, fmt_count, fmt_sig
+    from tlsbench.reportkit.views import View, fmt_bytes, fmt_count, fmt_sig
 
     if not model.interop:
         return []
@@ -473,8 +475,8 @@ def network_latency(model: RunModel) -> Plot | None:
     (palette.py) and a marker per case; the median solid, the 90th percentile thin. Against
     the model line (round trips x RTT) a flight that does not fit TCP's initial window, or a
     retransmission, shows as the gap growing with RTT."""
-    from tlsbench.report.palette import series_styles
-    from tlsbench.report.plots import Plot, figure, legend, short
+    from tlsbench.reportkit.palette import series_styles
+    from tlsbench.reportkit.plots import Plot, figure, legend, short
 
     rows = [
         r

@@ -18,10 +18,13 @@ import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tlsbench import arches, load, programs, remote
-from tlsbench.errors import UserError
-from tlsbench.process import Outcome, accel_env, unsupported
-from tlsbench.report.reader import RunReader, case_labels
+from tlsbench.builds import arches
+from tlsbench.core.errors import UserError
+from tlsbench.core.store import Point
+from tlsbench.driver.declared import Declared
+from tlsbench.driver.process import Outcome, accel_env, unsupported
+from tlsbench.peers import load, programs, remote
+from tlsbench.reportkit.reader import RunReader, case_labels
 from tlsbench.scenarios import base, modes
 from tlsbench.scenarios.base import (
     CONNECTIONS_KEY,
@@ -42,15 +45,13 @@ from tlsbench.scenarios.base import (
     one_of,
     text,
 )
-from tlsbench.scenarios.declared import Declared
-from tlsbench.store import Point
 
 if TYPE_CHECKING:
-    from tlsbench.build import Build
-    from tlsbench.report.model import RunModel
-    from tlsbench.report.plots import Plot
-    from tlsbench.report.views import View
-    from tlsbench.variants import Variant
+    from tlsbench.builds.build import Build
+    from tlsbench.builds.variants import Variant
+    from tlsbench.reportkit.model import RunModel
+    from tlsbench.reportkit.plots import Plot
+    from tlsbench.reportkit.views import View
 
 # The longest a load point may run (the driver itself takes up to a day).
 MAX_DURATION_S = 3600
@@ -130,7 +131,7 @@ class Load(Family):
                 )
         if remote.uses_hosts(point.options):  # server and generators on other hosts
             assert client_build is not None  # remote.refusal: the generator is a variant
-            from tlsbench.runner import commit_id
+            from tlsbench.run.runner import commit_id
 
             result = remote.run_point(point.options, server, client_build, ctx.timeout,
                                       commit_id())  # fmt: skip
@@ -244,7 +245,7 @@ def load_rows(reader: RunReader) -> dict[str, list[Any]]:
 
 
 def load_views(model: RunModel) -> list[View]:
-    from tlsbench.report.views import View, fmt_bytes, fmt_sig, variant_cell
+    from tlsbench.reportkit.views import View, fmt_bytes, fmt_sig, variant_cell
 
     if not model.load:
         return []
@@ -327,8 +328,8 @@ def capacity(model: RunModel) -> Plot | None:
     """Transactions/s and p99 latency against concurrent connections, one line per server
     and pattern (and generator, where a server had several): where throughput stops growing
     and latency takes off is the saturation point."""
-    from tlsbench.report.palette import server_style
-    from tlsbench.report.plots import Plot, figure, legend, short
+    from tlsbench.reportkit.palette import server_style
+    from tlsbench.reportkit.plots import Plot, figure, legend, short
 
     rows = [r for r in model.load if r.result == "ok" and r.tps is not None]
     lines: dict[str, list[Any]] = {}  # label -> rows by connections
@@ -378,7 +379,7 @@ def capacity(model: RunModel) -> Plot | None:
 def load_summary(model: RunModel) -> list[SummaryCell]:
     """Per server variant: the most transactions/s any of its ok points served, and the
     server's heap per connection where a point measured it (`heap = true`)."""
-    from tlsbench.report.views import fmt_bytes, fmt_sig
+    from tlsbench.reportkit.views import fmt_bytes, fmt_sig
 
     best: dict[str, Any] = {}
     for r in model.load:

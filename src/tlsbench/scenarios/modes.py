@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tlsbench import arches
-from tlsbench.build import Build
-from tlsbench.process import Outcome, run_driver, unsupported
-from tlsbench.recipes.runtime import at_run_time
+from tlsbench.builds import arches
+from tlsbench.builds.build import Build
+from tlsbench.builds.recipes.runtime import at_run_time
+from tlsbench.driver.declared import declared
+from tlsbench.driver.process import Outcome, run_driver, unsupported
 from tlsbench.scenarios.base import RunPoint, Section, SummaryCell, TableSpec, first_per_variant
-from tlsbench.scenarios.declared import declared
 
 # valgrind runs code tens of times slower than the CPU.
 VALGRIND_SLOWDOWN = 50
@@ -273,7 +273,7 @@ def load_instructions(reader: Any) -> dict[str, list[Any]]:
 
 
 def instruction_views(model: Any) -> list[Any]:
-    from tlsbench.report.views import View, fmt_count, fmt_range, variant_cell
+    from tlsbench.reportkit.views import View, fmt_count, fmt_range, variant_cell
 
     if not model.instructions:
         return []
@@ -303,7 +303,7 @@ def instruction_views(model: Any) -> list[Any]:
 
 
 def instruction_metrics(model: Any) -> list[Any]:
-    from tlsbench.report.metrics import Metric
+    from tlsbench.reportkit.metrics import Metric
 
     return [Metric(f"{i.variant} {i.point} {i.side}", "instructions", "instructions",
                    i.instructions) for i in model.instructions]  # fmt: skip
@@ -311,7 +311,7 @@ def instruction_metrics(model: Any) -> list[Any]:
 
 def instruction_summary(model: Any) -> list[SummaryCell]:
     """Per variant: its first client row's instruction count (of its first point)."""
-    from tlsbench.report.views import fmt_count
+    from tlsbench.reportkit.views import fmt_count
 
     clients = [r for r in model.instructions if r.side == "client"]
     return [SummaryCell(r.variant, "client instructions", r.instructions,

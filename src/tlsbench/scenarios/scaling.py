@@ -32,8 +32,9 @@ import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tlsbench.process import Outcome, run_driver, unsupported
-from tlsbench.report.reader import RunReader, case_labels
+from tlsbench.driver.declared import Declared
+from tlsbench.driver.process import Outcome, run_driver, unsupported
+from tlsbench.reportkit.reader import RunReader, case_labels
 from tlsbench.scenarios import base
 from tlsbench.scenarios.base import (
     THREADS_KEY,
@@ -48,14 +49,13 @@ from tlsbench.scenarios.base import (
     TableSpec,
     one_of,
 )
-from tlsbench.scenarios.declared import Declared
 
 if TYPE_CHECKING:
-    from tlsbench.build import Build
-    from tlsbench.report.model import RunModel
-    from tlsbench.report.plots import Plot
-    from tlsbench.report.views import View
-    from tlsbench.variants import Variant
+    from tlsbench.builds.build import Build
+    from tlsbench.builds.variants import Variant
+    from tlsbench.reportkit.model import RunModel
+    from tlsbench.reportkit.plots import Plot
+    from tlsbench.reportkit.views import View
 
 # The experiment's scenarios and the driver scenario each runs.
 DRIVER_SCENARIOS = {"scaling-handshake": "handshake", "scaling-resume": "resume"}
@@ -273,7 +273,7 @@ def _ratio(value: float | None) -> str:
 
 
 def scaling_view(model: RunModel) -> list[View]:
-    from tlsbench.report.views import View, fmt_sig, variant_cell
+    from tlsbench.reportkit.views import View, fmt_sig, variant_cell
 
     if not model.scaling:
         return []
@@ -325,8 +325,8 @@ def scaling_view(model: RunModel) -> list[View]:
 def scaling_plot(model: RunModel) -> Plot | None:
     """Total rate and efficiency against T, a line per variant and model (the process
     baseline dashed)."""
-    from tlsbench.report.palette import style
-    from tlsbench.report.plots import Plot, figure, legend
+    from tlsbench.reportkit.palette import style
+    from tlsbench.reportkit.plots import Plot, figure, legend
 
     rows = [r for r in model.scaling if r.total_per_s]
     if not rows or len({r.threads for r in rows}) < 2:

@@ -16,9 +16,11 @@ import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tlsbench.process import Outcome
-from tlsbench.recipes.runtime import at_run_time
-from tlsbench.report.reader import (
+from tlsbench.builds.recipes.runtime import at_run_time
+from tlsbench.core.store import Point
+from tlsbench.driver.declared import Declared
+from tlsbench.driver.process import Outcome
+from tlsbench.reportkit.reader import (
     BASELINE_VARIANT,
     SIDES,
     RunReader,
@@ -37,14 +39,12 @@ from tlsbench.scenarios.base import (
     SummaryCell,
     TableSpec,
 )
-from tlsbench.scenarios.declared import Declared
-from tlsbench.store import Point
 
 if TYPE_CHECKING:
-    from tlsbench.report.model import RunModel
-    from tlsbench.report.plots import Plot
-    from tlsbench.report.views import View
-    from tlsbench.variants import Variant
+    from tlsbench.builds.variants import Variant
+    from tlsbench.reportkit.model import RunModel
+    from tlsbench.reportkit.plots import Plot
+    from tlsbench.reportkit.views import View
 
 # The scenarios whose points are handshakes: heap per side, time, the wire.
 HANDSHAKES = ("handshake", "resume")
@@ -440,7 +440,7 @@ def _median_side_figure(heaps: list[dict[str, Any]], side: str, name: str) -> fl
 
 
 def memory_view(model: RunModel) -> list[View]:
-    from tlsbench.report.views import (
+    from tlsbench.reportkit.views import (
         View,
         fmt_bytes,
         fmt_count,
@@ -484,7 +484,7 @@ def memory_view(model: RunModel) -> list[View]:
 
 
 def handshake_view(model: RunModel) -> list[View]:
-    from tlsbench.report.views import (
+    from tlsbench.reportkit.views import (
         View,
         fmt_ci,
         fmt_sig,
@@ -513,7 +513,7 @@ def handshake_view(model: RunModel) -> list[View]:
 
 
 def wire_view(model: RunModel) -> list[View]:
-    from tlsbench.report.views import (
+    from tlsbench.reportkit.views import (
         View,
         fmt_bytes,
         fmt_count,
@@ -546,7 +546,7 @@ def wire_view(model: RunModel) -> list[View]:
 
 
 def latency_view(model: RunModel) -> list[View]:
-    from tlsbench.report.views import (
+    from tlsbench.reportkit.views import (
         View,
         fmt_count,
         fmt_sig,
@@ -580,7 +580,7 @@ def latency_view(model: RunModel) -> list[View]:
 
 
 def throughput_view(model: RunModel) -> list[View]:
-    from tlsbench.report.views import (
+    from tlsbench.reportkit.views import (
         View,
         fmt_ci,
         fmt_sig,
@@ -616,8 +616,8 @@ def throughput_view(model: RunModel) -> list[View]:
 
 
 def heap_vs_record_size(model: RunModel) -> Plot | None:
-    from tlsbench.report.palette import STYLES, style
-    from tlsbench.report.plots import Plot, figure, legend, short
+    from tlsbench.reportkit.palette import STYLES, style
+    from tlsbench.reportkit.plots import Plot, figure, legend, short
 
     # The first connection per side (warm connections are in the table).
     rows = [r for r in model.memory if r.record_size and r.side in ("client", "server")]
@@ -666,7 +666,7 @@ def heap_vs_record_size(model: RunModel) -> Plot | None:
 
 
 def handshake_time_plot(model: RunModel) -> Plot | None:
-    from tlsbench.report.plots import Plot, Series, figure, grouped_bars, legend, styles
+    from tlsbench.reportkit.plots import Plot, Series, figure, grouped_bars, legend, styles
 
     # The null variant does no TLS: microseconds beside milliseconds, a bar nobody can see.
     # It stays in the table; the plot compares libraries on a linear axis.
@@ -696,7 +696,7 @@ def handshake_time_plot(model: RunModel) -> Plot | None:
 
 
 def record_latency_cdf(model: RunModel) -> Plot | None:
-    from tlsbench.report.plots import Plot, figure, legend, styles, wide
+    from tlsbench.reportkit.plots import Plot, figure, legend, styles, wide
 
     sets = [s for s in model.latency_samples if s.write_ns or s.read_ns]
     if not sets:
@@ -728,7 +728,7 @@ def record_latency_cdf(model: RunModel) -> Plot | None:
 
 
 def throughput_plot(model: RunModel) -> Plot | None:
-    from tlsbench.report.plots import Plot, Series, figure, grouped_bars, legend, wide
+    from tlsbench.reportkit.plots import Plot, Series, figure, grouped_bars, legend, wide
 
     if not model.throughput:
         return None
@@ -770,7 +770,7 @@ def _case(case: str, scenario: str) -> str:
 
 
 def handshake_metrics(model: RunModel) -> list[Any]:
-    from tlsbench.report.metrics import Metric
+    from tlsbench.reportkit.metrics import Metric
 
     out: list[Metric] = []
     for m in model.memory:
@@ -798,7 +798,7 @@ def handshake_metrics(model: RunModel) -> list[Any]:
 
 
 def record_metrics(model: RunModel) -> list[Any]:
-    from tlsbench.report.metrics import Metric
+    from tlsbench.reportkit.metrics import Metric
 
     out: list[Metric] = []
     for r in model.latency:
@@ -817,7 +817,7 @@ def record_metrics(model: RunModel) -> list[Any]:
 
 def handshake_summary(model: RunModel) -> list[SummaryCell]:
     """Per variant: its first handshake row's time and its first client row's heap peak."""
-    from tlsbench.report.views import fmt_bytes, fmt_sig
+    from tlsbench.reportkit.views import fmt_bytes, fmt_sig
 
     cells = []
     for r in base.first_per_variant(model.handshakes):
@@ -832,7 +832,7 @@ def handshake_summary(model: RunModel) -> list[SummaryCell]:
 
 def record_summary(model: RunModel) -> list[SummaryCell]:
     """Per variant: its first record write's p50 and its first bulk sender MB/s."""
-    from tlsbench.report.views import fmt_sig
+    from tlsbench.reportkit.views import fmt_sig
 
     writes = [r for r in model.latency if r.op == "write"]
     cells = [SummaryCell(r.variant, "record write p50 ns", r.p50_ns, fmt_sig(r.p50_ns), r.case)
