@@ -81,7 +81,7 @@ def fake_driver(fake_builds: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     the `tlsbench` processes it starts with fake.builds.run_fake / start_fake; so is the
     driver's declaration."""
     from fake.builds import ROOT_VARIABLE, install
-    from tlsbench.scenarios import declared
+    from tlsbench.driver.declaration import declared
 
     real = Builder.build
     install(fake_builds)

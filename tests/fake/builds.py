@@ -4,7 +4,7 @@
 whose two driver programs run the fake driver; the build's cache key and drivers key are
 the real ones (computed from the variant, the recipe and the drivers tree, nothing built),
 so that what the runner stores and checks about builds is what it would be. The driver's
-declaration (`tlsbench.driver.declared`) then comes from the fake's `info --json`, the
+declaration (`tlsbench.driver.declaration`) then comes from the fake's `info --json`, the
 driver's own declaration recorded in tests/fixtures/declared.json.
 
 In-process tests install it with the `fake_driver` fixture (tests/unit/conftest.py);
@@ -22,7 +22,7 @@ from typing import Any
 
 from tlsbench.builds.build import Build, Builder
 from tlsbench.builds.variants import Variant
-from tlsbench.scenarios import declared
+from tlsbench.driver.declaration import declared
 
 DRIVER = Path(__file__).resolve().with_name("driver.py")
 LAUNCHER = DRIVER.with_name("run_tlsbench.py")

@@ -16,7 +16,7 @@ from tlsbench.builds.variants import Catalog
 from tlsbench.core import paths
 from tlsbench.core.errors import UserError
 from tlsbench.core.store import Store
-from tlsbench.reportkit.model import load_run
+from tlsbench.report import load_run
 
 ELF_MACHINE_ARM = 40  # e_machine of a 32-bit ARM ELF file
 

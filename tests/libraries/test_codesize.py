@@ -59,7 +59,7 @@ def test_code_size_points_run_store_and_report(tmp_path, build_of) -> None:
     from tlsbench.core import paths
     from tlsbench.core.store import Store
     from tlsbench.report import load_run
-    from tlsbench.reportkit.plots import plots
+    from tlsbench.reportkit.contents import plots
     from tlsbench.run import experiments
 
     for spec in ("mbedtls-3.6.6", "wolfssl-5.7.2"):

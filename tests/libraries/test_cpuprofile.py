@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from drivers import run_driver
-from tlsbench.cli.doctor import cpu_flags
 from tlsbench.core.errors import UserError
+from tlsbench.core.machine import cpu_flags
 from tlsbench.driver import cpuprofile
 
 # The leaves and registers of the extensions the profiles name, as CPUID reports them.

@@ -13,11 +13,10 @@ from pathlib import Path
 import pytest
 
 from drivers import run_driver
-from tlsbench.cli.doctor import cpu_flags
 from tlsbench.core import paths
+from tlsbench.core.machine import cpu_flags
 from tlsbench.core.store import Point, Store
-from tlsbench.driver.drive import driver_command
-from tlsbench.driver.process import driver_environment
+from tlsbench.driver.drive import driver_command, driver_environment
 from tlsbench.scenarios.modes import callgrind_prefix, callgrind_total
 
 pytestmark = pytest.mark.slow

@@ -15,8 +15,9 @@ from tlsbench.builds.build import Build
 from tlsbench.cli import main
 from tlsbench.core import paths
 from tlsbench.core.errors import UserError
+from tlsbench.core.points import RunPoint
 from tlsbench.run import experiments
-from tlsbench.run.experiments import RunPoint, check_capabilities
+from tlsbench.run.experiments import check_capabilities
 
 pytestmark = pytest.mark.slow
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from tlsbench.builds import arches
+from tlsbench.builds import arches, firmware
 from tlsbench.builds.variants import Catalog
 from tlsbench.core import paths
 from tlsbench.core.errors import UserError
-from tlsbench.embedded import cortexm
+from tlsbench.embedded import qemu
 
 VARIANT = "mbedtls-3.6.6:cortex-m7"
 WOLFSSL_VARIANT = "wolfssl-5.7.2:cortex-m7"
@@ -24,7 +24,7 @@ ECDHE = "TLS-ECDHE-RSA-WITH-AES-128-GCM-SHA256"
 RSA = "TLS-RSA-WITH-AES-256-CBC-SHA256"
 TLS13 = "TLS-AES-128-GCM-SHA256"
 ELF_MACHINE_ARM = 40
-M7 = cortexm.core_of("cortex-m7")
+M7 = firmware.core_of("cortex-m7")
 
 pytestmark = pytest.mark.skipif(
     bool(arches.missing_tools("cortex-m7")),
@@ -34,16 +34,16 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def image(build_of):
-    return cortexm.image_of(build_of(VARIANT))
+    return qemu.image_of(build_of(VARIANT))
 
 
 @pytest.fixture(scope="module")
 def wolfssl_image(build_of):
-    return cortexm.image_of(build_of(WOLFSSL_VARIANT))
+    return qemu.image_of(build_of(WOLFSSL_VARIANT))
 
 
 def run(image: Path, **job: object) -> dict:
-    return cortexm.run(image, cortexm.make_job(**job), timeout=120)  # type: ignore[arg-type]
+    return qemu.run(image, firmware.make_job(**job), timeout=120)  # type: ignore[arg-type]
 
 
 def elf_attributes(path: Path) -> str:
@@ -59,7 +59,7 @@ def test_feature_is_bare_metal_with_a_test_entropy_source(catalog: Catalog) -> N
     assert "MBEDTLS_DEBUG_C" not in variant.macros  # the library's default: debug module on
     assert catalog.resolve(VARIANT + ",no-debug").macros["MBEDTLS_DEBUG_C"] == "!"
     # Every core has its own -mcpu (and FPU where it has one).
-    for arch, core in cortexm.CORES.items():
+    for arch, core in firmware.CORES.items():
         flags = arches.arch(arch).flags
         assert f"-mcpu={arch}" in flags and core.arch == arch
         assert catalog.resolve(f"mbedtls-3.6.6:{arch}").arch == arch
@@ -88,11 +88,11 @@ def test_image_is_a_32_bit_arm_elf_whose_vectors_start_it(image) -> None:
 
 
 def test_one_ecdhe_handshake_negotiates_what_was_asked_and_is_measured(image) -> None:
-    result = cortexm.run(image, ECDHE, "secp256r1")
+    result = qemu.run(image, ECDHE, "secp256r1")
     assert result["client"]["suite"] == ECDHE and result["wire"]["group"] == "secp256r1"
     assert result["client"]["version"] == "TLSv1.2" and result["client"]["verified"] == 1
     assert result["library_version"] == "3.6.6" and result["core"] == "cortex-m7"
-    for side in cortexm.SIDES:
+    for side in firmware.SIDES:
         figures = result[side]
         assert figures["heap_peak"] > 0 and figures["allocations"] > 0
         assert 0 < figures["stack_high_water"] < 64 * 1024
@@ -105,30 +105,30 @@ def test_one_ecdhe_handshake_negotiates_what_was_asked_and_is_measured(image) ->
 
 
 def test_group_is_read_back_from_the_wire_not_from_the_request(image) -> None:
-    default = cortexm.run(image, ECDHE, None)
+    default = qemu.run(image, ECDHE, None)
     assert default["wire"]["group"] == "x25519"  # mbedTLS 3.6's first preference, unasked
-    rsa = cortexm.run(image, RSA, None)
+    rsa = qemu.run(image, RSA, None)
     assert rsa["wire"]["group"] == "none" and rsa["client"]["suite"] == RSA  # static RSA
 
 
 def test_instruction_counts_are_identical_across_runs(image) -> None:
-    first = cortexm.run(image, RSA, None)
-    second = cortexm.run(image, RSA, None)
-    for side in cortexm.SIDES:
+    first = qemu.run(image, RSA, None)
+    second = qemu.run(image, RSA, None)
+    for side in firmware.SIDES:
         assert first[side] == second[side]
-    job = cortexm.make_job(RSA)
-    assert cortexm.measure(image, M7, job, runs=2)["client"] == first["client"]
+    job = firmware.make_job(RSA)
+    assert qemu.measure(image, M7, job, runs=2)["client"] == first["client"]
 
 
 def test_a_suite_the_build_lacks_fails_and_qemu_is_bounded(image, monkeypatch) -> None:
     with pytest.raises(UserError, match="cipher suite not in this build"):
-        cortexm.run(image, "TLS-RSA-WITH-NOTHING", None)
+        qemu.run(image, "TLS-RSA-WITH-NOTHING", None)
     # A guest whose CPU never starts (QEMU's -S) can end only by the bound, however fast or
     # busy the machine: a short timeout that a fast machine might beat would test its speed.
-    command = cortexm.qemu_command
-    monkeypatch.setattr(cortexm, "qemu_command", lambda *args: [*command(*args), "-S"])
+    command = qemu.qemu_command
+    monkeypatch.setattr(qemu, "qemu_command", lambda *args: [*command(*args), "-S"])
     with pytest.raises(UserError, match="did not finish within 1 s"):
-        cortexm.run(image, RSA, None, timeout=1)
+        qemu.run(image, RSA, None, timeout=1)
 
 
 def test_cli_refuses_a_variant_without_the_feature_and_prints_figures() -> None:
@@ -167,7 +167,7 @@ def test_a_suite_that_is_no_suite_is_a_usage_error_before_anything_is_built(tmp_
     assert "Traceback" not in done.stderr
     assert not (cache / "builds").exists()
     # Both spellings name the same suite.
-    assert cortexm.check_suite("tls_ecdhe_rsa_with_aes_128_gcm_sha256") == ECDHE
+    assert firmware.check_suite("tls_ecdhe_rsa_with_aes_128_gcm_sha256") == ECDHE
 
 
 # ---------------------------------------------------------------------------- TLS jobs
@@ -191,12 +191,12 @@ JOBS = {
 @pytest.mark.parametrize("name", list(JOBS))
 def test_each_tls_job_negotiates_what_was_asked(name, library, image, wolfssl_image) -> None:
     """Version, suite, group, PSK and verification are read back from both libraries and
-    from the server's plaintext on the wire (cortexm.check_negotiated: a mismatch fails)."""
-    job = cortexm.make_job(**JOBS[name])  # type: ignore[arg-type]
-    result = cortexm.run(image if library == "mbedtls" else wolfssl_image, job, timeout=120)
+    from the server's plaintext on the wire (qemu.check_negotiated: a mismatch fails)."""
+    job = firmware.make_job(**JOBS[name])  # type: ignore[arg-type]
+    result = qemu.run(image if library == "mbedtls" else wolfssl_image, job, timeout=120)
     assert result["library"] == library
     wire, client = result["wire"], result["client"]
-    assert wire["suite"] == cortexm.SUITES[job.suite].code and not wire["hello_retry"]
+    assert wire["suite"] == firmware.SUITES[job.suite].code and not wire["hello_retry"]
     assert wire["version"] == (0x0304 if job.tls == "1.3" else 0x0303)
     assert client["verified"] == (-1 if job.psk else 1)
     assert wire["psk"] == (job.psk and job.tls == "1.3")
@@ -222,9 +222,9 @@ def test_a_longer_chain_costs_the_server_more_heap_and_the_client_more_work(imag
 def test_every_check_fires_on_a_real_result(image) -> None:
     """check_negotiated refuses what the job did not ask for: each check, made to fire by
     changing one fact of a real run's result."""
-    job = cortexm.make_job(TLS13, tls="1.3", kx="psk_dhe", group="x25519")
-    good = cortexm.run(image, job, timeout=120)
-    cortexm.check_negotiated(good, job)  # as run: passes
+    job = firmware.make_job(TLS13, tls="1.3", kx="psk_dhe", group="x25519")
+    good = qemu.run(image, job, timeout=120)
+    qemu.check_negotiated(good, job)  # as run: passes
     changes = {
         "the client negotiated TLSv1.2": ("client", "version", "TLSv1.2"),
         "the server negotiated TLS-AES-256": ("server", "suite", "TLS-AES-256-GCM-SHA384"),
@@ -239,12 +239,12 @@ def test_every_check_fires_on_a_real_result(image) -> None:
         bad = {k: dict(v) if isinstance(v, dict) else v for k, v in good.items()}
         bad[where][key] = value
         with pytest.raises(UserError, match=message.replace("(", r"\(").replace(")", r"\)")):
-            cortexm.check_negotiated(bad, job)
-    cert_job = cortexm.make_job(TLS13, tls="1.3", cert="ecdsa-p256")
-    verified = cortexm.run(image, cert_job, timeout=120)
+            qemu.check_negotiated(bad, job)
+    cert_job = firmware.make_job(TLS13, tls="1.3", cert="ecdsa-p256")
+    verified = qemu.run(image, cert_job, timeout=120)
     verified["client"]["verified"] = 0
     with pytest.raises(UserError, match="did not verify"):
-        cortexm.check_negotiated(verified, cert_job)
+        qemu.check_negotiated(verified, cert_job)
 
 
 def test_jobs_that_cannot_be_are_usage_errors() -> None:
@@ -258,7 +258,7 @@ def test_jobs_that_cannot_be_are_usage_errors() -> None:
         (dict(suite=TLS13, group="x448"), "group x448"),
     ]:
         with pytest.raises(UserError, match=message) as caught:
-            cortexm.make_job(**wrong)  # type: ignore[arg-type]
+            firmware.make_job(**wrong)  # type: ignore[arg-type]
         assert caught.value.exit_code == 2
 
 
@@ -269,15 +269,15 @@ def test_small_record_buffers_shrink_the_heap_and_a_build_without_tls13_is_unsup
     max_fragment_length 1024 asked) take at least the two buffers' difference (2 x 15 KiB)
     less heap per side than the default 16 KiB ones; mbedTLS 2.28 has no TLS 1.3, which its
     image says (unsupported, not failed)."""
-    job = cortexm.make_job(TLS13, tls="1.3", cert="ecdsa-p256", group="x25519", record=1024)
-    small = cortexm.run(cortexm.image_of(build_of(VARIANT + ",records-1024")), job, timeout=120)
-    default = cortexm.run(image, job, timeout=120)
-    for side in cortexm.SIDES:
+    job = firmware.make_job(TLS13, tls="1.3", cert="ecdsa-p256", group="x25519", record=1024)
+    small = qemu.run(qemu.image_of(build_of(VARIANT + ",records-1024")), job, timeout=120)
+    default = qemu.run(image, job, timeout=120)
+    for side in firmware.SIDES:
         saved = default[side]["heap_peak"] - small[side]["heap_peak"]
         assert saved > 2 * (16384 - 1024)
-    old = cortexm.image_of(build_of("mbedtls-2.28.x:cortex-m7"))
-    with pytest.raises(cortexm.Unsupported, match="not in this build"):
-        cortexm.run(old, cortexm.make_job(TLS13, tls="1.3", kx="psk"), timeout=120)
+    old = qemu.image_of(build_of("mbedtls-2.28.x:cortex-m7"))
+    with pytest.raises(qemu.Unsupported, match="not in this build"):
+        qemu.run(old, firmware.make_job(TLS13, tls="1.3", kx="psk"), timeout=120)
 
 
 # ---------------------------------------------------------------------------- the other cores
@@ -297,16 +297,16 @@ CORE_CASES = {
 def test_a_handshake_on_each_core(arch, build_of) -> None:
     line, tag = CORE_CASES[arch]
     build = build_of(f"{line}:{arch}")
-    image = cortexm.image_of(build)
+    image = qemu.image_of(build)
     assert f"Tag_CPU_arch: {tag}\n" in elf_attributes(image)
-    core = cortexm.core_of(arch)
-    job = cortexm.make_job(TLS13, tls="1.3", cert="ecdsa-p256", group="x25519")
-    result = cortexm.measure(image, core, job, runs=2)  # refuses counts that differ
+    core = firmware.core_of(arch)
+    job = firmware.make_job(TLS13, tls="1.3", cert="ecdsa-p256", group="x25519")
+    result = qemu.measure(image, core, job, runs=2)  # refuses counts that differ
     assert result["machine"] == core.machine and result["core"] == arch
-    for side in cortexm.SIDES:
+    for side in firmware.SIDES:
         assert result[side]["handshake_instructions"] > 1_000_000
         assert result[side]["heap_peak"] > 0 and result[side]["stack_high_water"] > 0
-    sizes = {role: cortexm.role_sizes(build, role) for role in cortexm.SIDES}
+    sizes = {role: qemu.role_sizes(build, role) for role in firmware.SIDES}
     assert all(50_000 < s.text < 1_000_000 and s.bss > 0 for s in sizes.values())
     if line.startswith("wolfssl") and arch != "cortex-m0":
         # wolfSSL's Cortex-M (Thumb-2) assembly is what is built, not its ARM-mode one.
@@ -434,10 +434,10 @@ def test_wolfssl_image_is_thumb_code_with_the_library_and_the_wrapped_heap(wolfs
 
 
 def test_wolfssl_ecdhe_handshake_negotiates_what_was_asked_and_is_measured(wolfssl_image) -> None:
-    result = cortexm.run(wolfssl_image, ECDHE, "secp256r1")
+    result = qemu.run(wolfssl_image, ECDHE, "secp256r1")
     assert result["client"]["suite"] == ECDHE and result["wire"]["group"] == "secp256r1"
     assert result["library"] == "wolfssl" and result["library_version"] == "5.7.2"
-    for side in cortexm.SIDES:
+    for side in firmware.SIDES:
         figures = result[side]
         assert figures["heap_peak"] > 0 and figures["allocations"] > 0
         assert 0 < figures["stack_high_water"] < 64 * 1024
@@ -447,17 +447,17 @@ def test_wolfssl_ecdhe_handshake_negotiates_what_was_asked_and_is_measured(wolfs
 
 
 def test_wolfssl_static_rsa_counts_are_identical_across_runs(wolfssl_image) -> None:
-    first = cortexm.run(wolfssl_image, RSA, None)
+    first = qemu.run(wolfssl_image, RSA, None)
     assert first["client"]["suite"] == RSA and first["wire"]["group"] == "none"
-    second = cortexm.run(wolfssl_image, RSA, None)
-    for side in cortexm.SIDES:
+    second = qemu.run(wolfssl_image, RSA, None)
+    for side in firmware.SIDES:
         assert first[side] == second[side]
         assert first[side]["heap_peak"] > 0
 
 
 def test_wolfssl_suite_the_build_lacks_fails(wolfssl_image) -> None:
     with pytest.raises(UserError, match="cipher suite not in this build"):
-        cortexm.run(wolfssl_image, "TLS-RSA-WITH-NOTHING", None)
+        qemu.run(wolfssl_image, "TLS-RSA-WITH-NOTHING", None)
 
 
 def test_wolfssl_code_size_of_the_cortex_m7_variant_is_thumb_code(build_of) -> None:
@@ -477,7 +477,7 @@ def test_wolfssl_client_key_share_is_counted_in_the_handshake_not_the_set_up(bui
     group (secp256r1) by name costs the handshake what not naming it does. And a psk_ke
     client generates no key share at all (wolfSSL sends one by default: NoKeyShares), so it
     does about the server's work (before: 1,484,240 instructions against 633,320)."""
-    image = cortexm.image_of(build_of("wolfssl-5.7.2:cortex-m4"))
+    image = qemu.image_of(build_of("wolfssl-5.7.2:cortex-m4"))
     psk = run(image, suite=TLS13, tls="1.3", kx="psk")["client"]
     named = run(image, suite=TLS13, tls="1.3", kx="psk_dhe", group="secp256r1")
     default = run(image, suite=TLS13, tls="1.3", kx="psk_dhe")

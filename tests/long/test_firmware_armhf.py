@@ -15,9 +15,9 @@ import subprocess
 
 import pytest
 
-from tlsbench.builds import arches
+from tlsbench.builds import arches, firmware
 from tlsbench.core import paths
-from tlsbench.embedded import cortexm
+from tlsbench.embedded import qemu
 
 FIRMWARE = "mbedtls-3.6.6:cortex-m0"  # the core test's image: an ARMv6-M build, ILP32 as armhf
 NATIVE = "mbedtls-3.6.6:armhf"
@@ -34,10 +34,10 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.mark.parametrize(("tls", "suite", "cert", "group"), JOBS)
 def test_firmware_heap_agrees_with_the_armhf_heap_driver(tls, suite, cert, group, build_of):
-    image = cortexm.image_of(build_of(FIRMWARE))
+    image = qemu.image_of(build_of(FIRMWARE))
     build_of(NATIVE)
-    job = cortexm.make_job(suite, tls=tls, cert=cert, group=group, chain=1)
-    firmware = cortexm.run(image, job, timeout=300)
+    job = firmware.make_job(suite, tls=tls, cert=cert, group=group, chain=1)
+    image_result = qemu.run(image, job, timeout=300)
     done = subprocess.run(
         [str(paths.REPO / "tlsbench"), "drive", "--measure", "heap", NATIVE, "handshake",
          "--tls", tls, "--suite", suite, "--cert", cert, "--group", group, "--chain", "1",
@@ -47,8 +47,8 @@ def test_firmware_heap_agrees_with_the_armhf_heap_driver(tls, suite, cert, group
     assert done.returncode == 0, done.stderr
     native = json.loads(done.stdout)
     assert native["negotiated"]["version"] == tls and native["negotiated"]["group"] == group
-    for side in cortexm.SIDES:
-        ours, theirs = firmware[side], native["heap"][side]
+    for side in firmware.SIDES:
+        ours, theirs = image_result[side], native["heap"][side]
         # The same allocations, give or take the adapters' own and the key loading's (the
         # image parses its credentials from DER, the driver from PEM files): 2 %.
         assert abs(ours["allocations"] - theirs["handshake_allocs"]) <= 0.02 * ours["allocations"]
@@ -57,4 +57,4 @@ def test_firmware_heap_agrees_with_the_armhf_heap_driver(tls, suite, cert, group
             0 <= theirs["peak_minus_start"] - ours["heap_peak"] < 0.05 * theirs["peak_minus_start"]
         )
     # Library-wide set-up (PSA's key store and RNG) is charged apart in both.
-    assert abs(firmware["global"]["heap_peak"] - native["heap"]["global"]["peak"]) < 256
+    assert abs(image_result["global"]["heap_peak"] - native["heap"]["global"]["peak"]) < 256

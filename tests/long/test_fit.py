@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tlsbench.builds import arches
+from tlsbench.builds import arches, firmware
 from tlsbench.core import paths
 from tlsbench.core.errors import UserError
-from tlsbench.embedded import cortexm, fit
+from tlsbench.embedded import fit, measured, qemu
 
 KIB = 1024
 
@@ -60,11 +60,11 @@ def test_fit_figures_are_the_sum_of_the_measured_parts(tmp_path, build_of) -> No
     assert [(r["variant"], r["record"]) for r in rows] == [
         ("wolfssl-5.7.2:cortex-m4", 512), ("wolfssl-5.7.2:cortex-m4", 16384)]  # fmt: skip
     size = sections(build.program("client.elf"))
-    core = cortexm.core_of("cortex-m4")
+    core = firmware.core_of("cortex-m4")
     for row in rows:
         assert row["status"] == "ok", row
-        job = cortexm.make_job("TLS-AES-128-GCM-SHA256", tls="1.3", kx="psk", record=row["record"])
-        direct = cortexm.run(cortexm.image_of(build), job, timeout=120)
+        job = firmware.make_job("TLS-AES-128-GCM-SHA256", tls="1.3", kx="psk", record=row["record"])
+        direct = qemu.run(qemu.image_of(build), job, timeout=120)
         world, client = direct["global"], direct["client"]
         ram, flash = row["ram"], row["flash"]
         assert ram["heap"] == max(world["heap_peak"], world["heap_live"] + client["heap_peak"])
@@ -72,7 +72,7 @@ def test_fit_figures_are_the_sum_of_the_measured_parts(tmp_path, build_of) -> No
         assert (ram["data"], ram["bss"]) == (size[".data"], size[".bss"])
         assert ram["total"] == ram["heap"] + ram["stack"] + ram["data"] + ram["bss"]
         assert flash["text"] == size[".vectors"] + size[".text"] + size.get(".ARM.exidx", 0)
-        assert flash["credentials"] == len(cortexm.TEST_PSK) + len(cortexm.TEST_PSK_IDENTITY) + 1
+        assert flash["credentials"] == len(firmware.TEST_PSK) + len(firmware.TEST_PSK_IDENTITY) + 1
         assert flash["total"] == flash["text"] + flash["data"] + flash["credentials"]
         assert row["instructions"] == client["handshake_instructions"]
         assert row["ms"] == pytest.approx([row["instructions"] * cpi / (84.0 * 1000)
@@ -145,16 +145,16 @@ def made_up(line: str, record: int, heap: int, text: int, instructions: int) -> 
             "handshake_instructions": instructions}  # fmt: skip
     result = {"client": side, "server": side,
               "global": {"heap_peak": 0, "heap_live": 0, "stack_high_water": 0}}  # fmt: skip
-    sizes = {role: cortexm.Sizes(text=text, data=100, bss=200, certs=0) for role in cortexm.SIDES}
-    measured = cortexm.Measured(f"{line}:cortex-m4", "cortex-m4", job, result, sizes,
+    sizes = {role: qemu.Sizes(text=text, data=100, bss=200, certs=0) for role in firmware.SIDES}
+    one = measured.Measured(f"{line}:cortex-m4", "cortex-m4", job, result, sizes,
                                 {"client": 50, "server": 50})  # fmt: skip
     candidate = fit.Candidate(f"{line}:cortex-m4", line.split("-")[0], line, "default", record,
                               job)  # fmt: skip
-    return fit.Outcome(candidate, measured)
+    return fit.Outcome(candidate, one)
 
 
 def test_pareto_front_and_smallest_fitting_record() -> None:
-    budget = fit.Budget(cortexm.core_of("cortex-m4"), ram=30_000, flash=200_000, mhz=84.0)
+    budget = fit.Budget(firmware.core_of("cortex-m4"), ram=30_000, flash=200_000, mhz=84.0)
     a512 = made_up("a-1", 512, heap=10_000, text=150_000, instructions=900)
     a1024 = made_up("a-1", 1024, heap=12_000, text=150_000, instructions=900)  # dominated
     a16k = made_up("a-1", 16384, heap=40_000, text=150_000, instructions=800)  # faster, too big

@@ -14,7 +14,8 @@ from tlsbench import scenarios
 from tlsbench.builds.build import Builder
 from tlsbench.core import paths
 from tlsbench.driver import drive
-from tlsbench.scenarios import Declared, declared, modes
+from tlsbench.driver.declaration import declared
+from tlsbench.scenarios import Declared, modes
 
 pytestmark = pytest.mark.slow
 

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from tlsbench.builds import configfiles, platform
+from tlsbench.builds import configfiles, firmware, platform
 from tlsbench.builds.build import Builder
 from tlsbench.builds.recipes.mbedtls import USER_CONFIG, WHOLE_CONFIG, write_config
 from tlsbench.builds.variants import Catalog
 from tlsbench.cli import main
 from tlsbench.core.errors import UserError
-from tlsbench.embedded import cortexm, fit
+from tlsbench.embedded import fit
 
 
 def test_a_config_file_is_an_option_keyed_by_its_content(
@@ -152,13 +152,13 @@ def test_cli_names_the_contradiction_with_exit_2(
     assert "records-4096" in err and str(config) in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("core", sorted(cortexm.CORES))
+@pytest.mark.parametrize("core", sorted(firmware.CORES))
 @pytest.mark.parametrize(("tls", "kx"), [("1.3", "ecdhe"), ("1.2", "psk")])
 def test_every_fit_candidate_resolves_on_every_core(core: str, tls: str, kx: str) -> None:
     """The features of variants.toml override the base and one another by design (wolfSSL's
     `small` gives --disable-dh over the base's --enable-dh, --enable-sp=small over a core's
     --enable-sp): every configuration `fit` tries is a variant, not a contradiction."""
-    found, _ = fit.candidates(cortexm.CORES[core], tls, kx, "ecdsa-p256", None)
+    found, _ = fit.candidates(firmware.CORES[core], tls, kx, "ecdsa-p256", None)
     assert {c.configuration for c in found} == {"default", "no-debug", "small"}
 
 

@@ -19,7 +19,7 @@ from tlsbench.core.errors import UserError
 from tlsbench.core.store import Store
 from tlsbench.peers import findings
 from tlsbench.report import load_run
-from tlsbench.reportkit.views import views
+from tlsbench.reportkit.contents import views
 
 REGISTRY = findings.load()
 WOLFSSL_NONCE = next(f for f in REGISTRY if f.id == "wolfssl-ticket-nonce")

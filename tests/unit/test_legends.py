@@ -14,9 +14,11 @@ from matplotlib.figure import Figure
 from test_palette import experiment_variants, synthetic
 from test_report import build_store
 
-from tlsbench.embedded import cortexm, fit
+from tlsbench.builds import firmware
+from tlsbench.embedded import fit, measured, qemu
 from tlsbench.report import load_run
-from tlsbench.reportkit.plots import Plot, legend, plots
+from tlsbench.reportkit.contents import plots
+from tlsbench.reportkit.plots import Plot, legend
 from tlsbench.run import experiments
 
 
@@ -84,16 +86,16 @@ def test_no_legend_hides_data_in_the_fit_chart() -> None:
                 "handshake_instructions": heap * 10}  # fmt: skip
         result = {"client": side, "server": side,
                   "global": {"heap_peak": 0, "heap_live": 0, "stack_high_water": 0}}  # fmt: skip
-        sizes = {role: cortexm.Sizes(text=text, data=100, bss=200, certs=0)
-                 for role in cortexm.SIDES}  # fmt: skip
-        measured = cortexm.Measured(f"{line}:cortex-m4", "cortex-m4", job, result, sizes,
+        sizes = {role: qemu.Sizes(text=text, data=100, bss=200, certs=0)
+                 for role in firmware.SIDES}  # fmt: skip
+        one = measured.Measured(f"{line}:cortex-m4", "cortex-m4", job, result, sizes,
                                     {"client": 50, "server": 50})  # fmt: skip
         candidate = fit.Candidate(f"{line}:cortex-m4", line.split("-")[0], line, "default",
                                   record, job)  # fmt: skip
-        return fit.Outcome(candidate, measured)
+        return fit.Outcome(candidate, one)
 
     outcomes = [made_up(line, record, heap=8_000 + record + i * 3_000, text=90_000 + i * 40_000)
                 for i, line in enumerate(("mbedtls-3.6.6", "wolfssl-5.7.2", "mbedtls-2.28.10"))
                 for record in (512, 2048, 16384)]  # fmt: skip
-    budget = fit.Budget(cortexm.core_of("cortex-m4"), ram=30_000, flash=200_000, mhz=84.0)
+    budget = fit.Budget(firmware.core_of("cortex-m4"), ram=30_000, flash=200_000, mhz=84.0)
     assert legend_problems(fit.chart(outcomes, budget, "client")) == []

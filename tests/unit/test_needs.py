@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tlsbench.builds import needs
+from tlsbench.builds import firmware, needs
 from tlsbench.builds.variants import Catalog
-from tlsbench.embedded import cortexm
 
 # What mbedTLS 3.6's default configuration defines for these jobs (a subset).
 MBEDTLS_TLS12_ECDSA = {name: "" for name in (
@@ -19,8 +18,8 @@ MBEDTLS_TLS12_ECDSA = {name: "" for name in (
     "MBEDTLS_ENTROPY_C", "MBEDTLS_SSL_PROTO_TLS1_2", "MBEDTLS_KEY_EXCHANGE_ECDHE_ECDSA_ENABLED",
     "MBEDTLS_AES_C", "MBEDTLS_GCM_C", "MBEDTLS_SHA256_C", "MBEDTLS_X509_CRT_PARSE_C",
     "MBEDTLS_ECDSA_C", "MBEDTLS_ECP_DP_SECP256R1_ENABLED")}  # fmt: skip
-ECDSA12 = cortexm.make_job("TLS-ECDHE-ECDSA-WITH-AES-128-GCM-SHA256", group="secp256r1")
-PSK12 = cortexm.make_job("TLS-PSK-WITH-AES-128-CCM-8")
+ECDSA12 = firmware.make_job("TLS-ECDHE-ECDSA-WITH-AES-128-GCM-SHA256", group="secp256r1")
+PSK12 = firmware.make_job("TLS-PSK-WITH-AES-128-CCM-8")
 
 
 @pytest.fixture

@@ -15,10 +15,11 @@ from matplotlib.colors import to_hex
 from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
 
+from tlsbench.reportkit.contents import plots
 from tlsbench.reportkit.model import RunInfo, RunModel
 from tlsbench.reportkit.palette import COLOURS, LINE_COLOURS, line_colour, series_styles, style
-from tlsbench.reportkit.plots import plots
 from tlsbench.run import experiments
+from tlsbench.scenarios import sections
 from tlsbench.scenarios.aead import AeadRow
 from tlsbench.scenarios.code_size import CodeSizeRow
 from tlsbench.scenarios.connections import ConnectionRow
@@ -89,7 +90,7 @@ def synthetic(variants: list[str], load_points: list[Any]) -> RunModel:
                     for i, v in enumerate(variants) for group in ("x25519", "X25519MLKEM768")
                     for rtt in (5.0, 80.0)],
     }  # fmt: skip
-    return RunModel(run=RUN, figures=figures, variants=variants)
+    return RunModel(run=RUN, figures=figures, variants=variants, sections=sections())
 
 
 def series_looks(fig: Figure) -> dict[str, list[tuple[Any, ...]]]:

@@ -28,9 +28,10 @@ from tlsbench.core import paths
 from tlsbench.core.errors import UserError
 from tlsbench.core.store import Store
 from tlsbench.report import FORMATS, export, load_run, write_report
+from tlsbench.reportkit.contents import plots, views, write_plots
 from tlsbench.reportkit.model import RunModel
-from tlsbench.reportkit.plots import plots, write_plots
-from tlsbench.reportkit.views import fmt_bytes, fmt_sig, views
+from tlsbench.reportkit.views import fmt_bytes, fmt_sig
+from tlsbench.scenarios import sections
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "report.md"
 TSC_HZ = 2596120088.0
@@ -613,13 +614,13 @@ def test_network_latency_plot_has_a_panel_per_loss_and_a_line_per_case() -> None
     run = RunInfo(1, "network", "?", "time", 1, "complete", STARTED, None, "abc")
     rows = [row(g, rtt, loss) for g in ("x25519", "X25519MLKEM768") for rtt in (5.0, 80.0)
             for loss in (0.0, 3.0)]  # fmt: skip
-    plot = network_latency(RunModel(run=run, figures={"interop": rows}))
+    plot = network_latency(RunModel(run=run, figures={"interop": rows}, sections=sections()))
     assert plot is not None
     axes = plot.figure.axes
     assert [ax.get_title() for ax in axes] == ["loss 0 %", "loss 3 %"]
     for ax in axes:  # per case: the median and the p90 line
         assert len(ax.get_lines()) == 4
-    assert network_latency(RunModel(run=run)) is None
+    assert network_latency(RunModel(run=run, sections=sections())) is None
 
 
 def test_a_run_over_several_machines_shows_them_side_by_side(tmp_path: Path) -> None:
@@ -666,7 +667,7 @@ def test_a_run_over_several_machines_shows_them_side_by_side(tmp_path: Path) -> 
 
 
 def test_runs_of_several_machines_are_reported_side_by_side(tmp_path: Path) -> None:
-    from tlsbench.reportkit.model import load_runs
+    from tlsbench.report import load_runs
 
     db = tmp_path / "two.db"
     store = Store(db)

@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 
 from fake.builds import run_fake, start_fake
-from tlsbench.cli.doctor import cpu_flags
+from tlsbench.core.machine import cpu_flags
 from tlsbench.core.store import Store
 from tlsbench.driver import cpuprofile
-from tlsbench.driver.process import PINNED_CPU, driver_environment
+from tlsbench.driver.drive import driver_environment
+from tlsbench.driver.process import PINNED_CPU
 from tlsbench.driver.process import pin as _pin
 
 

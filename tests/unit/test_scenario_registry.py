@@ -12,14 +12,16 @@ import pytest
 
 from tlsbench import scenarios
 from tlsbench.core.errors import UserError
+from tlsbench.core.points import RunPoint
 from tlsbench.core.store import Store
 from tlsbench.driver.process import Outcome
 from tlsbench.peers import programs
 from tlsbench.report import export, load_run
+from tlsbench.reportkit.section import Section, SummaryCell, TableSpec
 from tlsbench.run import experiments
 from tlsbench.run.runner import Runner
 from tlsbench.scenarios import base
-from tlsbench.scenarios.base import Key, RunContext, RunPoint, Section, SummaryCell, TableSpec
+from tlsbench.scenarios.base import Key, RunContext
 
 
 def test_every_scenario_key_and_table_has_one_owner() -> None:

@@ -169,7 +169,7 @@ def test_environment_warnings() -> None:
 
 
 def test_environment_warnings_accepts_doctor_cpu_facts() -> None:
-    from tlsbench.cli.doctor import cpu_facts
+    from tlsbench.core.machine import cpu_facts
 
     warnings = environment_warnings(cpu_facts())
     assert all(isinstance(w, StatWarning) and w.message for w in warnings)

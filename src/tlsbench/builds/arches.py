@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tlsbench.core import paths
+from tlsbench.core.errors import UserError
 
 
 @dataclass(frozen=True)
@@ -173,8 +174,6 @@ def _clang() -> str | None:
 
 def _require(target: Arch) -> None:
     """Says what to install when a target's toolchain (or emulator) is missing."""
-    from tlsbench.core.errors import UserError
-
     missing = missing_tools(target.name)
     if missing:
         packages = " ".join(sorted(set(missing.values())))
@@ -186,8 +185,6 @@ def _require(target: Arch) -> None:
 
 def cross_clang(target: Arch) -> Path:
     """A link `TRIPLET-clang` to the machine's clang, under the cache (made once)."""
-    from tlsbench.core.errors import UserError
-
     clang = _clang()
     missing = missing_tools(target.name)
     if clang is None or missing:

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tlsbench.builds import arches, localsource
+from tlsbench.builds import arches, firmware, localsource
 from tlsbench.builds.recipes import recipe_for
 from tlsbench.builds.recipes.base import BuildContext, BuildLog, LinkInfo, tool_version
 from tlsbench.builds.sources import Sources
@@ -455,18 +455,16 @@ class Builder:
         variant: Variant, folder: Path, ctx: BuildContext, bin_folder: Path
     ) -> dict[str, Any]:
         """A bare-metal target's programs: its firmware images (no probe runs there)."""
-        from tlsbench.embedded import cortexm
-
         bin_folder.mkdir(parents=True, exist_ok=True)
         manifest = json.loads((folder / MANIFEST).read_text())
         target = arches.arch(variant.arch)
         ctx.log.step("firmware images")
-        for command in cortexm.build_commands(
+        for command in firmware.build_commands(
             ctx.cc, variant.arch, list(target.flags), manifest["link"], variant.library,
             bin_folder,
         ):  # fmt: skip
             ctx.run(command, cwd=bin_folder)
-        return cortexm.probe(variant.arch, variant.library, manifest["version"])
+        return firmware.probe(variant.arch, variant.library, manifest["version"])
 
     @staticmethod
     def _run_probe(command: list[str], log: BuildLog) -> dict[str, Any]:

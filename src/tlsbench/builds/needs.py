@@ -20,10 +20,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tlsbench.builds import arches
+from tlsbench.builds import arches, firmware
+from tlsbench.builds.recipes.mbedtls import write_config
+from tlsbench.builds.recipes.wolfssl import (
+    YOUR_SETTINGS,
+    YOUR_SETTINGS_ASM,
+    directives_only,
+    user_settings,
+)
+from tlsbench.builds.sources import Sources
 from tlsbench.core.errors import UserError
 
-# A job as the checks see it: the firmware images' (cortexm.Job) and the native drivers'.
+# A job as the checks see it: the firmware images' (firmware.Job) and the native drivers'.
 
 
 @dataclass(frozen=True)
@@ -283,19 +291,10 @@ def configuration(variant: Any, source: Path) -> dict[str, str]:
         include = Path(folder)
         defines: list[str] = []
         if variant.library == "mbedtls":
-            from tlsbench.builds.recipes.mbedtls import write_config
-
             defines = write_config(variant, include)
             header = "mbedtls/ssl.h"  # the API a program includes: all it pulls in
             flags = [f"-D{d}" for d in defines] + [f"-I{source / 'include'}"]
         else:
-            from tlsbench.builds.recipes.wolfssl import (
-                YOUR_SETTINGS,
-                YOUR_SETTINGS_ASM,
-                directives_only,
-                user_settings,
-            )
-
             settings = variant.file("user-settings")
             (include / YOUR_SETTINGS).write_text(settings.text)
             (include / YOUR_SETTINGS_ASM).write_text(directives_only(settings.text))
@@ -378,8 +377,6 @@ def refuse_unfit(variant: Any, job: Any) -> None:
         or not any(f.option in ("config", "user-config", "user-settings") for f in variant.files)
     ):
         return
-    from tlsbench.builds.sources import Sources
-
     source = Sources().source_dir(variant.line.name)
     unmet = missing(variant, job, configuration(variant, source))
     if unmet:
@@ -396,8 +393,6 @@ def job_of_driver_args(args: list[str]) -> Any | None:
     """The job a native driver's options name (--suite, --tls, --kx, --cert, --group), as a
     firmware job, where the suite is one the firmware table knows; else None (not checked:
     the driver itself reports what a build cannot do)."""
-    from tlsbench.embedded import cortexm
-
     options: dict[str, str] = {}
     for i, arg in enumerate(args):
         name, sep, value = arg.partition("=")
@@ -406,7 +401,7 @@ def job_of_driver_args(args: list[str]) -> Any | None:
     if "--suite" not in options:
         return None
     try:
-        return cortexm.make_job(options["--suite"], tls=options.get("--tls"),
+        return firmware.make_job(options["--suite"], tls=options.get("--tls"),
                                 kx=options.get("--kx"), group=options.get("--group"),
                                 cert=options.get("--cert"))  # fmt: skip
     except UserError:

@@ -80,20 +80,20 @@ def cmd_code_size(args: argparse.Namespace) -> int:
 
 
 def cmd_cortex_m(args: argparse.Namespace) -> int:
-    from tlsbench.builds import needs
+    from tlsbench.builds import firmware, needs
     from tlsbench.builds.build import Builder
     from tlsbench.builds.variants import Catalog
-    from tlsbench.embedded import cortexm
+    from tlsbench.embedded import qemu
 
     catalog = Catalog()
     variants = [catalog.resolve(spec) for spec in args.variants]  # all checked first
     for variant in variants:
-        cortexm.check_variant(variant)
+        qemu.check_variant(variant)
     if args.runs < 1:
         raise UserError("--runs must be at least 1")
-    suites = args.suite or cortexm.default_suites(args.tls, args.kx, args.cert)
+    suites = args.suite or firmware.default_suites(args.tls, args.kx, args.cert)
     jobs = [
-        cortexm.make_job(suite, tls=args.tls, kx=args.kx, group=args.group, cert=args.cert,
+        firmware.make_job(suite, tls=args.tls, kx=args.kx, group=args.group, cert=args.cert,
                          chain=args.chain, record=args.record_size)
         for suite in suites
     ]  # fmt: skip
@@ -103,12 +103,12 @@ def cmd_cortex_m(args: argparse.Namespace) -> int:
     builder = Builder(quiet=args.quiet)
     rows = []
     for variant in variants:
-        core = cortexm.core_of(variant.arch)
-        image = cortexm.image_of(builder.build(variant))
+        core = firmware.core_of(variant.arch)
+        image = qemu.image_of(builder.build(variant))
         for job in jobs:
             try:
-                result = cortexm.measure(image, core, job, args.runs)
-            except cortexm.Unsupported as exc:
+                result = qemu.measure(image, core, job, args.runs)
+            except qemu.Unsupported as exc:
                 print(f"{variant.name}: unsupported: {exc}", file=sys.stderr)
                 continue
             rows.append({"variant": variant.name, "job": job.describe(), **result})
@@ -119,7 +119,7 @@ def cmd_cortex_m(args: argparse.Namespace) -> int:
         print()
     else:
         for arch in dict.fromkeys(v.arch for v in variants):
-            print(f"{arch} ms: {cortexm.describe_projection(cortexm.core_of(arch))}")
+            print(f"{arch} ms: {qemu.describe_projection(firmware.core_of(arch))}")
         print(f"every count identical over {args.runs} runs")
     return 3 if not rows else 0
 
@@ -143,9 +143,10 @@ def _print_cortex_m_row(r: dict[str, Any], header: bool) -> None:
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
-    from tlsbench.embedded import cortexm, fit
+    from tlsbench.builds import firmware
+    from tlsbench.embedded import fit
 
-    core = cortexm.core_named(args.core)
+    core = firmware.core_named(args.core)
     budget = fit.Budget(
         core,
         fit.parse_bytes(args.ram, "--ram"),
@@ -167,11 +168,11 @@ def cmd_fit(args: argparse.Namespace) -> int:
             raise UserError(f"--line {line}: choose among {', '.join(fit.LINES)}")
     cert = args.cert or ("rsa2048" if args.kx == "rsa" else "ecdsa-p256")
     job = fit.job_for(args.tls, args.kx, cert, args.group, 16384)  # usage errors first
-    records = tuple(args.records or cortexm.RECORD_SIZES)
+    records = tuple(args.records or firmware.RECORD_SIZES)
     for record in records:
-        if record not in cortexm.RECORD_SIZES:
+        if record not in firmware.RECORD_SIZES:
             raise UserError(f"--records {record}: choose among "
-                            f"{', '.join(map(str, cortexm.RECORD_SIZES))}")  # fmt: skip
+                            f"{', '.join(map(str, firmware.RECORD_SIZES))}")  # fmt: skip
     configurations = tuple(args.config or fit.CONFIGURATION_NAMES)
     for name in configurations:
         if name not in fit.CONFIGURATION_NAMES:
@@ -261,8 +262,8 @@ def cmd_sources(args: argparse.Namespace) -> int:
 def cmd_drive(args: argparse.Namespace) -> int:
     from tlsbench.builds import needs
     from tlsbench.builds.variants import Catalog
+    from tlsbench.driver.declaration import declared
     from tlsbench.driver.drive import drive
-    from tlsbench.scenarios import declared
 
     known = declared().scenarios
     if args.scenario not in known:
@@ -547,8 +548,7 @@ def _write_text(path: Path, text: str, flag: str) -> None:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from tlsbench.core.store import Store
-    from tlsbench.report import FORMATS, NAMES, export
-    from tlsbench.reportkit.model import load_runs
+    from tlsbench.report import FORMATS, NAMES, export, load_runs
 
     fmt = {"md": "markdown"}.get(args.format, args.format)
     if fmt not in NAMES:
@@ -572,7 +572,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if fmt not in FORMATS:  # figures for a dashboard: no plots
         print(f"wrote {out}", file=sys.stderr)
         return 0
-    from tlsbench.reportkit.plots import write_plots  # matplotlib only when plots are written
+    from tlsbench.reportkit.contents import write_plots  # matplotlib only when plots are written
 
     plots = write_plots(model, out.parent / "plots")
     print(f"wrote {out}" + (f" and {len(plots)} plot files in {out.parent / 'plots'}"

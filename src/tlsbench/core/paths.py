@@ -1,6 +1,7 @@
-"""Where the project's files and the cache live."""
+"""Where the project's files and the cache live, and which commit of the project they are."""
 
 import os
+import subprocess
 from pathlib import Path
 
 # The repository root: src/tlsbench/core/paths.py -> four levels up.
@@ -18,3 +19,12 @@ def cache_root() -> Path:
     if configured:
         return Path(configured).expanduser().resolve()
     return Path.home() / ".cache" / "tlsbench"
+
+
+def commit_id() -> str:
+    """The project's commit (with -dirty for uncommitted changes): stored with every run."""
+    proc = subprocess.run(
+        ["git", "-C", str(REPO), "describe", "--always", "--dirty", "--abbrev=12"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    return proc.stdout.strip() or "unknown"

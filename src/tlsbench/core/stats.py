@@ -204,7 +204,7 @@ def sample_warnings(
 
 
 def environment_warnings(cpu: dict[str, Any]) -> list[StatWarning]:
-    """Warnings from `tlsbench.cli.doctor.cpu_facts()`; missing keys count as unknown, not bad."""
+    """Warnings from `tlsbench.core.machine.cpu_facts()`; missing keys count as unknown, not bad."""
     warnings_ = []
     if cpu.get("invariant_tsc", True) is False:
         warnings_.append(

@@ -18,6 +18,7 @@ import os
 from dataclasses import dataclass
 
 from tlsbench.core.errors import UserError
+from tlsbench.core.machine import cpu_flags
 
 ENV_VARIABLE = "TLSBENCH_CPU_PROFILE"
 
@@ -147,15 +148,11 @@ def active() -> CpuProfile:
 
 def active_environment() -> dict[str, str]:
     """The active profile's library switches on this machine."""
-    from tlsbench.cli.doctor import cpu_flags
-
     return active().environment(set(cpu_flags()))
 
 
 def under_valgrind_environment() -> dict[str, str]:
     """Switches that make a native run take the paths it takes under valgrind, within the
     active profile: for comparing a native figure with massif's or callgrind's."""
-    from tlsbench.cli.doctor import cpu_flags
-
     both = active().absent | PROFILES["valgrind"].absent
     return CpuProfile("valgrind", "", both).environment(set(cpu_flags()))

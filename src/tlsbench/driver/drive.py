@@ -12,6 +12,7 @@ from tlsbench.builds.build import Build, Builder
 from tlsbench.builds.variants import Catalog
 from tlsbench.core.errors import UserError
 from tlsbench.driver import cpuprofile
+from tlsbench.driver.declaration import declared
 
 # Two programs from the same sources: timing without heap accounting in the allocation path,
 # and heap accounting (malloc wrapped) whose times are not used.
@@ -22,10 +23,26 @@ PROGRAMS = {"time": DRIVER, "heap": HEAP_DRIVER, "locks": DRIVER}
 MEASURE_OPTIONS = {"locks": ["--locks"]}
 
 
+# Variables that change what a library or the allocator does. A driver gets them only when a
+# point asks (accel=off sets its own); a stray one in the user's shell would silently change
+# every figure of a run.
+FILTERED_ENV_PREFIXES = ("OPENSSL_", "GNUTLS_", "NETTLE_", "WOLFSSL_", "MBEDTLS_", "MALLOC_")
+FILTERED_ENV_NAMES = {"GLIBC_TUNABLES", "LD_PRELOAD", "LD_BIND_NOW", "SSLKEYLOGFILE"}
+
+
+def driver_environment(point_env: dict[str, str]) -> dict[str, str]:
+    """The runner's environment without library and allocator switches, plus the CPU
+    profile's switches (cpuprofile.py), plus the point's (which win: accel=off hides more)."""
+    kept = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(FILTERED_ENV_PREFIXES) and name not in FILTERED_ENV_NAMES
+    }
+    return {**kept, **cpuprofile.active_environment(), **point_env}
+
+
 def runs_tls(scenario: str) -> bool:
     """Whether the driver declares the scenario a TLS one (it then needs certificates)."""
-    from tlsbench.scenarios import declared
-
     table = declared().scenario_table
     return scenario in table and table[scenario].has("tls")
 
@@ -33,8 +50,6 @@ def runs_tls(scenario: str) -> bool:
 def timed_only(scenario: str) -> bool:
     """A scenario the runner measures (instructions) whose figures are times only: no heap
     figures of its own (bulk, aead)."""
-    from tlsbench.scenarios import declared
-
     table = declared().scenario_table
     return scenario in table and table[scenario].has("instructions") \
         and not table[scenario].has("heap")  # fmt: skip
@@ -99,8 +114,6 @@ def drive(
     if replace:
         # This process becomes the driver: a signal sent to it (a remote runner's SIGTERM
         # that stops a server) reaches the driver, and its output is the driver's own.
-        from tlsbench.driver.process import driver_environment
-
         sys.stdout.flush()
         sys.stderr.flush()
         os.execvpe(command[0], command, driver_environment({}))

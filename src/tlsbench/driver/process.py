@@ -20,9 +20,8 @@ from typing import Any
 
 from tlsbench.builds.build import Build
 from tlsbench.builds.recipes.runtime import at_run_time
-from tlsbench.driver import cpuprofile
-from tlsbench.driver.drive import driver_command
-from tlsbench.run.experiments import RunPoint
+from tlsbench.core.points import RunPoint
+from tlsbench.driver.drive import driver_command, driver_environment
 
 STDERR_TAIL_LINES = 20
 
@@ -55,24 +54,6 @@ def accel_env(point: RunPoint, build: Build) -> tuple[dict[str, str], str | None
     if point.options.get("accel") != "off":
         return {}, None
     return at_run_time(point.library).accel_off(build.variant.name, build.variant.features)
-
-
-# Variables that change what a library or the allocator does. A driver gets them only when a
-# point asks (accel=off sets its own); a stray one in the user's shell would silently change
-# every figure of a run.
-FILTERED_ENV_PREFIXES = ("OPENSSL_", "GNUTLS_", "NETTLE_", "WOLFSSL_", "MBEDTLS_", "MALLOC_")
-FILTERED_ENV_NAMES = {"GLIBC_TUNABLES", "LD_PRELOAD", "LD_BIND_NOW", "SSLKEYLOGFILE"}
-
-
-def driver_environment(point_env: dict[str, str]) -> dict[str, str]:
-    """The runner's environment without library and allocator switches, plus the CPU
-    profile's switches (cpuprofile.py), plus the point's (which win: accel=off hides more)."""
-    kept = {
-        name: value
-        for name, value in os.environ.items()
-        if not name.startswith(FILTERED_ENV_PREFIXES) and name not in FILTERED_ENV_NAMES
-    }
-    return {**kept, **cpuprofile.active_environment(), **point_env}
 
 
 def pinning_cpu() -> int | None:

@@ -10,7 +10,7 @@ estimated. A candidate's figures for the device's role:
   flash = .text + .data of the one-role image + the job's credentials (DER)
   time  = the handshake's instructions x the core's CPI range / the clock (a range)
 
-Results are cached beside each build's image (cortexm.measured), so that a second fit with
+Results are cached beside each build's image (measured.measured), so that a second fit with
 the same builds only reads them.
 """
 
@@ -21,9 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tlsbench.builds import needs
+from tlsbench.builds import firmware, needs
+from tlsbench.builds.build import Builder
+from tlsbench.builds.variants import Catalog
 from tlsbench.core.errors import BuildError, UserError
-from tlsbench.embedded import cortexm
+from tlsbench.embedded import measured, qemu
+from tlsbench.reportkit.palette import line_colour
 
 if TYPE_CHECKING:  # matplotlib loads only when a chart is drawn
     from matplotlib.figure import Figure
@@ -56,7 +59,7 @@ def parse_bytes(text: str, what: str) -> int:
 
 @dataclass(frozen=True)
 class Budget:
-    core: cortexm.Core
+    core: firmware.Core
     ram: int
     flash: int
     mhz: float
@@ -75,7 +78,7 @@ class Candidate:
     line: str
     configuration: str  # "default", "no-debug", or a user's variant
     record: int  # record buffer (mbedTLS) / max_fragment_length (wolfSSL) in bytes
-    job: cortexm.Job
+    job: firmware.Job
 
 
 @dataclass
@@ -84,7 +87,7 @@ class Outcome:
     handshake failed: e.g. a record buffer too small for the certificate flight)."""
 
     candidate: Candidate
-    measured: cortexm.Measured | None = None
+    measured: measured.Measured | None = None
     why_not: str = ""
     unsupported: bool = False
 
@@ -97,7 +100,7 @@ class Outcome:
         return self.measured.flash(role)
 
 
-def job_for(tls: str, kx: str, cert: str, group: str | None, record: int) -> cortexm.Job:
+def job_for(tls: str, kx: str, cert: str, group: str | None, record: int) -> firmware.Job:
     """The job a device does, from the fit's flags: one suite per version and exchange."""
     if tls == "1.3":
         suite = "TLS-AES-128-GCM-SHA256"
@@ -110,26 +113,24 @@ def job_for(tls: str, kx: str, cert: str, group: str | None, record: int) -> cor
     else:
         suite = "TLS-ECDHE-RSA-WITH-AES-128-GCM-SHA256"
     default_group = "x25519" if tls == "1.3" else "secp256r1"
-    return cortexm.make_job(suite, tls=tls, kx=kx, cert=cert, group=group or default_group,
+    return firmware.make_job(suite, tls=tls, kx=kx, cert=cert, group=group or default_group,
                             record=record)  # fmt: skip
 
 
 def candidates(
-    core: cortexm.Core,
+    core: firmware.Core,
     tls: str,
     kx: str,
     cert: str,
     group: str | None,
     lines: tuple[str, ...] = LINES,
     extra: tuple[str, ...] = (),
-    records: tuple[int, ...] = cortexm.RECORD_SIZES,
+    records: tuple[int, ...] = firmware.RECORD_SIZES,
     configurations: tuple[str, ...] = CONFIGURATION_NAMES,
 ) -> tuple[list[Candidate], list[str]]:
     """Every library line x configuration x record size to measure, and notes on the lines
     left out; `extra` variant specs (e.g. one built with a user's own configuration) are
     measured with the default record size."""
-    from tlsbench.builds.variants import Catalog
-
     catalog = Catalog()
     out = []
     notes = []
@@ -153,7 +154,7 @@ def candidates(
         variant = catalog.resolve(spec)
         if variant.arch != core.arch:
             raise UserError(f"--variant {spec}: not built for {core.arch} (add :{core.arch})")
-        cortexm.check_variant(variant)
+        qemu.check_variant(variant)
         job = job_for(tls, kx, cert, group, 16384)
         needs.refuse_unfit(variant, job)  # what its config file leaves out, before building
         out.append(Candidate(variant.name, variant.library, variant.line.name, variant.name,
@@ -163,9 +164,6 @@ def candidates(
 
 def measure_all(candidates: list[Candidate], quiet: bool = False) -> list[Outcome]:
     """Builds (or finds) each candidate's variant and measures its job."""
-    from tlsbench.builds.build import Builder
-    from tlsbench.builds.variants import Catalog
-
     catalog = Catalog()
     builder = Builder(quiet=quiet)
     outcomes = []
@@ -180,8 +178,8 @@ def measure_all(candidates: list[Candidate], quiet: bool = False) -> list[Outcom
             outcomes.append(Outcome(candidate, why_not=f"the build failed: {first}"))
             continue
         try:
-            outcomes.append(Outcome(candidate, cortexm.measured(build, candidate.job)))
-        except cortexm.Unsupported as exc:
+            outcomes.append(Outcome(candidate, measured.measured(build, candidate.job)))
+        except qemu.Unsupported as exc:
             outcomes.append(Outcome(candidate, why_not=str(exc), unsupported=True))
         except UserError as exc:
             if "did not finish within" in str(exc):
@@ -283,7 +281,7 @@ def rows(outcomes: list[Outcome], budget: Budget, role: str) -> list[dict[str, A
 
 
 def table(
-    outcomes: list[Outcome], budget: Budget, role: str, job: cortexm.Job, notes: list[str]
+    outcomes: list[Outcome], budget: Budget, role: str, job: firmware.Job, notes: list[str]
 ) -> str:
     """The answer as a user reads it: the budget and job, one line per candidate, the
     smallest record buffer that fits per configuration, and the Pareto front."""
@@ -393,7 +391,6 @@ def chart(outcomes: list[Outcome], budget: Budget, role: str) -> Figure:
     a box, the Pareto front ringed."""
     from matplotlib.figure import Figure
 
-    from tlsbench.reportkit.palette import line_colour
     from tlsbench.reportkit.plots import legend
 
     measured = [o for o in outcomes if o.measured is not None]

@@ -47,7 +47,7 @@ import numpy as np
 
 from tlsbench.builds.build import Build
 from tlsbench.builds.recipes.runtime import at_run_time
-from tlsbench.driver.drive import driver_command
+from tlsbench.driver.drive import driver_command, driver_environment
 from tlsbench.peers import interop, programs
 from tlsbench.peers.interop import PairResult, Side
 
@@ -488,8 +488,6 @@ def _run_once(options: dict[str, Any], build: Build, client_build: Build | None,
 
 
 def _environment(point_env: dict[str, str]) -> dict[str, str]:
-    from tlsbench.driver.process import driver_environment
-
     return driver_environment(point_env)
 
 

@@ -24,7 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from tlsbench.builds import certs
-from tlsbench.run.experiments import PSK_KX, point_kx
+from tlsbench.builds.build import Builder
+from tlsbench.builds.recipes.openssl import PROGRAM
+from tlsbench.builds.variants import Catalog
+from tlsbench.core.points import PSK_KX, point_kx
 
 # The pinned build whose own `openssl` program is a peer (its own sources, X25519MLKEM768
 # included), beside the machine's OpenSSL 3.0.
@@ -176,10 +179,6 @@ def gnutls_priority(options: dict[str, Any]) -> str | None:
 def _pinned_openssl() -> str:
     """The pinned build's program, found once per process: every connection of every
     point asks, and finding a build hashes its inputs (the whole drivers tree)."""
-    from tlsbench.builds.build import Builder
-    from tlsbench.builds.recipes.openssl import PROGRAM
-    from tlsbench.builds.variants import Catalog
-
     build = Builder(quiet=True).build(Catalog().resolve(PINNED_OPENSSL_LINE))
     return str(build.folder / "prefix" / PROGRAM)
 

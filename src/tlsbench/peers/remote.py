@@ -38,7 +38,10 @@ import time
 import uuid
 from typing import Any
 
-from tlsbench.builds.build import Build
+from tlsbench.builds import certs
+from tlsbench.builds.build import Build, Builder
+from tlsbench.builds.variants import Catalog
+from tlsbench.core.paths import commit_id
 from tlsbench.peers import load
 from tlsbench.peers.interop import PairResult, Side
 
@@ -107,11 +110,6 @@ def tlsbench_there() -> list[str]:
 def host_info(variants: list[str], cert_kinds: list[str]) -> dict[str, Any]:
     """This host's answer to `tlsbench host-info`: commit and build keys (built if needed)."""
     import socket
-
-    from tlsbench.builds import certs
-    from tlsbench.builds.build import Builder
-    from tlsbench.builds.variants import Catalog
-    from tlsbench.run.runner import commit_id
 
     catalog, builder = Catalog(), Builder(quiet=True)
     builds = {spec: builder.build(catalog.resolve(spec)) for spec in variants}

@@ -19,8 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from tlsbench.core.errors import UserError
+from tlsbench.core.store import Store
 from tlsbench.report.base import Exporter
-from tlsbench.reportkit.model import RunModel, load_run
+from tlsbench.reportkit import model as kit
+from tlsbench.reportkit.model import RunModel
+from tlsbench.scenarios import sections
 
 # Each format's exporter: its module and class, imported on first use (HTML draws plots with
 # matplotlib, which a process that writes Markdown, or runs experiments, never needs).
@@ -56,7 +59,18 @@ def __getattr__(name: str) -> Any:
 FORMATS = ("markdown", "csv", "json", "html")
 
 __all__ = ["EXPORTERS", "FORMATS", "NAMES", "Exporter", "RunModel", "export", "exporter",
-           "load_run", "write_report"]  # fmt: skip
+           "load_run", "load_runs", "write_report"]  # fmt: skip
+
+
+def load_run(store: Store, run_id: int | str = "latest") -> RunModel:
+    """Run `run_id` (a number or "latest") of `store`, with every family's sections: the
+    report's assembly is where the kit (src/tlsbench/reportkit/) meets the families."""
+    return kit.load_run(store, run_id, sections())
+
+
+def load_runs(store: Store, run_ids: list[int | str]) -> RunModel:
+    """Several runs side by side, each figure row labelled `variant @ machine`."""
+    return kit.load_runs(store, run_ids, sections())
 
 
 def export(model: RunModel, fmt: str, out_path: Path | None = None) -> str:
@@ -82,7 +96,7 @@ def export(model: RunModel, fmt: str, out_path: Path | None = None) -> str:
 
 def write_report(model: RunModel, out_dir: Path, formats: tuple[str, ...] = FORMATS) -> list[Path]:
     """report.<suffix> per format and plots/NAME.{png,svg} in out_dir; the files written."""
-    from tlsbench.reportkit.plots import write_plots  # matplotlib only when plots are wanted
+    from tlsbench.reportkit.contents import write_plots  # matplotlib only when plots are wanted
 
     written = []
     for fmt in formats:

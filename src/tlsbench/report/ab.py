@@ -45,6 +45,7 @@ from tlsbench.core.stats import (
 )
 from tlsbench.core.store import Point, Store
 from tlsbench.report.compare import HIGHER_IS_BETTER_UNITS, TIME_UNITS, compare_points
+from tlsbench.reportkit.model import describe_source
 
 KINDS = ("time", "instructions", "heap", "stack", "allocations", "wire", "code-size")
 # Fractions of the base's figure a change must exceed. Figures that are the same in every
@@ -405,8 +406,6 @@ def _all_unsupported(store: Store, point: Point) -> bool:
 
 
 def _source_line(build: dict[str, Any]) -> str:
-    from tlsbench.reportkit.model import describe_source
-
     text = describe_source(build.get("source") or {})
     configs = [f"{c['option']}={c['path']} (sha256 {c['sha256'][:12]})"
                for c in build.get("config_files") or []]  # fmt: skip

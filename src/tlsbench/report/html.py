@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from html import escape
 
+from tlsbench.reportkit.contents import plots, views
 from tlsbench.reportkit.model import RunModel
-from tlsbench.reportkit.plots import Plot, inline_svg, plots, svg_text
-from tlsbench.reportkit.views import View, views
+from tlsbench.reportkit.plots import Plot, inline_svg, svg_text
+from tlsbench.reportkit.views import View
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from tlsbench.reportkit.contents import views
 from tlsbench.reportkit.model import RunModel
-from tlsbench.reportkit.views import View, views
+from tlsbench.reportkit.views import View
 
 
 def _cell(text: str) -> str:

@@ -26,6 +26,4 @@ class Metric:
 
 def metrics(model: RunModel) -> list[Metric]:
     """Every section's metrics, in report order (src/tlsbench/scenarios/)."""
-    from tlsbench.scenarios import sections
-
-    return [metric for section in sections() for metric in section.metrics(model)]
+    return [metric for section in model.sections for metric in section.metrics(model)]

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from tlsbench.core.stats import environment_warnings
 from tlsbench.core.store import Store
 from tlsbench.reportkit.reader import (
     BASELINE_VARIANT,
@@ -29,6 +30,7 @@ from tlsbench.reportkit.reader import (
     int_or_none,
     signal_name,
 )
+from tlsbench.reportkit.section import Section, TableSpec
 
 __all__ = ["BASELINE_VARIANT", "SIDES", "NoteRow", "RunInfo", "RunModel", "case_labels",
            "load_run", "load_runs"]  # fmt: skip
@@ -112,16 +114,10 @@ class Table:
         return [f.name for f in fields(self.row_type)]
 
 
-def _sections() -> tuple[Any, ...]:
-    from tlsbench.scenarios import sections
-
-    return sections()
-
-
-def figure_tables() -> dict[str, Any]:
-    """Every section's tables by their attribute on the model (model.memory), in report
-    order (scenarios/base.py TableSpec)."""
-    return {t.attr: t for s in _sections() for t in s.tables}
+def figure_tables(sections: Sequence[Section]) -> dict[str, TableSpec]:
+    """The sections' tables by their attribute on the model (model.memory), in report
+    order."""
+    return {t.attr: t for s in sections for t in s.tables}
 
 
 @dataclass
@@ -138,15 +134,18 @@ class RunModel:
     variants: list[str] = field(default_factory=list)  # in point order: stable plot colours
     # A report of several runs side by side (load_runs): every run, the first is `run`.
     runs: list[RunInfo] = field(default_factory=list)
+    # The report's sections in report order, as the model was loaded with them (the
+    # families' own: src/tlsbench/report/ passes them in).
+    sections: tuple[Section, ...] = ()
 
     def __getattr__(self, name: str) -> list[Any]:
         """A section's table (model.handshakes), empty where the run has no such rows."""
-        if name.startswith("__") or name == "figures":
+        if name.startswith("__") or name in ("figures", "sections"):
             raise AttributeError(name)
         figures = self.__dict__.get("figures", {})
         if name in figures:
             return figures[name]
-        if name in figure_tables():
+        if name in figure_tables(self.__dict__.get("sections", ())):
             return []
         raise AttributeError(f"a run model has no table {name!r}")
 
@@ -155,7 +154,7 @@ class RunModel:
         return [
             Table("run", "Run", RunInfo, [self.run]),
             *(Table(t.name, t.title, t.row_type, getattr(self, t.attr))
-              for t in figure_tables().values() if t.title is not None),
+              for t in figure_tables(self.sections).values() if t.title is not None),
             Table("problems", "Unsupported and failed points", ProblemRow, self.problems),
             Table("notes", "Notes", NoteRow, self.notes),
             Table("builds", "Builds", BuildRow, self.builds),
@@ -234,6 +233,11 @@ def _flatten_environment(env: dict[str, Any], prefix: str = "") -> list[Environm
 class _Loader(RunReader):
     """The run's own tables beside the sections' (problems, notes, builds, machines)."""
 
+    def __init__(self, store: Store, run_id: int | str, sections: Sequence[Section]) -> None:
+        super().__init__(store, run_id)
+        self.sections = tuple(sections)
+        self.tables = figure_tables(sections)
+
     def problems(self) -> list[ProblemRow]:
         rows = []
         for p in self.points:
@@ -282,8 +286,6 @@ class _Loader(RunReader):
         if isinstance(stored, list):
             notes += [NoteRow("environment", "environment", str(w)) for w in stored]
         elif isinstance(self.environment.get("cpu"), dict):
-            from tlsbench.core.stats import environment_warnings
-
             for w in environment_warnings(self.environment["cpu"]):
                 notes.append(NoteRow("environment", w.kind.value, w.message))
         seen: set[tuple[str, str]] = set()
@@ -385,7 +387,7 @@ class _Loader(RunReader):
             if ids:
                 marks[(p.variant, p.name)] = ", ".join(labels[i] for i in ids)
         for name, rows in model.figures.items():
-            if _has_field(figure_tables()[name].row_type, "machine"):
+            if _has_field(self.tables[name].row_type, "machine"):
                 model.figures[name] = [
                     dataclasses.replace(r, machine=marks.get((r.variant, r.point), ""))
                     for r in rows
@@ -394,7 +396,7 @@ class _Loader(RunReader):
     def model(self) -> RunModel:
         # Sections in report order, so that their statistical notes come in that order too.
         figures: dict[str, list[Any]] = {}
-        for section in _sections():
+        for section in self.sections:
             figures.update(section.load(self))
         model = RunModel(
             run=self.run,
@@ -405,6 +407,7 @@ class _Loader(RunReader):
             machines=self.machines(),
             config_files=self.config_files(),
             variants=list(dict.fromkeys(p.variant for p in self.points)),
+            sections=self.sections,
         )
         model.notes = self.driver_and_environment_notes() + self.notes
         self.mark_partly_failed(model)
@@ -428,7 +431,7 @@ class _Loader(RunReader):
         if not marks:
             return
         for name, rows in model.figures.items():
-            if _has_field(figure_tables()[name].row_type, "failed"):
+            if _has_field(self.tables[name].row_type, "failed"):
                 model.figures[name] = [
                     dataclasses.replace(r, failed=marks[(r.variant, r.point)])
                     if (r.variant, r.point) in marks
@@ -441,19 +444,20 @@ def _has_field(row_type: type, name: str) -> bool:
     return any(f.name == name for f in fields(row_type))
 
 
-def load_run(store: Store, run_id: int | str = "latest") -> RunModel:
-    """Reads run `run_id` (a number or "latest") of `store` into a RunModel."""
-    return _Loader(store, run_id).model()
+def load_run(store: Store, run_id: int | str, sections: Sequence[Section]) -> RunModel:
+    """Reads run `run_id` (a number or "latest") of `store` into a RunModel, with the
+    tables of `sections` (the report's: tlsbench.report.load_run passes them)."""
+    return _Loader(store, run_id, sections).model()
 
 
-def load_runs(store: Store, run_ids: Sequence[int | str]) -> RunModel:
+def load_runs(store: Store, run_ids: Sequence[int | str], sections: Sequence[Section]) -> RunModel:
     """Several runs side by side (the same experiment on several machines, say): one model
     whose every figure row is labelled `variant @ machine`, so that tables and plots keep
     the machines apart. A run's label is its machine's host name (with its run number where
     two runs share a host). One run: load_run."""
     if len(run_ids) == 1:
-        return load_run(store, run_ids[0])
-    loaders = [_Loader(store, r) for r in run_ids]
+        return load_run(store, run_ids[0], sections)
+    loaders = [_Loader(store, r, sections) for r in run_ids]
     hosts = [", ".join(sorted(loader.machine_labels().values())) or f"run {loader.run.id}"
              for loader in loaders]  # fmt: skip
     labels = [h if hosts.count(h) == 1 else f"{h} run {loader.run.id}"
@@ -462,7 +466,7 @@ def load_runs(store: Store, run_ids: Sequence[int | str]) -> RunModel:
     for loader, label in zip(loaders, labels, strict=True):
         model = loader.model()
         for name, rows in model.figures.items():
-            row_type = figure_tables()[name].row_type
+            row_type = loaders[0].tables[name].row_type
             mark = {"machine": label} if _has_field(row_type, "machine") else {}
             model.figures[name] = [dataclasses.replace(r, variant=f"{r.variant} @ {label}", **mark)
                                    for r in rows]  # fmt: skip
@@ -472,8 +476,8 @@ def load_runs(store: Store, run_ids: Sequence[int | str]) -> RunModel:
         models.append(model)
     first = models[0]
     combined = RunModel(run=first.run, runs=[m.run for m in models],
-                        environment=first.environment)  # fmt: skip
-    for name in figure_tables():
+                        environment=first.environment, sections=first.sections)  # fmt: skip
+    for name in loaders[0].tables:
         combined.figures[name] = [row for m in models for row in m.figures.get(name, [])]
     for name in ("problems", "notes", "variants"):
         setattr(combined, name, [row for m in models for row in getattr(m, name)])

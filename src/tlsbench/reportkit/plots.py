@@ -13,7 +13,6 @@ import re
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import matplotlib
@@ -119,18 +118,6 @@ def grouped_bars(ax: Axes, categories: list[str], series: list[Series]) -> None:
     ax.grid(axis="y", alpha=0.3)
 
 
-def plots(model: RunModel) -> list[Plot]:
-    """Every plot the run has data for, in report order (each family's section makes its
-    own: src/tlsbench/scenarios/)."""
-    from tlsbench.reportkit.summary import overview_plot
-    from tlsbench.scenarios import sections
-
-    overview = overview_plot(model)
-    return ([overview] if overview else []) + [
-        plot for section in sections() for plot in section.plots(model)
-    ]
-
-
 def svg_text(fig: Figure) -> str:
     buffer = io.StringIO()
     # A fixed id salt keeps the file stable from run to run; fonttype none keeps text text.
@@ -143,19 +130,6 @@ def png_bytes(fig: Figure, dpi: int = 110) -> bytes:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi, metadata={"Software": None})
     return buffer.getvalue()
-
-
-def write_plots(model: RunModel, out_dir: Path) -> list[Path]:
-    """Writes NAME.png and NAME.svg per plot into out_dir; returns the files written."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for plot in plots(model):
-        png = out_dir / f"{plot.name}.png"
-        png.write_bytes(png_bytes(plot.figure))
-        svg = out_dir / f"{plot.name}.svg"
-        svg.write_text(svg_text(plot.figure))
-        written += [png, svg]
-    return written
 
 
 def inline_svg(svg: str, prefix: str) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tlsbench.core.stats import sample_warnings, summarize  # scipy: for reports only
 from tlsbench.core.store import Point, Store
 
 if TYPE_CHECKING:
@@ -181,8 +182,6 @@ class RunReader:
         return resolved
 
     def summarize(self, point: Point, series: str, groups: Sequence[Sequence[float]]) -> Summary:
-        from tlsbench.core.stats import sample_warnings, summarize  # scipy: for reports only
-
         summary = summarize(groups)
         self.note_warnings(f"{point.variant} {point.name}", series, sample_warnings(summary))
         return summary

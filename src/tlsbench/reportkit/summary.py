@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tlsbench.reportkit.model import RunModel
-from tlsbench.reportkit.palette import split
+from tlsbench.reportkit.palette import split, style
+from tlsbench.reportkit.section import SummaryCell
 from tlsbench.reportkit.views import View
-from tlsbench.scenarios.base import SummaryCell
 
 if TYPE_CHECKING:
     from tlsbench.reportkit.plots import Plot
@@ -59,11 +59,9 @@ class Summary:
 
 def summary(model: RunModel) -> Summary:
     """Every section's cells, a variant's first cell per column kept."""
-    from tlsbench.scenarios import sections
-
     cells: dict[tuple[str, str], SummaryCell] = {}
     columns: list[str] = []
-    for section in sections():
+    for section in model.sections:
         for cell in section.summary(model):
             if cell.column not in columns:
                 columns.append(cell.column)
@@ -144,7 +142,6 @@ def overview_plot(model: RunModel) -> Plot | None:
     would be slivers."""
     from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-    from tlsbench.reportkit.palette import style
     from tlsbench.reportkit.plots import Plot, figure
 
     found = summary(model)

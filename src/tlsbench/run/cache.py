@@ -20,6 +20,7 @@ from tlsbench.builds import arches
 from tlsbench.builds.build import Builder
 from tlsbench.builds.variants import Catalog, Variant
 from tlsbench.core.errors import UserError
+from tlsbench.run import experiments
 
 
 @dataclass(frozen=True)
@@ -49,8 +50,6 @@ def _pid_alive(name: str) -> bool:
 
 
 def current_variants(catalog: Catalog) -> list[Variant]:
-    from tlsbench.run import experiments
-
     specs = [*catalog.defaults, *catalog.named]
     for path in sorted(experiments.EXPERIMENTS_DIR.glob("*.toml")):
         specs += [p.variant for p in experiments.load(str(path), catalog).points]

@@ -45,8 +45,14 @@ from tlsbench import scenarios
 from tlsbench.builds.variants import Catalog, Variant
 from tlsbench.core import paths
 from tlsbench.core.errors import UserError, read_user_file
-from tlsbench.scenarios import declared
-from tlsbench.scenarios.base import PointChecker, RunPoint
+from tlsbench.core.points import (
+    CERTIFICATE_KEYS,
+    RunPoint,
+    authenticates_by_psk,
+    negotiates_no_key_exchange,
+)
+from tlsbench.driver.declaration import declared
+from tlsbench.scenarios.base import PointChecker
 
 __all__ = ["Experiment", "RunPoint", "load", "only", "point_name"]
 
@@ -351,46 +357,6 @@ def check_capabilities(points: list[RunPoint], infos: dict[str, dict[str, Any]])
             + "\nUse them in aead points only: remove them from those points or add an "
             "[[exclude]]."
         )
-
-
-# The key exchanges keyed by the pre-shared key, and what no point of them has.
-PSK_KX = ("psk", "psk_dhe")
-CERTIFICATE_KEYS = ("cert", "chain", "sigalg", "auth")
-
-
-def suite_kx(suite: str) -> str:
-    """The key exchange a TLS 1.2 suite names (as the driver reads it)."""
-    if suite.startswith("TLS_PSK_WITH_"):
-        return "psk"
-    if suite.startswith(("TLS_ECDHE_PSK_", "TLS_DHE_PSK_")):
-        return "psk_dhe"
-    return "rsa" if suite.startswith("TLS_RSA_WITH_") else "ecdhe"
-
-
-def point_kx(options: dict[str, Any]) -> str:
-    """The key exchange a point runs: its kx, else its TLS 1.2 suite's, else ecdhe."""
-    suite = str(options.get("suite") or "")
-    if "kx" in options:
-        return str(options["kx"])
-    return suite_kx(suite) if options.get("tls") == "1.2" and suite else "ecdhe"
-
-
-def negotiates_no_key_exchange(options: dict[str, Any]) -> bool:
-    """TLS 1.2 static-RSA and PSK suites, TLS 1.3 psk_ke: no group, no signature."""
-    suite = str(options.get("suite", ""))
-    return options.get("kx") == "psk" or (
-        options.get("tls") == "1.2" and suite.startswith(("TLS_RSA_WITH_", "TLS_PSK_WITH_"))
-    )
-
-
-def authenticates_by_psk(options: dict[str, Any]) -> bool:
-    """PSK key exchanges (kx psk or psk_dhe, TLS 1.2 PSK, ECDHE-PSK and DHE-PSK suites): no
-    certificate."""
-    suite = str(options.get("suite", ""))
-    return options.get("kx") in PSK_KX or (
-        options.get("tls") == "1.2"
-        and suite.startswith(("TLS_PSK_WITH_", "TLS_ECDHE_PSK_", "TLS_DHE_PSK_"))
-    )
 
 
 def _matches(point: dict[str, Any], pattern: dict[str, Any]) -> bool:

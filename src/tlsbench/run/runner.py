@@ -21,7 +21,6 @@ import platform
 import random
 import shutil
 import socket
-import subprocess
 import sys
 import threading
 import time
@@ -34,21 +33,17 @@ from tlsbench.builds import certs
 from tlsbench.builds.build import Build, Builder
 from tlsbench.builds.recipes.base import tool_version
 from tlsbench.builds.variants import Catalog
-from tlsbench.cli.doctor import cpu_facts, cpu_flags, measurement_warnings
 from tlsbench.core import paths
 from tlsbench.core.dialect import is_postgres, open_database
 from tlsbench.core.errors import UserError
+from tlsbench.core.machine import cpu_facts, cpu_flags, measurement_warnings
+from tlsbench.core.points import RunPoint
 from tlsbench.core.store import Point, Store, now
 from tlsbench.driver import cpuprofile, parallel
-from tlsbench.driver.process import (
-    FILTERED_ENV_NAMES,
-    FILTERED_ENV_PREFIXES,
-    PINNED_CPU,
-    Outcome,
-    signal_name,
-)
+from tlsbench.driver.drive import FILTERED_ENV_NAMES, FILTERED_ENV_PREFIXES
+from tlsbench.driver.process import PINNED_CPU, Outcome, signal_name
 from tlsbench.peers import interop, remote
-from tlsbench.run.experiments import Experiment, RunPoint, check_capabilities
+from tlsbench.run.experiments import Experiment, check_capabilities
 from tlsbench.run.shards import Shard, shard_of
 from tlsbench.scenarios.base import RunContext
 
@@ -91,7 +86,7 @@ def environment(builder: Builder) -> dict[str, Any]:
         "python": platform.python_version(),
         "date": now(),
         "warnings": measurement_warnings(cpu),
-        "commit": commit_id(),
+        "commit": paths.commit_id(),
         "cmake": tool_version(["cmake", "--version"]),
         "pinned_cpu": PINNED_CPU,
         "filtered_env": sorted(
@@ -128,14 +123,6 @@ def result_build_key(point: RunPoint, builds: dict[str, Build]) -> str:
     specs = [point.variant, *family_of(point, builds).peer_variants(point)]
     return " ".join(f"{spec}={remote.build_key(builds[spec])}"
                     for spec in dict.fromkeys(s for s in specs if s in builds))  # fmt: skip
-
-
-def commit_id() -> str:
-    proc = subprocess.run(
-        ["git", "-C", str(paths.REPO), "describe", "--always", "--dirty", "--abbrev=12"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    return proc.stdout.strip() or "unknown"
 
 
 def check_results_location(target: str) -> None:
@@ -292,7 +279,7 @@ class Runner:
         settings = {
             "experiment": experiment.name, "question": experiment.question, "mode": self.mode,
             "repetitions": repetitions, "experiment_text": experiment.text,
-            "commit_id": commit_id(), "shard_count": count,
+            "commit_id": paths.commit_id(), "shard_count": count,
             "timeout": timeout if timeout is not None else experiment.timeout,
         }  # fmt: skip
         stored = [

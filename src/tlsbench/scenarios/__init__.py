@@ -9,8 +9,11 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING
 
-from tlsbench.driver.declared import Declared, OptionDecl, ScenarioDecl, declared
-from tlsbench.scenarios.base import COMMON_KEYS, TUNING_KEYS, Family, Key, Section
+from tlsbench.driver.declaration import Declared, OptionDecl, ScenarioDecl, declared
+from tlsbench.reportkit.section import Section
+from tlsbench.scenarios import aead, code_size, connections, firmware, interop, load, scaling, tls
+from tlsbench.scenarios.base import COMMON_KEYS, TUNING_KEYS, Family, Key
+from tlsbench.scenarios.modes import instructions_section
 
 if TYPE_CHECKING:
     from tlsbench.builds.variants import Variant
@@ -20,19 +23,7 @@ __all__ = ["Declared", "OptionDecl", "ScenarioDecl", "declared", "families"]
 
 @functools.cache
 def families() -> tuple[Family, ...]:
-    """Every family, in the order experiments list their scenarios. (Imported here, on first
-    use: the families import the runner's and the report's helpers, which import this.)"""
-    from tlsbench.scenarios import (
-        aead,
-        code_size,
-        connections,
-        firmware,
-        interop,
-        load,
-        scaling,
-        tls,
-    )
-
+    """Every family, in the order experiments list their scenarios."""
     return (
         tls.FAMILY,  # handshake, resume, records, bulk: both sides in one process
         scaling.FAMILY,  # handshakes in T threads or T processes at once
@@ -90,7 +81,5 @@ def named_keys() -> tuple[str, ...]:
 def sections() -> tuple[Section, ...]:
     """Every family's report sections, and the instruction counts any point may have, in
     report order."""
-    from tlsbench.scenarios.modes import INSTRUCTIONS
-
-    every = [s for f in families() for s in f.sections] + [INSTRUCTIONS]
+    every = [s for f in families() for s in f.sections] + [instructions_section(families())]
     return tuple(sorted(every, key=lambda s: s.rank))

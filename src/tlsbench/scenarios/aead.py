@@ -11,11 +11,15 @@ import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tlsbench.driver.declared import Declared
+from tlsbench.core.points import RunPoint
+from tlsbench.driver.declaration import Declared
 from tlsbench.driver.process import Outcome
+from tlsbench.reportkit.metrics import Metric
 from tlsbench.reportkit.reader import RunReader
-from tlsbench.scenarios import base, modes
-from tlsbench.scenarios.base import Family, RunContext, RunPoint, Section, SummaryCell, TableSpec
+from tlsbench.reportkit.section import Section, SummaryCell, TableSpec, first_per_variant
+from tlsbench.reportkit.views import View, fmt_sig, variant_cell
+from tlsbench.scenarios import modes
+from tlsbench.scenarios.base import Family, RunContext
 
 if TYPE_CHECKING:
     from tlsbench.reportkit.model import RunModel
@@ -93,8 +97,6 @@ def load_aead(reader: RunReader) -> dict[str, list[Any]]:
 
 
 def aead_view(model: RunModel) -> list[View]:
-    from tlsbench.reportkit.views import View, fmt_sig, variant_cell
-
     if not model.aead:
         return []
     return [
@@ -147,20 +149,16 @@ def aead_cycles(model: RunModel) -> Plot | None:
 
 
 def aead_metrics(model: RunModel) -> list[Any]:
-    from tlsbench.reportkit.metrics import Metric
-
     return [Metric(f"{a.variant} {a.point} {a.aead} {a.payload}B", "cycles-per-byte",
                    "TSC cycles/byte", a.tsc_cycles_per_byte) for a in model.aead]  # fmt: skip
 
 
 def aead_summary(model: RunModel) -> list[SummaryCell]:
     """Per variant: seal cycles/byte of its largest payload of its first AEAD."""
-    from tlsbench.reportkit.views import fmt_sig
-
     largest = sorted(model.aead, key=lambda r: -r.payload)
     return [SummaryCell(r.variant, "AEAD cycles/byte", r.tsc_cycles_per_byte,
                         fmt_sig(r.tsc_cycles_per_byte), f"{r.aead} {r.payload:,} B")
-            for r in base.first_per_variant(largest)]  # fmt: skip
+            for r in first_per_variant(largest)]  # fmt: skip
 
 
 FAMILY = Aead(

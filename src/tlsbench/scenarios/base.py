@@ -28,40 +28,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tlsbench.driver.declared import Declared
+from tlsbench.core.points import PSK_KX, RunPoint, suite_kx
+from tlsbench.driver.declaration import Declared
+from tlsbench.reportkit.section import Section
 
 if TYPE_CHECKING:
     from tlsbench.builds.build import Build, Builder
     from tlsbench.builds.variants import Catalog, Variant
     from tlsbench.driver.process import Outcome
-    from tlsbench.reportkit.model import RunModel
-    from tlsbench.reportkit.plots import Plot
-    from tlsbench.reportkit.reader import RunReader
-    from tlsbench.reportkit.views import View
-
-
-@dataclass(frozen=True)
-class RunPoint:
-    name: str
-    variant: str  # canonical spec
-    library: str
-    scenario: str
-    options: dict[str, Any]  # driver options (no variant, no scenario)
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.variant, self.name)
-
-    def driver_args(self) -> list[str]:
-        """The options as driver command-line arguments (`accel` is the runner's). A
-        boolean key is one of the driver's flags: present when true, absent when false."""
-        args: list[str] = []
-        for key, value in self.options.items():
-            option = f"--{key.replace('_', '-')}"
-            if key == "accel" or value is False:
-                continue
-            args += [option] if value is True else [option, str(value)]
-        return args
 
 
 # -- keys ------------------------------------------------------------------------------------
@@ -287,8 +261,6 @@ def check_kx(checker: PointChecker, values: dict[str, Any], resumes: bool = Fals
     """The key exchange against the version, the suite and resumption (`resumes`: the point
     resumes sessions), as the driver checks them (drivers/core/cmdline.c), before anything
     runs."""
-    from tlsbench.run.experiments import PSK_KX, suite_kx
-
     tls = values.get("tls", "1.3")
     suite = str(values.get("suite", ""))
     if tls == "1.2" and suite.startswith("TLS_RSA_PSK_"):
@@ -324,64 +296,6 @@ def check_suite_version(checker: PointChecker, values: dict[str, Any]) -> None:
         raise checker.value_error(
             "suite", suite, f"a TLS {tls} suite ({suite} is a TLS "
             f"{checker.declared.suites[suite]} suite)")  # fmt: skip
-
-
-# -- the report ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TableSpec:
-    """One table of a section: its attribute on the model (model.handshakes), its name in
-    exports (handshake_time), title and row type. No title: data for plots only."""
-
-    attr: str
-    name: str
-    title: str | None
-    row_type: type
-
-
-@dataclass(frozen=True)
-class SummaryCell:
-    """One figure a section gives a per-library summary: for a variant, under a column."""
-
-    variant: str
-    column: str  # "handshake ms"
-    value: float | None
-    text: str  # as the summary shows it
-    case: str = ""  # which of the variant's points it comes from, where several
-
-
-@dataclass(frozen=True)
-class Section:
-    """A family's part of the report: tables in report order, by rank (firmware 10,
-    handshakes 20, code size 30, records 40, connections 45, AEAD 50, instructions 60,
-    interop 70, load 80: a new family takes a rank between those it belongs between)."""
-
-    name: str
-    rank: int
-    tables: tuple[TableSpec, ...]
-    load: Callable[[RunReader], dict[str, list[Any]]]
-    views: Callable[[RunModel], list[View]] = lambda model: []
-    plots: Callable[[RunModel], list[Plot]] = lambda model: []
-    metrics: Callable[[RunModel], list[Any]] = lambda model: []
-    summary: Callable[[RunModel], list[SummaryCell]] = lambda model: []
-
-
-def first_per_variant(rows: list[Any]) -> list[Any]:
-    """A summary's pick where a variant has several points: each variant's row of the case
-    most variants share (so that a summary column compares like with like: server-only
-    beside server-only authentication), else its first row; in the rows' order."""
-    shared: dict[str, set[str]] = {}
-    for row in rows:
-        shared.setdefault(getattr(row, "case", ""), set()).add(row.variant)
-    rank = {case: (-len(variants), i) for i, (case, variants) in enumerate(shared.items())}
-    best: dict[str, Any] = {}
-    for row in rows:
-        held = best.get(row.variant)
-        if held is None or rank[getattr(row, "case", "")] < rank[getattr(held, "case", "")]:
-            best[row.variant] = row
-    order = {id(row): i for i, row in enumerate(rows)}
-    return sorted(best.values(), key=lambda row: order[id(row)])
 
 
 # -- a family --------------------------------------------------------------------------------

@@ -15,19 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from tlsbench.builds import codesize
 from tlsbench.core.errors import UserError
-from tlsbench.driver.declared import Declared
+from tlsbench.core.points import RunPoint
+from tlsbench.driver.declaration import Declared
 from tlsbench.driver.process import Outcome
+from tlsbench.reportkit.metrics import Metric
 from tlsbench.reportkit.reader import RunReader
-from tlsbench.scenarios.base import (
-    Family,
-    PointChecker,
-    RunContext,
-    RunPoint,
-    Section,
-    SummaryCell,
-    TableSpec,
-    first_per_variant,
-)
+from tlsbench.reportkit.section import Section, SummaryCell, TableSpec, first_per_variant
+from tlsbench.reportkit.views import View, fmt_bytes, variant_cell
+from tlsbench.scenarios.base import Family, PointChecker, RunContext
 
 if TYPE_CHECKING:
     from tlsbench.builds.variants import Variant
@@ -151,8 +146,6 @@ def code_size_plot(model: RunModel) -> Plot | None:
 
 
 def code_size_view(model: RunModel) -> list[View]:
-    from tlsbench.reportkit.views import View, fmt_bytes, variant_cell
-
     if not model.code_size:
         return []
     return [
@@ -176,16 +169,12 @@ def code_size_view(model: RunModel) -> list[View]:
 
 
 def code_size_metrics(model: RunModel) -> list[Any]:
-    from tlsbench.reportkit.metrics import Metric
-
     return [Metric(f"{c.variant} {c.point} {c.role} {c.target}", "code-size", "bytes", c.total)
             for c in model.code_size]  # fmt: skip
 
 
 def code_size_summary(model: RunModel) -> list[SummaryCell]:
     """Per variant: its first client program's total bytes."""
-    from tlsbench.reportkit.views import fmt_bytes
-
     clients = [r for r in model.code_size if r.role == "client"]
     return [SummaryCell(r.variant, "client code bytes", float(r.total), fmt_bytes(r.total),
                         r.target) for r in first_per_variant(clients)]  # fmt: skip

@@ -23,9 +23,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tlsbench.driver.declared import Declared, declared
+from tlsbench.core.points import RunPoint
+from tlsbench.driver.declaration import Declared, declared
 from tlsbench.driver.process import Outcome, unsupported
+from tlsbench.reportkit.metrics import Metric
+from tlsbench.reportkit.palette import style
 from tlsbench.reportkit.reader import RunReader, case_labels, int_or_none
+from tlsbench.reportkit.section import Section, SummaryCell, TableSpec, first_per_variant
+from tlsbench.reportkit.views import View, fmt_bytes, variant_cell
 from tlsbench.scenarios import base, modes
 from tlsbench.scenarios.base import (
     CONNECTIONS_KEY,
@@ -34,10 +39,6 @@ from tlsbench.scenarios.base import (
     Key,
     PointChecker,
     RunContext,
-    RunPoint,
-    Section,
-    SummaryCell,
-    TableSpec,
     flag,
 )
 
@@ -154,8 +155,6 @@ def load_connections(reader: RunReader) -> dict[str, list[Any]]:
 
 
 def connections_view(model: RunModel) -> list[View]:
-    from tlsbench.reportkit.views import View, fmt_bytes, variant_cell
-
     if not model.connections:
         return []
     return [
@@ -190,7 +189,6 @@ def _line_label(row: ConnectionRow, cases: set[str]) -> str:
 
 def heap_per_connection_plot(model: RunModel) -> Plot | None:
     """Heap per connection (client + server) and RSS per connection against N (log x)."""
-    from tlsbench.reportkit.palette import style
     from tlsbench.reportkit.plots import Plot, figure, legend, wide
 
     rows = [r for r in model.connections if r.heap is not None or r.rss is not None]
@@ -226,8 +224,6 @@ def heap_per_connection_plot(model: RunModel) -> Plot | None:
 
 
 def connections_metrics(model: RunModel) -> list[Any]:
-    from tlsbench.reportkit.metrics import Metric
-
     out = []
     for r in model.connections:
         name = f"{r.variant} {r.point}"
@@ -242,14 +238,12 @@ def connections_metrics(model: RunModel) -> list[Any]:
 def connections_summary(model: RunModel) -> list[SummaryCell]:
     """Per variant: client + server heap per connection at its largest N (buffers kept,
     where the variant has both)."""
-    from tlsbench.reportkit.views import fmt_bytes
-
     measured = [r for r in model.connections if r.heap is not None]
     ordered = sorted(measured, key=lambda r: (-r.connections, r.release_buffers))
     return [SummaryCell(r.variant, "heap per connection", r.heap, fmt_bytes(r.heap),
                         f"N = {r.connections:,}" + (" release-buffers" if r.release_buffers
                                                     else ""))
-            for r in base.first_per_variant(ordered)]  # fmt: skip
+            for r in first_per_variant(ordered)]  # fmt: skip
 
 
 FAMILY = Connections(

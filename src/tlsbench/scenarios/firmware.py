@@ -17,23 +17,18 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tlsbench.builds import arches
+from tlsbench.builds import arches, firmware
 from tlsbench.core.errors import UserError
-from tlsbench.driver.declared import Declared
+from tlsbench.core.points import RunPoint
+from tlsbench.driver.declaration import Declared
 from tlsbench.driver.process import Outcome
-from tlsbench.embedded import cortexm
+from tlsbench.embedded import measured, points
+from tlsbench.reportkit.palette import line_colour
 from tlsbench.reportkit.reader import RunReader
+from tlsbench.reportkit.section import Section, SummaryCell, TableSpec, first_per_variant
+from tlsbench.reportkit.views import View, fmt_bytes, fmt_count, fmt_kib, fmt_range, variant_cell
 from tlsbench.scenarios import modes
-from tlsbench.scenarios.base import (
-    Family,
-    PointChecker,
-    RunContext,
-    RunPoint,
-    Section,
-    SummaryCell,
-    TableSpec,
-    first_per_variant,
-)
+from tlsbench.scenarios.base import Family, PointChecker, RunContext
 
 if TYPE_CHECKING:
     from tlsbench.builds.variants import Variant
@@ -51,14 +46,14 @@ class Firmware(Family):
 
     def check_variant(self, checker: PointChecker, scenario: str, values: dict[str, Any],
                       variant: Variant) -> None:  # fmt: skip
-        """A Cortex-M firmware point's job, said wrong before anything runs (cortexm.make_job:
+        """A Cortex-M firmware point's job, said wrong before anything runs (firmware.make_job:
         a suite and kx that disagree, a certificate the suite cannot use)."""
         if not self.claims(variant):
             return
         if scenario != "handshake" or "suite" not in values:
-            return  # the point is unsupported there, with the reason (cortexm.run_point)
+            return  # the point is unsupported there, with the reason (points.run_point)
         try:
-            cortexm.job_of(values)
+            points.job_of(values)
         except UserError as exc:
             raise checker.value_error(
                 "suite", values["suite"], f"a job the firmware can run: {exc}"
@@ -67,12 +62,12 @@ class Firmware(Family):
     def run(self, point: RunPoint, ctx: RunContext) -> Outcome:
         """A repetition of a firmware variant (a Cortex-M core): one handshake of its image
         under qemu-system-arm; instructions per side (deterministic), heap and stack per
-        side, and the one-role images' sizes (cortexm.run_point)."""
+        side, and the one-role images' sizes (points.run_point)."""
         build = ctx.builds[point.variant]
         if ctx.mode == "instructions":
             return modes.run_instructions(point, build, ctx.timeout)
         started = time.monotonic()
-        status, output, message = cortexm.run_point(point.scenario, point.options, build,
+        status, output, message = points.run_point(point.scenario, point.options, build,
                                                     ctx.timeout)  # fmt: skip
         code = {"ok": 0, "unsupported": 3}.get(status, 1)
         return Outcome(status, code, None, time.monotonic() - started, output, message)
@@ -92,7 +87,7 @@ class Firmware(Family):
 @dataclass(frozen=True)
 class FirmwareRow:
     """A firmware point (a Cortex-M image under QEMU), one side: what a device playing that
-    side needs (cortexm.Measured) and how long its handshake takes on the core's reference
+    side needs (measured.Measured) and how long its handshake takes on the core's reference
     part. The same figures in every repetition (`identical`)."""
 
     variant: str
@@ -121,16 +116,16 @@ class FirmwareRow:
 
 
 def load_firmware(reader: RunReader) -> dict[str, list[Any]]:
-    """Firmware points, a row per side, in point order (cortexm.point_output)."""
+    """Firmware points, a row per side, in point order (points.point_output)."""
     rows = []
     for p in reader.points:
         outputs = [r.output for r in reader.ok(p) if r.output and "firmware" in r.output]
         if not outputs:
             continue
-        figures = [cortexm.Measured.from_output(p.variant, o) for o in outputs]
+        figures = [measured.Measured.from_output(p.variant, o) for o in outputs]
         first = figures[0]
-        core = cortexm.core_of(first.core)
-        for side in cortexm.SIDES:
+        core = firmware.core_of(first.core)
+        for side in firmware.SIDES:
             ram, flash = first.ram(side), first.flash(side)
             low, high = first.ms(side)
             identical = all(
@@ -155,15 +150,6 @@ def load_firmware(reader: RunReader) -> dict[str, list[Any]]:
 def firmware_views(model: RunModel) -> list[View]:
     """The firmware section: the answer first (per core and job, a row per library: what the
     client device needs and whether it fits the core's reference part), then the detail."""
-    from tlsbench.reportkit.views import (
-        View,
-        fmt_bytes,
-        fmt_count,
-        fmt_kib,
-        fmt_range,
-        variant_cell,
-    )
-
     if not model.firmware:
         return []
     clients = [r for r in model.firmware if r.side == "client"]
@@ -217,8 +203,6 @@ def _core_order(core: str) -> tuple[int, str]:
 
 
 def _fits(ram: int, ram_budget: int, flash: int, flash_budget: int) -> str:
-    from tlsbench.reportkit.views import fmt_kib
-
     over = []
     if ram > ram_budget:
         over.append(f"RAM over by {fmt_kib(ram - ram_budget)} KiB")
@@ -234,7 +218,6 @@ def projected_handshake(model: RunModel) -> Plot | None:
     """Firmware points: the client's handshake time on its core's reference part, as the
     range the core's cycles per instruction allow (a bar from low to high), per core and job,
     a colour per library build; log scale."""
-    from tlsbench.reportkit.palette import line_colour
     from tlsbench.reportkit.plots import Plot, figure, legend
 
     rows = [r for r in model.firmware if r.side == "client"]
@@ -268,8 +251,6 @@ def projected_handshake(model: RunModel) -> Plot | None:
 
 def firmware_summary(model: RunModel) -> list[SummaryCell]:
     """Per variant: its first client row's RAM and projected handshake ms."""
-    from tlsbench.reportkit.views import fmt_kib, fmt_range
-
     clients = [r for r in model.firmware if r.side == "client"]
     cells = []
     for r in first_per_variant(clients):

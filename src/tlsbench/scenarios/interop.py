@@ -22,12 +22,17 @@ import numpy as np
 
 from tlsbench.builds import arches
 from tlsbench.core.errors import UserError
+from tlsbench.core.points import RunPoint
 from tlsbench.core.store import Point
 from tlsbench.driver import parallel
-from tlsbench.driver.declared import Declared
-from tlsbench.driver.process import Outcome, driver_environment, unsupported
+from tlsbench.driver.declaration import Declared
+from tlsbench.driver.drive import driver_environment
+from tlsbench.driver.process import Outcome, unsupported
 from tlsbench.peers import findings, interop, programs
+from tlsbench.reportkit.palette import series_styles
 from tlsbench.reportkit.reader import RunReader, case_labels, int_or_none
+from tlsbench.reportkit.section import Section, SummaryCell, TableSpec
+from tlsbench.reportkit.views import View, fmt_bytes, fmt_count, fmt_sig
 from tlsbench.scenarios import base, modes
 from tlsbench.scenarios.base import (
     SERVER_KEY,
@@ -36,10 +41,6 @@ from tlsbench.scenarios.base import (
     Key,
     PointChecker,
     RunContext,
-    RunPoint,
-    Section,
-    SummaryCell,
-    TableSpec,
     fmt,
     number,
     one_of,
@@ -351,8 +352,6 @@ def interop_mark(row: InteropRow) -> str:
 
 def interop_views(model: RunModel) -> list[View]:
     """One client x server grid per case (what talks to what), then the figures per pair."""
-    from tlsbench.reportkit.views import View, fmt_bytes, fmt_count, fmt_sig
-
     if not model.interop:
         return []
     out = []
@@ -475,7 +474,6 @@ def network_latency(model: RunModel) -> Plot | None:
     (palette.py) and a marker per case; the median solid, the 90th percentile thin. Against
     the model line (round trips x RTT) a flight that does not fit TCP's initial window, or a
     retransmission, shows as the gap growing with RTT."""
-    from tlsbench.reportkit.palette import series_styles
     from tlsbench.reportkit.plots import Plot, figure, legend, short
 
     rows = [

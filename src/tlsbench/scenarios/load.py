@@ -20,11 +20,16 @@ from typing import TYPE_CHECKING, Any
 
 from tlsbench.builds import arches
 from tlsbench.core.errors import UserError
+from tlsbench.core.paths import commit_id
+from tlsbench.core.points import RunPoint
 from tlsbench.core.store import Point
-from tlsbench.driver.declared import Declared
+from tlsbench.driver.declaration import Declared
 from tlsbench.driver.process import Outcome, accel_env, unsupported
 from tlsbench.peers import load, programs, remote
+from tlsbench.reportkit.palette import server_style
 from tlsbench.reportkit.reader import RunReader, case_labels
+from tlsbench.reportkit.section import Section, SummaryCell, TableSpec, first_per_variant
+from tlsbench.reportkit.views import View, fmt_bytes, fmt_sig, variant_cell
 from tlsbench.scenarios import base, modes
 from tlsbench.scenarios.base import (
     CONNECTIONS_KEY,
@@ -35,10 +40,6 @@ from tlsbench.scenarios.base import (
     Key,
     PointChecker,
     RunContext,
-    RunPoint,
-    Section,
-    SummaryCell,
-    TableSpec,
     bounded_whole,
     flag,
     fmt,
@@ -131,8 +132,6 @@ class Load(Family):
                 )
         if remote.uses_hosts(point.options):  # server and generators on other hosts
             assert client_build is not None  # remote.refusal: the generator is a variant
-            from tlsbench.run.runner import commit_id
-
             result = remote.run_point(point.options, server, client_build, ctx.timeout,
                                       commit_id())  # fmt: skip
             return Outcome(result.status, result.exit_code, None, result.seconds,
@@ -245,8 +244,6 @@ def load_rows(reader: RunReader) -> dict[str, list[Any]]:
 
 
 def load_views(model: RunModel) -> list[View]:
-    from tlsbench.reportkit.views import View, fmt_bytes, fmt_sig, variant_cell
-
     if not model.load:
         return []
     out = [
@@ -328,7 +325,6 @@ def capacity(model: RunModel) -> Plot | None:
     """Transactions/s and p99 latency against concurrent connections, one line per server
     and pattern (and generator, where a server had several): where throughput stops growing
     and latency takes off is the saturation point."""
-    from tlsbench.reportkit.palette import server_style
     from tlsbench.reportkit.plots import Plot, figure, legend, short
 
     rows = [r for r in model.load if r.result == "ok" and r.tps is not None]
@@ -379,8 +375,6 @@ def capacity(model: RunModel) -> Plot | None:
 def load_summary(model: RunModel) -> list[SummaryCell]:
     """Per server variant: the most transactions/s any of its ok points served, and the
     server's heap per connection where a point measured it (`heap = true`)."""
-    from tlsbench.reportkit.views import fmt_bytes, fmt_sig
-
     best: dict[str, Any] = {}
     for r in model.load:
         if (
@@ -396,7 +390,7 @@ def load_summary(model: RunModel) -> list[SummaryCell]:
     cells += [SummaryCell(r.variant, "server heap per connection bytes",
                           r.server_heap_per_connection, fmt_bytes(r.server_heap_per_connection),
                           f"{r.server} {r.pattern} c{r.connections}")
-              for r in base.first_per_variant(heap)]  # fmt: skip
+              for r in first_per_variant(heap)]  # fmt: skip
     return cells
 
 

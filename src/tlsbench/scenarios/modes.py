@@ -15,8 +15,10 @@ have instruction counts.
 
 from __future__ import annotations
 
+import functools
 import statistics
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,9 +26,13 @@ from typing import Any
 from tlsbench.builds import arches
 from tlsbench.builds.build import Build
 from tlsbench.builds.recipes.runtime import at_run_time
-from tlsbench.driver.declared import declared
+from tlsbench.core.points import RunPoint
+from tlsbench.driver.declaration import declared
 from tlsbench.driver.process import Outcome, run_driver, unsupported
-from tlsbench.scenarios.base import RunPoint, Section, SummaryCell, TableSpec, first_per_variant
+from tlsbench.reportkit.metrics import Metric
+from tlsbench.reportkit.section import Section, SummaryCell, TableSpec, first_per_variant
+from tlsbench.reportkit.views import View, fmt_count, fmt_range, variant_cell
+from tlsbench.scenarios.base import Family
 
 # valgrind runs code tens of times slower than the CPU.
 VALGRIND_SLOWDOWN = 50
@@ -248,9 +254,9 @@ class InstructionRow:
     projected_ms_high: float | None = None
 
 
-def load_instructions(reader: Any) -> dict[str, list[Any]]:
-    from tlsbench.scenarios import families
-
+def load_instructions(reader: Any, families: Sequence[Family]) -> dict[str, list[Any]]:
+    """Every point's instruction counts, projected to milliseconds where a family projects
+    its points' counts (firmware images)."""
     rows = []
     for p in reader.points:
         for series in reader.store.series_names(p.id):
@@ -258,7 +264,7 @@ def load_instructions(reader: Any) -> dict[str, list[Any]]:
                 continue
             counts = reader.store.samples(p.id, series)
             side = series.removesuffix("_instructions")
-            projected = next((found for r in reader.ok(p) for f in families()
+            projected = next((found for r in reader.ok(p) for f in families
                               if (found := f.projected_ms(r.output or {}, side))),
                              None)  # fmt: skip
             if counts:
@@ -273,8 +279,6 @@ def load_instructions(reader: Any) -> dict[str, list[Any]]:
 
 
 def instruction_views(model: Any) -> list[Any]:
-    from tlsbench.reportkit.views import View, fmt_count, fmt_range, variant_cell
-
     if not model.instructions:
         return []
     projected = any(r.projected_ms is not None for r in model.instructions)
@@ -303,28 +307,26 @@ def instruction_views(model: Any) -> list[Any]:
 
 
 def instruction_metrics(model: Any) -> list[Any]:
-    from tlsbench.reportkit.metrics import Metric
-
     return [Metric(f"{i.variant} {i.point} {i.side}", "instructions", "instructions",
                    i.instructions) for i in model.instructions]  # fmt: skip
 
 
 def instruction_summary(model: Any) -> list[SummaryCell]:
     """Per variant: its first client row's instruction count (of its first point)."""
-    from tlsbench.reportkit.views import fmt_count
-
     clients = [r for r in model.instructions if r.side == "client"]
     return [SummaryCell(r.variant, "client instructions", r.instructions,
                         fmt_count(r.instructions), r.point)
             for r in first_per_variant(clients)]  # fmt: skip
 
 
-INSTRUCTIONS = Section(
-    "instructions",
-    60,
-    (TableSpec("instructions", "instructions", "Instructions", InstructionRow),),
-    load_instructions,
-    views=instruction_views,
-    metrics=instruction_metrics,
-    summary=instruction_summary,
-)
+def instructions_section(families: Sequence[Family]) -> Section:
+    """The instruction counts any point may have (projected by `families`), as a section."""
+    return Section(
+        "instructions",
+        60,
+        (TableSpec("instructions", "instructions", "Instructions", InstructionRow),),
+        functools.partial(load_instructions, families=tuple(families)),
+        views=instruction_views,
+        metrics=instruction_metrics,
+        summary=instruction_summary,
+    )

@@ -32,9 +32,13 @@ import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tlsbench.driver.declared import Declared
+from tlsbench.core.points import RunPoint
+from tlsbench.driver.declaration import Declared
 from tlsbench.driver.process import Outcome, run_driver, unsupported
+from tlsbench.reportkit.palette import style
 from tlsbench.reportkit.reader import RunReader, case_labels
+from tlsbench.reportkit.section import Section, SummaryCell, TableSpec, first_per_variant
+from tlsbench.reportkit.views import View, fmt_sig, variant_cell
 from tlsbench.scenarios import base
 from tlsbench.scenarios.base import (
     THREADS_KEY,
@@ -43,10 +47,6 @@ from tlsbench.scenarios.base import (
     Key,
     PointChecker,
     RunContext,
-    RunPoint,
-    Section,
-    SummaryCell,
-    TableSpec,
     one_of,
 )
 
@@ -273,8 +273,6 @@ def _ratio(value: float | None) -> str:
 
 
 def scaling_view(model: RunModel) -> list[View]:
-    from tlsbench.reportkit.views import View, fmt_sig, variant_cell
-
     if not model.scaling:
         return []
     return [
@@ -325,7 +323,6 @@ def scaling_view(model: RunModel) -> list[View]:
 def scaling_plot(model: RunModel) -> Plot | None:
     """Total rate and efficiency against T, a line per variant and model (the process
     baseline dashed)."""
-    from tlsbench.reportkit.palette import style
     from tlsbench.reportkit.plots import Plot, figure, legend
 
     rows = [r for r in model.scaling if r.total_per_s]
@@ -364,7 +361,7 @@ def scaling_summary(model: RunModel) -> list[SummaryCell]:
     ordered = sorted(shared, key=lambda r: -r.threads)
     return [SummaryCell(r.variant, "thread efficiency", r.efficiency, _ratio(r.efficiency),
                         f"T = {r.threads} {r.case}")
-            for r in base.first_per_variant(ordered)]  # fmt: skip
+            for r in first_per_variant(ordered)]  # fmt: skip
 
 
 FAMILY = Scaling(

@@ -17,9 +17,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tlsbench.builds.recipes.runtime import at_run_time
+from tlsbench.core.points import RunPoint
 from tlsbench.core.store import Point
-from tlsbench.driver.declared import Declared
+from tlsbench.driver.declaration import Declared
 from tlsbench.driver.process import Outcome
+from tlsbench.reportkit.metrics import Metric
+from tlsbench.reportkit.palette import STYLES, style
 from tlsbench.reportkit.reader import (
     BASELINE_VARIANT,
     SIDES,
@@ -28,17 +31,19 @@ from tlsbench.reportkit.reader import (
     int_or_none,
     number,
 )
-from tlsbench.scenarios import base, modes
-from tlsbench.scenarios.base import (
-    TLS_KEYS,
-    Family,
-    PointChecker,
-    RunContext,
-    RunPoint,
-    Section,
-    SummaryCell,
-    TableSpec,
+from tlsbench.reportkit.section import Section, SummaryCell, TableSpec, first_per_variant
+from tlsbench.reportkit.views import (
+    View,
+    fmt_bytes,
+    fmt_ci,
+    fmt_count,
+    fmt_sig,
+    fmt_size,
+    p99_cell,
+    variant_cell,
 )
+from tlsbench.scenarios import base, modes
+from tlsbench.scenarios.base import TLS_KEYS, Family, PointChecker, RunContext
 
 if TYPE_CHECKING:
     from tlsbench.builds.variants import Variant
@@ -440,14 +445,6 @@ def _median_side_figure(heaps: list[dict[str, Any]], side: str, name: str) -> fl
 
 
 def memory_view(model: RunModel) -> list[View]:
-    from tlsbench.reportkit.views import (
-        View,
-        fmt_bytes,
-        fmt_count,
-        fmt_size,
-        variant_cell,
-    )
-
     if not model.memory:
         return []
     pools = any(r.pool_peak is not None for r in model.memory)
@@ -484,13 +481,6 @@ def memory_view(model: RunModel) -> list[View]:
 
 
 def handshake_view(model: RunModel) -> list[View]:
-    from tlsbench.reportkit.views import (
-        View,
-        fmt_ci,
-        fmt_sig,
-        variant_cell,
-    )
-
     if not model.handshakes:
         return []
     return [
@@ -513,13 +503,6 @@ def handshake_view(model: RunModel) -> list[View]:
 
 
 def wire_view(model: RunModel) -> list[View]:
-    from tlsbench.reportkit.views import (
-        View,
-        fmt_bytes,
-        fmt_count,
-        variant_cell,
-    )
-
     if not model.wire:
         return []
     return [
@@ -546,15 +529,6 @@ def wire_view(model: RunModel) -> list[View]:
 
 
 def latency_view(model: RunModel) -> list[View]:
-    from tlsbench.reportkit.views import (
-        View,
-        fmt_count,
-        fmt_sig,
-        fmt_size,
-        p99_cell,
-        variant_cell,
-    )
-
     if not model.latency:
         return []
     return [
@@ -580,13 +554,6 @@ def latency_view(model: RunModel) -> list[View]:
 
 
 def throughput_view(model: RunModel) -> list[View]:
-    from tlsbench.reportkit.views import (
-        View,
-        fmt_ci,
-        fmt_sig,
-        variant_cell,
-    )
-
     if not model.throughput:
         return []
     baseline = next((r for r in model.throughput if r.baseline), None)
@@ -616,7 +583,6 @@ def throughput_view(model: RunModel) -> list[View]:
 
 
 def heap_vs_record_size(model: RunModel) -> Plot | None:
-    from tlsbench.reportkit.palette import STYLES, style
     from tlsbench.reportkit.plots import Plot, figure, legend, short
 
     # The first connection per side (warm connections are in the table).
@@ -770,8 +736,6 @@ def _case(case: str, scenario: str) -> str:
 
 
 def handshake_metrics(model: RunModel) -> list[Any]:
-    from tlsbench.reportkit.metrics import Metric
-
     out: list[Metric] = []
     for m in model.memory:
         name = f"{m.variant} {m.point} {m.side}"
@@ -798,8 +762,6 @@ def handshake_metrics(model: RunModel) -> list[Any]:
 
 
 def record_metrics(model: RunModel) -> list[Any]:
-    from tlsbench.reportkit.metrics import Metric
-
     out: list[Metric] = []
     for r in model.latency:
         name = f"{r.variant} {r.point} {r.op}"
@@ -817,14 +779,12 @@ def record_metrics(model: RunModel) -> list[Any]:
 
 def handshake_summary(model: RunModel) -> list[SummaryCell]:
     """Per variant: its first handshake row's time and its first client row's heap peak."""
-    from tlsbench.reportkit.views import fmt_bytes, fmt_sig
-
     cells = []
-    for r in base.first_per_variant(model.handshakes):
+    for r in first_per_variant(model.handshakes):
         cells.append(SummaryCell(r.variant, "handshake ms", r.ms, fmt_sig(r.ms),
                                  _case(r.case, r.scenario)))  # fmt: skip
     clients = [r for r in model.memory if r.side == "client"]
-    for m in base.first_per_variant(clients):
+    for m in first_per_variant(clients):
         cells.append(SummaryCell(m.variant, "client heap peak bytes", m.peak_minus_start,
                                  fmt_bytes(m.peak_minus_start), m.case))  # fmt: skip
     return cells
@@ -832,13 +792,11 @@ def handshake_summary(model: RunModel) -> list[SummaryCell]:
 
 def record_summary(model: RunModel) -> list[SummaryCell]:
     """Per variant: its first record write's p50 and its first bulk sender MB/s."""
-    from tlsbench.reportkit.views import fmt_sig
-
     writes = [r for r in model.latency if r.op == "write"]
     cells = [SummaryCell(r.variant, "record write p50 ns", r.p50_ns, fmt_sig(r.p50_ns), r.case)
-             for r in base.first_per_variant(writes)]  # fmt: skip
+             for r in first_per_variant(writes)]  # fmt: skip
     cells += [SummaryCell(t.variant, "bulk MB/s", t.sender_mbps, fmt_sig(t.sender_mbps), t.case)
-              for t in base.first_per_variant(model.throughput)]  # fmt: skip
+              for t in first_per_variant(model.throughput)]  # fmt: skip
     return cells
 
 

@@ -27,6 +27,8 @@ import functools
 import sys
 from dataclasses import dataclass, field
 
+from tlsbench.builds.recipes import RECIPES
+
 
 @dataclass(frozen=True)
 class AtRunTime:
@@ -67,8 +69,6 @@ class AtRunTime:
 def at_run_time(library: str) -> AtRunTime:
     """The run-time knowledge of a library (by its name: "openssl" for the machine's OpenSSL
     too, whose builds use the system recipe)."""
-    from tlsbench.builds.recipes import RECIPES
-
     recipe = RECIPES.get(library)
     if recipe is None:
         return AtRunTime(library)

@@ -22,6 +22,8 @@ import os
 import subprocess
 from dataclasses import dataclass
 
+from tlsbench.builds.build import Builder
+from tlsbench.builds.variants import Catalog
 from tlsbench.core.errors import UserError
 
 
@@ -141,9 +143,6 @@ def declared() -> Declared:
     """The declaration of the null variant's driver (built on first use, then cached; kept
     beside the driver program, whose folder is keyed by the driver sources, so that a
     process reads it instead of running the driver again)."""
-    from tlsbench.builds.build import Builder
-    from tlsbench.builds.variants import Catalog
-
     build = Builder(quiet=True).build(Catalog().resolve("null"))
     program = build.program("tlsbench-driver")
     kept = build.drivers_folder / "declared.json"

@@ -1,0 +1,251 @@
+"""Running a firmware image under QEMU: the command, one run's parsed and checked output,
+repeated runs that must agree to the instruction, and the projection of instructions to
+milliseconds at a reference part's clock (src/tlsbench/builds/firmware.py builds the images).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tlsbench.builds import arches
+from tlsbench.builds.firmware import (
+    ADAPTERS,
+    CORES,
+    IMAGE,
+    ROLE_IMAGES,
+    SIDES,
+    SUITES,
+    TIMEOUT_SECONDS,
+    Core,
+    Job,
+    core_of,
+)
+from tlsbench.core.errors import UserError
+
+# ---------------------------------------------------------------------------- sizes
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Bytes of a one-role image, per section: text (code and constants, the vector table
+    included), data (initialised variables: flashed, and copied to RAM), bss (zeroed
+    variables), certs (every credential the image carries: counted per job instead)."""
+
+    text: int
+    data: int
+    bss: int
+    certs: int
+
+    @property
+    def flash(self) -> int:
+        return self.text + self.data
+
+    @property
+    def static_ram(self) -> int:
+        return self.data + self.bss
+
+
+def role_sizes(build: Any, role: str) -> Sizes:
+    image = Path(build.program(ROLE_IMAGES[role]))
+    done = subprocess.run(
+        [arches.CORTEX_M_SIZE, "-A", str(image)], capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise UserError(f"{arches.CORTEX_M_SIZE} -A {image} failed: {done.stderr}", exit_code=1)
+    sections: dict[str, int] = {}
+    for line in done.stdout.splitlines():
+        fields = line.split()
+        if len(fields) == 3 and fields[1].isdigit():
+            sections[fields[0]] = int(fields[1])
+    return Sizes(
+        text=sections.get(".vectors", 0) + sections.get(".text", 0)
+        + sections.get(".ARM.exidx", 0),
+        data=sections.get(".data", 0),
+        bss=sections.get(".bss", 0),
+        certs=sections.get(".certs", 0),
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------------------- running
+
+
+def qemu_command(image: Path, core: Core, job: Job) -> list[str]:
+    semihosting = ",".join(["enable=on", "target=native",
+                            *(f"arg={a}" for a in ["firmware", *job.args()])])  # fmt: skip
+    return [
+        "qemu-system-arm", "-M", core.machine, "-display", "none", "-monitor", "none",
+        "-serial", "none", "-nodefaults", "-nic", "none",
+        # One instruction = one virtual nanosecond; no sleeping or aligning to the host.
+        "-icount", "shift=0,align=off,sleep=off",
+        "-semihosting-config", semihosting, "-kernel", str(image),
+    ]  # fmt: skip
+
+
+class Unsupported(UserError):
+    """The build lacks what the job needs (a suite, TLS 1.3, PSK): the point's status is
+    `unsupported`, with the library's reason."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, exit_code=3)
+
+
+def run(
+    image: Path,
+    job: Job | str,
+    group: str | None = None,
+    timeout: float = TIMEOUT_SECONDS,
+    core: Core | None = None,
+) -> dict[str, Any]:
+    """Runs the image once (killing QEMU after `timeout` seconds), checks what was
+    negotiated against the job, and returns its figures. A suite name in place of a job is
+    a TLS 1.2 certificate job with that suite, passed to the image unchecked (and `group`
+    the client's only group); the core is the one the image was built for by default."""
+    if isinstance(job, str):
+        job = _suite_job(job, group)
+    core = core or _core_of_image(image)
+    command = qemu_command(image, core, job)
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        raise UserError(
+            f"the firmware image did not finish within {timeout:.0f} s (QEMU was stopped)",
+            exit_code=1,
+        ) from None
+    # Semihosting output reaches QEMU's stderr or stdout depending on its version.
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if line.startswith("{")]
+    try:
+        result = dict(json.loads(lines[-1]))
+    except (IndexError, json.JSONDecodeError):
+        raise UserError(
+            f"the firmware image printed no JSON (exit status {done.returncode}):\n"
+            f"{done.stdout[-1000:]}{done.stderr[-1000:]}",
+            exit_code=1,
+        ) from None
+    if result.get("unsupported"):
+        raise Unsupported(f"{job.describe()}: {result['error']}")
+    if "error" in result or done.returncode != 0:
+        raise UserError(f"the firmware image failed: {result.get('error', result)}", exit_code=1)
+    check_negotiated(result, job)
+    return with_projection(result, core)
+
+
+def _suite_job(suite: str, group: str | None) -> Job:
+    known = SUITES.get(suite.replace("_", "-"))
+    kx = known.kx if known and known.kx else "ecdhe"
+    no_group = kx in ("rsa", "psk")
+    return Job(suite.replace("_", "-"), "1.2", kx, None if no_group else group,
+               known.cert if known and known.cert else "rsa2048")  # fmt: skip
+
+
+def _core_of_image(image: Path) -> Core:
+    """The core an image was built for, as its build recorded it (probe.json)."""
+    try:
+        recorded = json.loads((image.parent.parent / "probe.json").read_text())
+        return core_of(str(recorded["core"]))
+    except (OSError, ValueError, KeyError) as exc:
+        raise UserError(f"{image}: no record of the core it was built for ({exc})") from None
+
+
+def check_negotiated(result: dict[str, Any], job: Job) -> None:
+    """What both libraries read back, and what the server's plaintext said on the wire,
+    must be what the job asked: a mismatch is an error, never a sample."""
+    version = {"1.2": "TLSv1.2", "1.3": "TLSv1.3"}[job.tls]
+    wire = result["wire"]
+
+    def refuse(what: str) -> None:
+        raise UserError(f"{job.describe()}: {what}", exit_code=1)
+
+    for side in SIDES:
+        if result[side]["version"] != version:
+            refuse(f"the {side} negotiated {result[side]['version']}")
+        if result[side]["suite"] != job.suite:
+            refuse(f"the {side} negotiated {result[side]['suite']}")
+    if wire["version"] != {"1.2": 0x0303, "1.3": 0x0304}[job.tls]:
+        refuse(f"the ServerHello says version 0x{wire['version']:04x}")
+    if wire["suite"] != SUITES[job.suite].code:
+        refuse(f"the ServerHello says suite 0x{wire['suite']:04x}")
+    if wire["hello_retry"]:
+        refuse("the server answered with a HelloRetryRequest (an extra round trip)")
+    if job.tls == "1.3" and wire["psk"] != job.psk:
+        refuse("the server " + ("did not take" if job.psk else "took") + " a pre-shared key")
+    exchanges_keys = job.kx in ("ecdhe", "psk_dhe")
+    if exchanges_keys and wire["group"] in ("none", "unknown"):
+        refuse(f"no (EC)DHE group on the wire ({wire['group']})")
+    if not exchanges_keys and wire["group"] != "none":
+        refuse(f"a {job.kx} key exchange, but the wire has group {wire['group']}")
+    if job.group and exchanges_keys and wire["group"] != job.group:
+        refuse(f"asked for group {job.group}, the server chose {wire['group']}")
+    verified = result["client"]["verified"]
+    if not job.psk and verified != 1:
+        refuse("the client did not verify the server's chain")
+    if job.record < 16384 and result["client"]["record"] > job.record:
+        refuse(f"max_fragment_length {job.record} asked, the client sends up to "
+               f"{result['client']['record']} bytes")  # fmt: skip
+
+
+def with_projection(result: dict[str, Any], core: Core) -> dict[str, Any]:
+    """Adds instructions per side (from timer ticks and the image's own calibration) and
+    their projection to milliseconds on the core's reference part (a range)."""
+    per_kticks = int(result["instructions_per_1000_ticks"])
+    if per_kticks <= 0:
+        raise UserError("the image's timer calibration failed", exit_code=1)
+    for side in (*SIDES, "global"):
+        figures = result[side]
+        for phase in ("handshake", "setup"):
+            ticks = figures[f"{phase}_timer_ticks"]
+            figures[f"{phase}_instructions"] = ticks * per_kticks // 1000
+        figures["projected_ms"] = list(core.ms(figures["handshake_instructions"]))
+    result["core"] = core.arch
+    result["machine"] = core.machine
+    result["projection"] = projection(core)
+    return result
+
+
+def projection(core: Core) -> dict[str, Any]:
+    return {"part": core.part.name, "clock_mhz": core.part.mhz, "cpi": list(core.cpi)}
+
+
+def describe_projection(core: Core) -> str:
+    low, high = core.cpi
+    return (f"instructions x CPI {low:g}..{high:g} / {core.part.mhz:g} MHz "
+            f"({core.part.name})")  # fmt: skip
+
+
+def measure(image: Path, core: Core, job: Job, runs: int) -> dict[str, Any]:
+    """`runs` runs of one job; the counts and figures must agree to the instruction."""
+    results = [run(image, job, core=core) for _ in range(runs)]
+    first = results[0]
+    for other in results[1:]:
+        for side in (*SIDES, "global"):
+            if other[side] != first[side]:
+                raise UserError(
+                    f"{job.describe()}: two runs of the image differ ({side}: "
+                    f"{first[side]} vs {other[side]}); the count is not deterministic",
+                    exit_code=1,
+                )
+    first["runs"] = runs
+    return first
+
+
+def check_variant(variant: Any) -> None:
+    """Refuses, before anything is built, a variant that yields no firmware image."""
+    if not arches.arch(variant.arch).firmware:
+        raise UserError(
+            f"{variant.name} is no firmware variant: add a Cortex-M feature "
+            f"({variant.line.name}:cortex-m4; cores: {', '.join(CORES)})"
+        )
+    if variant.library not in ADAPTERS:
+        raise UserError(
+            f"Cortex-M firmware images exist for {', '.join(sorted(ADAPTERS))}, "
+            f"not {variant.library}"
+        )
+
+
+def image_of(build: Any) -> Path:
+    """The firmware image of a built Cortex-M variant."""
+    check_variant(build.variant)
+    return Path(build.program(IMAGE))
