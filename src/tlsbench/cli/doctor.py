@@ -3,6 +3,7 @@ run, and machine facts that could skew figures."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -13,9 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tlsbench.builds import arches
-from tlsbench.builds.recipes.base import tool_version
-from tlsbench.builds.recipes.system import debian_version
+from tlsbench.cli.common import Verb
 from tlsbench.core.machine import cpu_facts, measurement_warnings
 
 # command -> Debian package that provides it
@@ -60,6 +59,7 @@ def peer_programs(path: str | None = None) -> list[PeerProgram]:
     """The real programs of the interop and load scenarios, from their registry (programs.py:
     a program added there is listed here), each with its version when installed. `path`: the
     directories to search (default PATH, then /usr/sbin)."""
+    from tlsbench.builds.recipes.base import tool_version
     from tlsbench.peers import programs
 
     search = path if path is not None else os.pathsep.join([os.environ.get("PATH", ""), SBIN])
@@ -107,6 +107,10 @@ def _m32_works() -> bool:
 def collect(program_path: str | None = None) -> Report:
     """What is installed and what the machine is; `program_path`: where to look for the
     real peer programs (default PATH, then /usr/sbin)."""
+    from tlsbench.builds import arches
+    from tlsbench.builds.recipes.base import tool_version
+    from tlsbench.builds.recipes.system import debian_version
+
     report = Report()
     for tool, package in TOOLS.items():
         if shutil.which(tool) is None:
@@ -221,3 +225,16 @@ def run_doctor(as_json: bool = False, program_path: str | None = None) -> int:
         return 1
     print("\nAll tools present.")
     return 0
+
+
+def add_arguments(verb: Verb) -> None:
+    doctor = verb(
+        "doctor",
+        "Check tools and what could skew measurements",
+        "Prints what is missing with the command that installs it; exit 1 when something is.",
+    )
+    doctor.add_argument("--json", action="store_true", help="print JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_doctor(as_json=args.json)

@@ -1,0 +1,116 @@
+"""`tlsbench cortex-m`: tLS handshakes of Cortex-M firmware images under QEMU: instructions, heap
+and stack per side. Its arguments beside its handler.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from tlsbench.cli.common import Verb
+from tlsbench.core.errors import UserError
+
+
+def add_arguments(verb: Verb) -> None:
+    cortex = verb(
+        "cortex-m",
+        "TLS handshakes of Cortex-M firmware images under QEMU: instructions, heap and stack "
+        "per side",
+        "Builds each variant's firmware image (a variant with a Cortex-M feature, e.g. "
+        "mbedtls-3.6.6:cortex-m4; cores cortex-m0, -m3, -m4, -m7, -m33, -m55), runs each suite "
+        "--runs times on the core's QEMU board with -icount (refusing counts that differ "
+        "between runs), and projects instructions to milliseconds as a range: the core's "
+        "cycles per instruction at a reference part's clock (docs/embedded.md).",
+    )
+    cortex.add_argument("variants", nargs="+", metavar="VARIANT", help="Cortex-M variants")
+    cortex.add_argument(
+        "--suite",
+        action="append",
+        metavar="SUITE",
+        help="a suite, IANA name with dashes or underscores (repeatable; default: TLS 1.2 RSA "
+        "and ECDHE-RSA with AES-128/256 CBC/GCM, or one suite fitting --tls/--kx/--cert)",
+    )
+    cortex.add_argument("--tls", choices=["1.2", "1.3"], help="TLS version (default: the suite's)")
+    cortex.add_argument(
+        "--kx",
+        choices=["ecdhe", "rsa", "psk", "psk_dhe"],
+        help="key exchange: ecdhe (certificate), psk (psk_ke; TLS 1.2 PSK suites), psk_dhe "
+        "(psk_dhe_ke; ECDHE-PSK suites); TLS 1.2 suites name their own",
+    )
+    cortex.add_argument("--group", help="the client's only group (x25519, secp256r1, secp384r1)")
+    cortex.add_argument("--cert", choices=["rsa2048", "ecdsa-p256"], help="server certificate")
+    cortex.add_argument("--chain", type=int, choices=[1, 2], help="certificates sent (default 1)")
+    cortex.add_argument(
+        "--record-size",
+        type=int,
+        metavar="BYTES",
+        help="max_fragment_length the client asks for: 512, 1024, 2048, 4096 (16384: none)",
+    )
+    cortex.add_argument("--runs", type=int, default=2, help="runs per suite (default 2)")
+    cortex.add_argument("--json", action="store_true", help="print one JSON object per suite")
+    cortex.add_argument("--quiet", action="store_true", help="no build progress lines on stderr")
+
+
+def run(args: argparse.Namespace) -> int:
+    from tlsbench.builds import firmware, needs
+    from tlsbench.builds.build import Builder
+    from tlsbench.builds.variants import Catalog
+    from tlsbench.embedded import qemu
+
+    catalog = Catalog()
+    variants = [catalog.resolve(spec) for spec in args.variants]  # all checked first
+    for variant in variants:
+        qemu.check_variant(variant)
+    if args.runs < 1:
+        raise UserError("--runs must be at least 1")
+    suites = args.suite or firmware.default_suites(args.tls, args.kx, args.cert)
+    jobs = [
+        firmware.make_job(suite, tls=args.tls, kx=args.kx, group=args.group, cert=args.cert,
+                         chain=args.chain, record=args.record_size)
+        for suite in suites
+    ]  # fmt: skip
+    for variant in variants:  # what a config file leaves out, before anything is built
+        for job in jobs:
+            needs.refuse_unfit(variant, job)
+    builder = Builder(quiet=args.quiet)
+    rows = []
+    for variant in variants:
+        core = firmware.core_of(variant.arch)
+        image = qemu.image_of(builder.build(variant))
+        for job in jobs:
+            try:
+                result = qemu.measure(image, core, job, args.runs)
+            except qemu.Unsupported as exc:
+                print(f"{variant.name}: unsupported: {exc}", file=sys.stderr)
+                continue
+            rows.append({"variant": variant.name, "job": job.describe(), **result})
+            if not args.json:
+                _print_cortex_m_row(rows[-1], header=len(rows) == 1)
+    if args.json:
+        json.dump(rows, sys.stdout, indent=2)
+        print()
+    else:
+        for arch in dict.fromkeys(v.arch for v in variants):
+            print(f"{arch} ms: {qemu.describe_projection(firmware.core_of(arch))}")
+        print(f"every count identical over {args.runs} runs")
+    return 3 if not rows else 0
+
+
+def _print_cortex_m_row(r: dict[str, Any], header: bool) -> None:
+    if header:
+        print(
+            f"{'variant':<32} {'job':<56} {'group':<9} {'client insn':>12} {'ms':>13} "
+            f"{'server insn':>12} {'ms':>13} {'heap c/s':>13} {'stack c/s':>11}"
+        )
+    c, s = r["client"], r["server"]
+    cms, sms = c["projected_ms"], s["projected_ms"]
+    print(
+        f"{r['variant']:<32} {r['job']:<56} {r['wire']['group']:<9} "
+        f"{c['handshake_instructions']:>12} {cms[0]:>6.1f}-{cms[1]:<6.1f} "
+        f"{s['handshake_instructions']:>12} {sms[0]:>6.1f}-{sms[1]:<6.1f} "
+        f"{c['heap_peak']:>6}/{s['heap_peak']:<6} "
+        f"{c['stack_high_water']:>5}/{s['stack_high_water']:<5}",
+        flush=True,
+    )

@@ -1,0 +1,119 @@
+"""`tlsbench fit`: which library and configuration does a TLS job on a microcontroller's RAM and
+flash, and how long does its handshake take there. Its arguments beside its handler.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from tlsbench.cli.common import Verb
+from tlsbench.core.errors import UserError
+
+
+def add_arguments(verb: Verb) -> None:
+    fitting = verb(
+        "fit",
+        "Which library and configuration does a TLS job on a microcontroller's RAM and "
+        "flash, and how long does its handshake take there",
+        "For each library line, configuration (default, no-debug, small) and record-buffer "
+        "size, the variant is built for the core and its firmware image measured under QEMU "
+        "(cached beside the build): RAM = heap peak + stack high-water + .data + .bss, flash = "
+        ".text + .data + the job's credentials, time = instructions x the core's CPI range at "
+        "--mhz. Prints fits / does not fit with the margins, the smallest record buffer that "
+        "fits, the Pareto front over RAM, flash and time, and writes a plot.",
+    )
+    fitting.add_argument("--ram", required=True, metavar="SIZE", help="RAM budget: 64K, 1M, ...")
+    fitting.add_argument("--flash", required=True, metavar="SIZE", help="flash budget: 256K, ...")
+    fitting.add_argument("--core", required=True, help="m0, m3, m4, m7, m33 or m55")
+    fitting.add_argument("--tls", choices=["1.2", "1.3"], default="1.3", help="default 1.3")
+    fitting.add_argument("--auth", default="server", help="server (the only one the images run)")
+    fitting.add_argument(
+        "--kx", choices=["ecdhe", "rsa", "psk", "psk_dhe"], default="ecdhe",
+        help="key exchange: ecdhe (certificate; default), psk, psk_dhe; rsa (TLS 1.2)",
+    )  # fmt: skip
+    fitting.add_argument("--cert", choices=["rsa2048", "ecdsa-p256"],
+                         help="the server's certificate (default ecdsa-p256)")  # fmt: skip
+    fitting.add_argument("--group", help="(EC)DHE group (default x25519; TLS 1.2: secp256r1)")
+    fitting.add_argument("--role", choices=["client", "server"], default="client",
+                         help="the device's side (default client)")  # fmt: skip
+    fitting.add_argument("--mhz", type=float, help="the core's clock (default: a reference part's)")
+    fitting.add_argument(
+        "--records", action="append", type=int, metavar="BYTES",
+        help="record-buffer sizes to try (repeatable; default 512 1024 2048 4096 16384)",
+    )  # fmt: skip
+    fitting.add_argument(
+        "--config", action="append", metavar="NAME",
+        help="configurations to try (repeatable): default, no-debug (mbedTLS), small; default all",
+    )  # fmt: skip
+    fitting.add_argument("--line", action="append", metavar="LINE",
+                         help="library lines to try (repeatable; default all three)")  # fmt: skip
+    fitting.add_argument(
+        "--variant", action="append", metavar="SPEC",
+        help="a further candidate variant built for the core (repeatable), e.g. one with a "
+        "configuration of your own",
+    )  # fmt: skip
+    fitting.add_argument(
+        "--plot", metavar="FILE", help="the plot's PNG (default results/fit-CORE.png; none: none)"
+    )
+    fitting.add_argument("--json", action="store_true", help="print the candidates as JSON")
+    fitting.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+
+
+def run(args: argparse.Namespace) -> int:
+    from tlsbench.builds import firmware
+    from tlsbench.embedded import fit
+
+    core = firmware.core_named(args.core)
+    budget = fit.Budget(
+        core,
+        fit.parse_bytes(args.ram, "--ram"),
+        fit.parse_bytes(args.flash, "--flash"),
+        args.mhz or core.part.mhz,
+    )
+    if args.mhz is not None and args.mhz <= 0:
+        raise UserError(f"--mhz {args.mhz}: give the core's clock in MHz (a positive number)")
+    if args.auth != "server":
+        raise UserError(
+            f"--auth {args.auth}: the firmware images authenticate the server only (the client "
+            "verifies its chain; or both hold the pre-shared key with --kx psk)"
+        )
+    if args.kx == "rsa" and args.tls == "1.3":
+        raise UserError("--kx rsa: static RSA is TLS 1.2 only")
+    lines = tuple(args.line or fit.LINES)
+    for line in lines:
+        if line not in fit.LINES:
+            raise UserError(f"--line {line}: choose among {', '.join(fit.LINES)}")
+    cert = args.cert or ("rsa2048" if args.kx == "rsa" else "ecdsa-p256")
+    job = fit.job_for(args.tls, args.kx, cert, args.group, 16384)  # usage errors first
+    records = tuple(args.records or firmware.RECORD_SIZES)
+    for record in records:
+        if record not in firmware.RECORD_SIZES:
+            raise UserError(f"--records {record}: choose among "
+                            f"{', '.join(map(str, firmware.RECORD_SIZES))}")  # fmt: skip
+    configurations = tuple(args.config or fit.CONFIGURATION_NAMES)
+    for name in configurations:
+        if name not in fit.CONFIGURATION_NAMES:
+            raise UserError(f"--config {name}: choose among {', '.join(fit.CONFIGURATION_NAMES)}")
+    candidates, notes = fit.candidates(core, args.tls, args.kx, cert, args.group, lines,
+                                       tuple(args.variant or ()), records,
+                                       configurations)  # fmt: skip
+    outcomes = fit.measure_all(candidates, quiet=args.quiet)
+    if args.json:
+        json.dump({"budget": {"core": core.arch, "ram": budget.ram, "flash": budget.flash,
+                              "mhz": budget.mhz, "cpi": list(core.cpi)},
+                   "role": args.role, "job": job.describe(), "notes": notes,
+                   "candidates": fit.rows(outcomes, budget, args.role)},
+                  sys.stdout, indent=2)  # fmt: skip
+        print()
+    else:
+        print(fit.table(outcomes, budget, args.role, job, notes))
+    if args.plot != "none":
+        path = fit.plot(
+            outcomes, budget, args.role, Path(args.plot or f"results/fit-{core.short}.png")
+        )
+        if not args.json:
+            print(f"\nplot: {path}")
+    return 0
