@@ -20,6 +20,7 @@ from tlsbench.core import paths
 from tlsbench.core.errors import UserError
 from tlsbench.core.store import Store
 from tlsbench.peers import interop, load
+from tlsbench.peers.programs import percentiles_us
 from tlsbench.report import load_run
 from tlsbench.run.experiments import load as load_experiment
 
@@ -316,7 +317,7 @@ def test_histogram_percentiles_agree_with_the_raw_latencies(build_of, tmp_path: 
             values_us = np.loadtxt(raw) / 1e3
             assert len(values_us) == report["transactions"] > 100
             assert sum(n for _, n in report["histogram"]) == len(values_us)
-            exact = load.percentiles_us(values_us)
+            exact = percentiles_us(values_us)
             for key, value in exact.items():
                 hist = report["latency_us"][key]
                 # The histogram gives its bucket's upper bound (at most the maximum): never
@@ -369,31 +370,6 @@ def test_an_open_loop_rate_is_kept_and_charges_the_queue_to_latency(
         closed["load"]["latency_us"],
         flooded["load"]["latency_us"],
     )
-
-
-H2LOAD_OUT = """finished in 2.00s, 11027.00 req/s, 13.28MB/s
-requests: 22054 total, 22058 started, 22054 done, 22054 succeeded, 0 failed, 0 errored, 0 timeout
-status codes: 22054 2xx, 0 3xx, 0 4xx, 0 5xx
-traffic: 26.56MB (27850976) total, 3.98MB (4168673) headers (space savings 0.00%), 21.54MB (22586368) data
-                     min         max         mean         sd        +/- sd
-time for request:       89us      6.36ms       358us       211us    96.52%
-TLS Protocol: TLSv1.3
-Cipher: TLS_AES_128_GCM_SHA256
-"""  # noqa: E501
-
-
-def test_h2load_s_report_is_read_and_its_failures_fail_the_point() -> None:
-    found = load.parse_h2load(H2LOAD_OUT)
-    assert found["succeeded"] == 22054 and found["wall_s"] == 2.0
-    assert found["request_us"] == pytest.approx({"min": 89, "max": 6360, "mean": 358, "sd": 211})
-    assert load.h2load_problem(found, {"tls": "1.3"}, 0) is None
-    assert "TLS 1.3, not 1.2" in (load.h2load_problem(found, {"tls": "1.2"}, 0) or "")
-    # h2load exits 0 when every request failed (a server that is gone): still a failure.
-    dead = H2LOAD_OUT.replace(
-        "22054 succeeded, 0 failed, 0 errored", "0 succeeded, 40 failed, 40 errored"
-    )
-    problem = load.h2load_problem(load.parse_h2load(dead), {}, 0)
-    assert problem is not None and "40 of 22054 requests failed" in problem
 
 
 def test_nginx_serves_curl_with_no_tlsbench_side(tmp_path: Path, build_of) -> None:

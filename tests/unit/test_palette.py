@@ -26,7 +26,8 @@ from tlsbench.scenarios.connections import ConnectionRow
 from tlsbench.scenarios.firmware import FirmwareRow
 from tlsbench.scenarios.interop import InteropRow
 from tlsbench.scenarios.load import LoadRow
-from tlsbench.scenarios.tls import HandshakeRow, LatencySamples, MemoryRow, ThroughputRow
+from tlsbench.scenarios.tls_handshakes import HandshakeRow, MemoryRow
+from tlsbench.scenarios.tls_records import LatencySamples, ThroughputRow
 
 RUN = RunInfo(1, "palette", "?", "time", 3, "complete", "2025-11-22T06:50:00+00:00", None, "abc")
 

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import resource
 import signal
 import tempfile
@@ -50,6 +49,7 @@ from tlsbench.builds.recipes.runtime import at_run_time
 from tlsbench.driver.drive import driver_command, driver_environment
 from tlsbench.peers import interop, programs
 from tlsbench.peers.interop import PairResult, Side
+from tlsbench.peers.programs import h2load_problem, parse_h2load, percentiles_us, read_h2load_log
 
 # The load generators that are real programs (programs.py), and nginx, the real server.
 GENERATOR_PROGRAMS = programs.playing("generator", "load")
@@ -265,96 +265,6 @@ def h2load_command(options: dict[str, Any], port: int, log: Path, duration: int 
         str(option(options, "pattern")), int(option(options, "payload")))  # fmt: skip
 
 
-# ------------------------------------------------------------------------- h2load's report
-
-_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
-
-
-def _seconds(text: str) -> float:
-    m = re.fullmatch(r"([\d.]+)(us|ms|s)", text)
-    if m is None:
-        raise ValueError(f"not a duration: {text!r}")
-    return float(m.group(1)) * _UNITS[m.group(2)]
-
-
-def parse_h2load(out: str) -> dict[str, Any]:
-    """The figures h2load prints: wall time, request counts, status codes, the request-time
-    statistics (min / max / mean / sd, in µs) and what it negotiated."""
-    found: dict[str, Any] = {}
-    m = re.search(r"^finished in ([\d.]+(?:us|ms|s)), ([\d.]+) req/s", out, re.M)
-    if m:
-        found["wall_s"] = _seconds(m.group(1))
-        found["req_per_s"] = float(m.group(2))
-    m = re.search(r"^requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, "
-                  r"(\d+) failed, (\d+) errored, (\d+) timeout", out, re.M)  # fmt: skip
-    if m:
-        keys = ("total", "started", "done", "succeeded", "failed", "errored", "timeout")
-        found.update({k: int(v) for k, v in zip(keys, m.groups(), strict=True)})
-    m = re.search(r"^status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx", out, re.M)
-    if m:
-        found["not_2xx"] = sum(int(x) for x in m.groups()[1:])
-    m = re.search(r"^traffic: .*?, [\d.]+\w*B \((\d+)\) data", out, re.M)
-    if m:
-        found["data_bytes"] = int(m.group(1))
-    m = re.search(r"^time for request:\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)", out, re.M)
-    if m:
-        found["request_us"] = {k: _seconds(v) * 1e6
-                               for k, v in zip(("min", "max", "mean", "sd"), m.groups(),
-                                               strict=True)}  # fmt: skip
-    printed = (
-        ("version", r"^TLS Protocol: TLSv(1\.[23])"),
-        ("cipher", r"^Cipher: (\S+)"),
-        ("temp_key", r"^Server Temp Key: (.+)$"),
-    )
-    for key, pattern in printed:
-        m = re.search(pattern, out, re.M)
-        if m:
-            found[key] = m.group(1).strip()
-    return found
-
-
-def percentiles_us(latencies_us: np.ndarray) -> dict[str, float]:
-    """p50 / p90 / p99 / p99.9 of raw latencies: the smallest value with at least p % of
-    the samples at or below it, as HdrHistogram reads a percentile."""
-    return {name: float(np.percentile(latencies_us, q, method="inverted_cdf"))
-            for name, q in (("p50", 50), ("p90", 90), ("p99", 99), ("p99.9", 99.9))}  # fmt: skip
-
-
-def read_h2load_log(path: Path) -> np.ndarray:
-    """Per-request durations (µs) of h2load's --log-file (start, status, duration; tabs)."""
-    if not path.exists():
-        return np.array([], dtype=float)
-    values = [float(line.split("\t")[2]) for line in path.read_text().splitlines()
-              if line.count("\t") >= 2]  # fmt: skip
-    return np.array(values, dtype=float)
-
-
-def h2load_problem(found: dict[str, Any], options: dict[str, Any], code: int | None) -> str | None:
-    """Why h2load's run is not a measurement, or None."""
-    if "succeeded" not in found:
-        return f"h2load printed no request counts (exit {code})"
-    errors = found["failed"] + found["timeout"] + found.get("not_2xx", 0)
-    if errors or found["succeeded"] == 0 or code != 0:
-        return (
-            f"h2load: {found['failed']} of {found['total']} requests failed "
-            f"({found['errored']} errored, {found['timeout']} timed out, "
-            f"{found.get('not_2xx', 0)} not 2xx, {found['succeeded']} succeeded; exit {code})"
-        )
-    tls = str(options.get("tls", "1.3"))
-    if found.get("version") != tls:
-        return f"h2load negotiated TLS {found.get('version')}, not {tls}"
-    suite = options.get("suite")
-    if suite:
-        want = str(suite) if tls == "1.3" else programs.openssl_suite_name(str(suite))
-        if found.get("cipher") != want:
-            return f"h2load negotiated {found.get('cipher')}, not {want}"
-    payload = int(option(options, "payload"))
-    if found.get("data_bytes", 0) < found["succeeded"] * payload:
-        return (f"h2load received {found.get('data_bytes')} body bytes for {found['succeeded']} "
-                f"responses of {payload}")  # fmt: skip
-    return None
-
-
 # ------------------------------------------------------------------------- one run
 
 
@@ -456,7 +366,7 @@ def _run_once(options: dict[str, Any], build: Build, client_build: Build | None,
             probe.start(_environment(client_env), cpus=generator_cpus)
             probe.finish(deadline)
             found = parse_h2load(probe.out)
-            problem = h2load_problem(found, options, probe.code)
+            problem = h2load_problem(found, options, int(option(options, "payload")), probe.code)
             if problem:
                 _stop(server, deadline)
                 return _failed(sides, started, f"{problem} (calibration run)")
@@ -522,7 +432,7 @@ def _ended(options: dict[str, Any], build: Build, sides: dict[str, Side], starte
     # The generator's verdict first: its errors are what the load run saw.
     if generator.label == "h2load":
         found = parse_h2load(generator.out)
-        problem = h2load_problem(found, options, generator.code)
+        problem = h2load_problem(found, options, int(option(options, "payload")), generator.code)
         if generator.killed:
             problem = f"h2load did not finish ({generator.killed})"
         if problem:

@@ -69,3 +69,15 @@ def first_per_variant(rows: list[Any]) -> list[Any]:
             best[row.variant] = row
     order = {id(row): i for i, row in enumerate(rows)}
     return sorted(best.values(), key=lambda row: order[id(row)])
+
+
+def joined_views(*makers: Callable[[RunModel], list[View]]) -> Callable[[RunModel], list[View]]:
+    """A section's views: each maker's, in order."""
+    return lambda model: [v for make in makers for v in make(model)]
+
+
+def joined_plots(
+    *makers: Callable[[RunModel], Plot | None],
+) -> Callable[[RunModel], list[Plot]]:
+    """A section's plots: each maker's that has data, in order."""
+    return lambda model: [p for make in makers if (p := make(model)) is not None]
