@@ -58,6 +58,8 @@ check: venv
 	$(VENV)/bin/ruff format --check src tests
 	$(VENV)/bin/ruff check src tests
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
+	$(VENV)/bin/pytest -q -p no:cacheprovider tests/unit/test_layers.py
 	clang-format --dry-run -Werror $$(find drivers -name '*.[ch]')
 
 format: venv

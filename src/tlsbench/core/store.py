@@ -29,6 +29,10 @@ STALE_AFTER_S) reads as "interrupted". The run's status is its shards' together.
 The engine (dialect.py) is SQLite for a file and PostgreSQL for a postgresql:// URL; the
 SQL here runs on both. Migrations: one function per version step; opening a store for
 writing migrates it in place (SQLite keeps the version in PRAGMA user_version).
+
+Its size (over 600 lines) is one contract with the database: the schema, each migration
+and the queries that read what a migration wrote stay side by side, so that they cannot
+drift apart.
 """
 
 from __future__ import annotations

@@ -29,6 +29,9 @@ server's certificate nor check the body's bytes (it counts them). It exits 0 wha
 failed, and a keep-alive run by duration counts no failed request once the server is gone
 (measured: a killed server, then nothing but refused reconnections): the server's own end
 fails such a point.
+
+Its size (over 600 lines) is one sequence read in order: a load point's refusals, its two
+sides' commands, one run with its checks, and the merged result.
 """
 
 from __future__ import annotations
