@@ -15,7 +15,8 @@ cortex-m0, -m3, -m4, -m7, -m33 and -m55 are microcontroller cores (no operating 
 built with Debian's gcc-arm-none-eabi and newlib, each with its own -mcpu and, where the
 core has one, its FPU and the hard-float ABI (as product builds for those parts use it; the
 TLS libraries themselves do no floating point): their variants yield no driver programs but
-firmware images (src/tlsbench/embedded/cortexm.py), run under qemu-system-arm on the core's board.
+firmware images (builds/firmware.py), run under qemu-system-arm on the core's board
+(embedded/qemu.py).
 
 Heap figures are exact under emulation (the program does the same allocations as on a real
 ARM board); time is not (qemu translates the code, so its clocks measure the translator on

@@ -82,7 +82,7 @@ MBEDTLS_KX13 = {
     "psk": "MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_PSK_ENABLED",
     "psk_dhe": "MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_PSK_EPHEMERAL_ENABLED",
 }
-PSK_LENGTH = 32  # the images' and drivers' pre-shared key (cortexm.py: fw_psk)
+PSK_LENGTH = 32  # the images' and drivers' pre-shared key (builds/firmware.py: TEST_PSK)
 
 
 def _suite_parts(suite: str) -> tuple[str | None, str, str]:

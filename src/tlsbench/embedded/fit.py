@@ -2,7 +2,7 @@
 and configuration, and how long does its handshake take on that core?
 
 Every candidate (a library line, a named configuration of it, a record-buffer size) is
-built for the core and its firmware image measured under QEMU (cortexm.py): nothing is
+built for the core and its firmware image measured under QEMU (embedded/qemu.py): nothing is
 estimated. A candidate's figures for the device's role:
 
   RAM   = heap peak (with what the library's global set-up keeps) + stack high-water

@@ -3,7 +3,7 @@ and what the driver resolved, with the helpers every section's loader shares (la
 options that tell points apart, statistics with their warnings noted).
 
 Each family's section (src/tlsbench/scenarios/) reads its own rows through a RunReader;
-report/model.py assembles them with the rows every run has (problems, builds, notes).
+reportkit/model.py assembles them with the rows every run has (problems, builds, notes).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Scenarios: what the driver declares (declared.py) and the families that run them, one
+"""Scenarios: what the driver declares (driver/declaration.py) and the families that run them, one
 module each (base.py says what a family says). This file is the registry: one line per
 family; nothing else names a scenario (the runner, the experiments and the report ask
 here).

@@ -11,7 +11,7 @@ and says everything about them that is not the driver's own declaration:
 - its part of the report (`sections`: the rows a loader reads from a run, their views,
   plots, dashboard metrics and the columns a per-library summary takes from them).
 
-The driver's declaration (declared.py) is the source of scenario names, flags, options and
+The driver's declaration (driver/declaration.py) is the source of scenario names, flags, options and
 defaults: a family names the driver scenario it runs (`driver_scenario`) and asks the
 declaration the rest (does it run TLS, has it heap figures, does instruction mode count its
 calls, which options it takes).
@@ -158,7 +158,7 @@ COMMON_KEYS = (
     Key("suite", one_of(), _suite_part),
     # kx: how keys are agreed (ecdhe, rsa, psk = TLS 1.3 psk_ke or a TLS 1.2 PSK suite,
     # psk_dhe = psk_dhe_ke or ECDHE-PSK): the driver's --kx, and the job of a Cortex-M
-    # firmware point (cortexm.py).
+    # firmware point (embedded/points.py).
     Key("kx", one_of()),
     Key("group", one_of()),
     # key_share: the client's first key share, a group the server does not offer, so that it

@@ -1,6 +1,6 @@
 """Cortex-M firmware images run under QEMU: the family of every point of a firmware variant.
 
-A firmware variant (a Cortex-M core, arches.py) has no driver: cortexm.py builds an image of
+A firmware variant (a Cortex-M core, arches.py) has no driver: builds/firmware.py builds an image of
 the library's TLS client and server and runs one handshake of the point's job under
 qemu-system-arm, counting each side's instructions (deterministic), heap and stack, and the
 one-role images' sizes. The family claims the one-process points of such variants (the

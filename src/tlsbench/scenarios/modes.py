@@ -249,7 +249,7 @@ class InstructionRow:
     failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
     machine: str = ""  # where the run spans several machines: the one(s) this row ran on
     # Firmware (Cortex-M) points: the count projected to ms at a reference part's clock, low
-    # and high end of the core's CPI range (cortexm.py); the firmware table has the rest.
+    # and high end of the core's CPI range (builds/firmware.py); the firmware table has the rest.
     projected_ms: float | None = None
     projected_ms_high: float | None = None
 
