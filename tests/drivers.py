@@ -87,10 +87,20 @@ def run_driver(
     return DriverRun(proc.returncode, output, proc.stderr)
 
 
-def tlsbench(*args: str) -> subprocess.CompletedProcess:
-    """The repository's ./tlsbench as a user runs it, its output kept, bounded in time."""
+def tlsbench(
+    *args: str,
+    cwd: Path | None = None,
+    cache: Path | None = None,
+    timeout: float = 1200,
+    **kwargs: Any,
+) -> subprocess.CompletedProcess[str]:
+    """The repository's ./tlsbench as a user runs it (from `cwd`; with its build cache at
+    `cache`), its output kept, bounded in time. The one copy every test file uses."""
+    if cache is not None:
+        kwargs["env"] = {**kwargs.get("env", os.environ), "TLSBENCH_CACHE": str(cache)}
     return subprocess.run([str(paths.REPO / "tlsbench"), *args], capture_output=True,
-                          text=True, check=False, timeout=1200)  # fmt: skip
+                          text=True, check=False, timeout=timeout, cwd=cwd,
+                          **kwargs)  # fmt: skip
 
 
 def run_experiment(tmp_path: Path, text: str) -> tuple[subprocess.CompletedProcess, Store]:

@@ -7,13 +7,12 @@ is stored or reported.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from drivers import tlsbench
 from tlsbench.builds.variants import Catalog
-from tlsbench.core import paths
 from tlsbench.core.errors import UserError
 from tlsbench.core.store import Store
 from tlsbench.report import load_run
@@ -33,11 +32,6 @@ warmup = 0
 variant = ["mbedtls-3.6.6", "mbedtls-3.6.6:armhf"]
 scenario = ["handshake", "aead"]
 """
-
-
-def tlsbench(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(paths.REPO / "tlsbench"), *args], capture_output=True,
-                          text=True, check=False)  # fmt: skip
 
 
 def test_armhf_feature_resolves_and_gnutls_refuses_it(catalog: Catalog) -> None:

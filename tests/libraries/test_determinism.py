@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from drivers import run_driver
-from tlsbench.core import paths
+from drivers import run_driver, tlsbench
 from tlsbench.core.machine import cpu_flags
 from tlsbench.core.store import Point, Store
 from tlsbench.driver.drive import driver_command, driver_environment
@@ -50,11 +49,6 @@ LIBRARIES = {
 # Those seeded from the fixed stream; the others keep their own randomness (no run-time
 # hook), their handshakes' work not depending on it.
 SEEDED = {"mbedtls", "wolfssl", "openssl", "gnutls", "bearssl"}
-
-
-def tlsbench(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(paths.REPO / "tlsbench"), *args], capture_output=True,
-                          text=True, check=False)  # fmt: skip
 
 
 def spread(counts: list[float]) -> float:

@@ -4,20 +4,14 @@ honour, time and heap from separate drivers, and instruction counts identical ru
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tlsbench.core import paths
+from drivers import tlsbench
 from tlsbench.core.store import Store
 
 pytestmark = pytest.mark.slow
-
-
-def tlsbench(*args: str, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([str(paths.REPO / "tlsbench"), *args], capture_output=True,
-                          text=True, check=False, **kwargs)  # fmt: skip
 
 
 TINY = """

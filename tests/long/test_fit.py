@@ -5,14 +5,13 @@ buffer are pure logic over figures, tested with figures made up for the purpose.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from drivers import tlsbench
 from tlsbench.builds import arches, firmware
-from tlsbench.core import paths
 from tlsbench.core.errors import UserError
 from tlsbench.embedded import fit, measured, qemu
 
@@ -22,12 +21,6 @@ pytestmark = pytest.mark.skipif(
     bool(arches.missing_tools("cortex-m4")),
     reason=f"missing {arches.missing_tools('cortex-m4')} (make deps installs them)",
 )
-
-
-def tlsbench(*args: str, cache: Path | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, **({"TLSBENCH_CACHE": str(cache)} if cache else {})}
-    return subprocess.run([str(paths.REPO / "tlsbench"), *args], capture_output=True, text=True,
-                          check=False, env=env)  # fmt: skip
 
 
 def sections(image: Path) -> dict[str, int]:

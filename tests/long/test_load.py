@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from drivers import tlsbench
 from tlsbench.builds import certs
-from tlsbench.core import paths
 from tlsbench.core.errors import UserError
 from tlsbench.core.store import Store
 from tlsbench.peers import interop, load
@@ -25,11 +25,6 @@ from tlsbench.report import load_run
 from tlsbench.run.experiments import load as load_experiment
 
 SERVER = "openssl-3.5.x"
-
-
-def tlsbench(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(paths.REPO / "tlsbench"), *args], capture_output=True,
-                          text=True, check=False, timeout=600)  # fmt: skip
 
 
 HEADER = """

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from drivers import tlsbench
 from tlsbench.builds import arches
 from tlsbench.builds.sources import Sources
-from tlsbench.core import paths
 
 pytestmark = [
     pytest.mark.slow,
@@ -71,18 +71,14 @@ WOLFSSL = {
 }  # fmt: skip
 
 
-def tlsbench(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(paths.REPO / "tlsbench"), *args], cwd=cwd, capture_output=True,
-                          text=True, check=False)  # fmt: skip
-
-
 def run_job(cwd: Path, spec: str, target: str, job: tuple) -> subprocess.CompletedProcess[str]:
     suite, firmware_args, driver_args = job
     if target == "cortex-m4":
-        return tlsbench(cwd, "cortex-m", spec.replace(":", ":cortex-m4,", 1), "--suite", suite,
-                        *firmware_args, "--runs", "1")  # fmt: skip
-    return tlsbench(cwd, "drive", "--measure", "heap", spec, "handshake", "--tls", "1.2", "--suite",
-                    suite.replace("-", "_"), *driver_args, "--iterations", "1")  # fmt: skip
+        return tlsbench("cortex-m", spec.replace(":", ":cortex-m4,", 1), "--suite", suite,
+                        *firmware_args, "--runs", "1", cwd=cwd)  # fmt: skip
+    return tlsbench("drive", "--measure", "heap", spec, "handshake", "--tls", "1.2", "--suite",
+                    suite.replace("-", "_"), *driver_args, "--iterations", "1",
+                    cwd=cwd)  # fmt: skip
 
 
 def check(done: subprocess.CompletedProcess[str], refused: str | None, target: str) -> None:
@@ -130,7 +126,7 @@ def test_the_platform_replacements_are_named_and_stored(tmp_path: Path) -> None:
     """Suite B on the Cortex-M4: its sockets and clock are the board's, replaced and named
     in the output, and in the stored build (tlsbench build --json)."""
     config = Sources().source_dir("mbedtls-3.6.6") / "configs" / "config-suite-b.h"
-    done = tlsbench(tmp_path, "build", f"mbedtls-3.6.6:cortex-m4,config={config}", "--json")
+    done = tlsbench("build", f"mbedtls-3.6.6:cortex-m4,config={config}", "--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     line = f"{config}: #define MBEDTLS_NET_C -> MBEDTLS_NET_C undefined (the cortex-m4 platform's)"
     assert line in done.stderr

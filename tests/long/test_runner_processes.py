@@ -13,15 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from fake.builds import run_fake, start_fake
+from fake.builds import run_fake as tlsbench
+from fake.builds import start_fake
 from tlsbench.core.store import Store
 
 # The fake driver (tests/fake/): every build of these tests is a fake one.
 pytestmark = pytest.mark.usefixtures("fake_driver")
-
-
-def tlsbench(*args: str, **kwargs) -> subprocess.CompletedProcess:
-    return run_fake(*args, **kwargs)
 
 
 def test_kill_9_then_resume_gives_a_complete_consistent_store(tmp_path: Path) -> None:

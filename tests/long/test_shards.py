@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from fake.builds import run_fake, start_fake
+from fake.builds import run_fake as tlsbench
+from fake.builds import start_fake
 from tlsbench.core.errors import UserError
 from tlsbench.core.store import Store
 from tlsbench.report import load_run
@@ -34,10 +35,6 @@ warmup = 1
 variant = ["null"]
 payload = [16, 32, 64, 128, 256, 512, 1024]
 """
-
-
-def tlsbench(*args: str, **kwargs) -> subprocess.CompletedProcess[str]:
-    return run_fake(*args, **kwargs)
 
 
 def start(*args: str) -> subprocess.Popen[str]:

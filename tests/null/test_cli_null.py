@@ -10,13 +10,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from drivers import tlsbench
 from tlsbench.core import paths
-
-
-def tlsbench(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(paths.REPO / "tlsbench"), *args], capture_output=True, text=True, check=False
-    )
 
 
 def test_an_unknown_certificate_kind_is_named_with_the_known_ones() -> None:

@@ -6,12 +6,11 @@ has the section."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tlsbench.core import paths
+from drivers import tlsbench
 from tlsbench.core.store import Store
 
 pytestmark = pytest.mark.slow
@@ -19,11 +18,6 @@ pytestmark = pytest.mark.slow
 HEAP_SERIES = {f"{side}_{figure}_per_connection" for side in ("client", "server")
                for figure in ("heap", "usable", "peak")}  # fmt: skip
 RSS_SERIES = {"rss_per_connection", "rss_peak_per_connection"}
-
-
-def tlsbench(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(paths.REPO / "tlsbench"), *args], capture_output=True,
-                          text=True, check=False)  # fmt: skip
 
 
 def test_a_connections_run_stores_both_drivers_series(tmp_path: Path, build_of) -> None:

@@ -6,21 +6,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tlsbench.core import paths
+from drivers import tlsbench
 from tlsbench.core.store import Store
 from tlsbench.run.runner import run_order
 
 pytestmark = pytest.mark.slow
-
-
-def tlsbench(*args: str, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([str(paths.REPO / "tlsbench"), *args], capture_output=True,
-                          text=True, check=False, **kwargs)  # fmt: skip
 
 
 def test_run_order_is_shuffled_per_repetition_by_the_stored_seed(tmp_path: Path, build_of) -> None:

@@ -5,14 +5,13 @@ exports, on stores written through the store's own API with the shape the runner
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from tlsbench.core import paths
+from drivers import tlsbench
 from tlsbench.core.errors import UserError
 from tlsbench.core.store import Store
 from tlsbench.report import ab, export, load_run
@@ -217,11 +216,6 @@ def test_options_are_checked() -> None:
             ab.parse_thresholds([bad])
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(paths.REPO / "tlsbench"), *args], capture_output=True,
-                          text=True, check=False)  # fmt: skip
-
-
 def test_cli_judges_a_stored_run_and_exits_by_verdict(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     store = Store(db)
@@ -229,12 +223,12 @@ def test_cli_judges_a_stored_run_and_exits_by_verdict(tmp_path: Path) -> None:
     store.close()
     summary = tmp_path / "summary.md"
     summary.write_text("earlier steps\n")
-    proc = _cli("ab", BASE, CANDIDATE, "--run", "latest", "--db", str(db), "--summary",
+    proc = tlsbench("ab", BASE, CANDIDATE, "--run", "latest", "--db", str(db), "--summary",
                 str(summary))  # fmt: skip
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout.startswith("## tlsbench ab: regression")
     assert summary.read_text() == "earlier steps\n" + proc.stdout  # appended, as CI wants
-    passed = _cli("ab", BASE, CANDIDATE, "--run", "latest", "--db", str(db), "--json",
+    passed = tlsbench("ab", BASE, CANDIDATE, "--run", "latest", "--db", str(db), "--json",
                   "--fail-on", "time,code-size")  # fmt: skip
     assert passed.returncode == 0, passed.stderr
     assert json.loads(passed.stdout)["exit_status"] == 0
@@ -255,7 +249,7 @@ def test_cli_usage_errors_exit_2_before_anything_runs(
     tmp_path: Path, args: list[str], message: str
 ) -> None:
     db = tmp_path / "results" / "s.db"
-    proc = _cli("ab", *args, "--db", str(db))
+    proc = tlsbench("ab", *args, "--db", str(db))
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr and "Traceback" not in proc.stderr
     assert not db.exists()
@@ -270,7 +264,7 @@ def test_compare_pairs_points_across_variants(tmp_path: Path) -> None:
     with pytest.raises(UserError, match=r"has no point of mbedtls-2\.28\.x"):
         compare_runs(store, run, run, variants=(BASE, "mbedtls-2.28.x"))
     # Two runs of one variant each (a commit, then its parent) pair by point name.
-    proc = _cli("compare", str(run), str(run), "--db", str(tmp_path / "s.db"), "--variants",
+    proc = tlsbench("compare", str(run), str(run), "--db", str(tmp_path / "s.db"), "--variants",
                 BASE, CANDIDATE)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert f"| {BASE} -> {CANDIDATE} | handshake_1.3 | client_cpu_ns |" in proc.stdout
@@ -293,7 +287,7 @@ def test_report_exports_bmf_and_github_action_benchmark(tmp_path: Path) -> None:
     assert (peak["unit"], peak["value"]) == ("bytes", 70000.0)
     assert names[f"{BASE} handshake_1.3 latency"]["range"].startswith("± ")
     assert not any(e["name"].endswith("throughput") for e in gab)  # smaller is better only
-    proc = _cli("report", "latest", "--db", str(tmp_path / "s.db"), "--format", "gab")
+    proc = tlsbench("report", "latest", "--db", str(tmp_path / "s.db"), "--format", "gab")
     assert proc.returncode == 0 and json.loads(proc.stdout) == gab
 
 

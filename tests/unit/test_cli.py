@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from drivers import tlsbench
 from tlsbench.cli import parser
-from tlsbench.core import paths
 
 VERBS = sorted(parser()._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
-
-
-def tlsbench(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(paths.REPO / "tlsbench"), *args], capture_output=True, text=True, check=False
-    )
 
 
 @pytest.mark.parametrize("verb", VERBS)

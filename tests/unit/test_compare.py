@@ -7,14 +7,13 @@ The stores are written through the store's own API with the shape the driver pro
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from tlsbench.core import paths
+from drivers import tlsbench
 from tlsbench.core.errors import UserError
 from tlsbench.core.stats import MACHINE_DRIFT, NO_DIFFERENCE, SLOWER, TOO_FEW
 from tlsbench.core.store import Store
@@ -65,12 +64,6 @@ def _run(
         store.add_result(point.id, rep, "failed", 1, None, 0.1, "t", None, "boom")
     store.finish_run(run, "done")
     return run
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(paths.REPO / "tlsbench"), *args], capture_output=True, text=True, check=False
-    )
 
 
 def test_same_machine_state_is_no_difference_and_slowdown_is_slower(tmp_path: Path) -> None:
@@ -188,10 +181,10 @@ def test_repetitions_of_several_machines_are_pooled_only_when_asked(tmp_path: Pa
     assert any("differ in host (alpha / beta); CPU (CPU of alpha / CPU of beta)" in n
                for n in run_warnings(store, b, c))  # fmt: skip
     store.close()
-    refused = _cli("compare", str(a), str(b), "--db", str(db))
+    refused = tlsbench("compare", str(a), str(b), "--db", str(db))
     assert refused.returncode == 2 and "--pool-machines" in refused.stderr
     assert "Traceback" not in refused.stderr
-    pooled = _cli("compare", str(a), str(b), "--pool-machines", "--db", str(db))
+    pooled = tlsbench("compare", str(a), str(b), "--pool-machines", "--db", str(db))
     assert pooled.returncode == 0 and "A pools repetitions of 2 machines" in pooled.stdout
 
 
@@ -201,7 +194,7 @@ def test_cli_json_and_markdown(tmp_path: Path) -> None:
     _run(store, [1000, 1010, 990, 1005, 995], seed=1)
     _run(store, [1200, 1210, 1190, 1205, 1195], seed=2)
     store.close()
-    proc = _cli("compare", "1", "2", "--json", "--threshold", "0.1", "--db", str(db))
+    proc = tlsbench("compare", "1", "2", "--json", "--threshold", "0.1", "--db", str(db))
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["threshold"] == 0.1
@@ -210,15 +203,15 @@ def test_cli_json_and_markdown(tmp_path: Path) -> None:
     assert series["ci_low"] <= series["ratio"] <= series["ci_high"]
     assert {"p_value", "warnings", "point", "series", "variant", "resolution"} <= set(series)
     assert doc["quantum_steps"] == 2 and doc["instruction_threshold"] == 0.01
-    md = _cli("compare", "1", "2", "--db", str(db))
+    md = tlsbench("compare", "1", "2", "--db", str(db))
     assert md.returncode == 0 and "practical threshold of 5.0%" in md.stdout
     assert "| slower |" in md.stdout and "normalised" not in md.stdout
     assert doc["normalised"] is None and series["normalised"] is False
     # The test runs have no calibration: --normalise says it did nothing to them.
-    md = _cli("compare", "1", "2", "--normalise", "--db", str(db))
+    md = tlsbench("compare", "1", "2", "--normalise", "--db", str(db))
     assert md.returncode == 0 and "Time figures normalised (--normalise)" in md.stdout
     assert "not normalised: a repetition has no calibration" in md.stdout
-    doc = json.loads(_cli("compare", "1", "2", "--normalise", "--json", "--db", str(db)).stdout)
+    doc = json.loads(tlsbench("compare", "1", "2", "--normalise", "--json", "--db", str(db)).stdout)
     assert "--normalise" in doc["normalised"]
 
 
@@ -229,6 +222,6 @@ def test_cli_bad_threshold(tmp_path: Path, value: str) -> None:
     _run(store, [1000] * 5)
     store.close()
     before = db.read_bytes()
-    proc = _cli("compare", "1", "1", "--threshold", value, "--db", str(db))
+    proc = tlsbench("compare", "1", "1", "--threshold", value, "--db", str(db))
     assert proc.returncode == 2 and "threshold" in proc.stderr
     assert "Traceback" not in proc.stderr and db.read_bytes() == before

@@ -13,17 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from fake.builds import run_fake, start_fake
+from fake.builds import run_fake as tlsbench
+from fake.builds import start_fake
 from tlsbench.core.machine import cpu_flags
 from tlsbench.core.store import Store
 from tlsbench.driver import cpuprofile
 from tlsbench.driver.drive import driver_environment
 from tlsbench.driver.process import PINNED_CPU
 from tlsbench.driver.process import pin as _pin
-
-
-def tlsbench(*args: str, **kwargs) -> subprocess.CompletedProcess:
-    return run_fake(*args, **kwargs)
 
 
 def test_an_unwritable_results_location_is_refused_before_running(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from drivers import tlsbench
 from tlsbench.core import paths
 from tlsbench.core.dialect import SqliteDatabase, errors
 from tlsbench.core.errors import UserError
@@ -69,12 +70,6 @@ def test_unknown_run_is_a_clear_error(tmp_path: Path) -> None:
         store.run(7)
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(paths.REPO / "tlsbench"), *args], capture_output=True, text=True, check=False
-    )
-
-
 def _listing(folder: Path) -> list[str]:
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
 
@@ -84,7 +79,7 @@ def test_read_only_verbs_never_create_a_store_or_its_folder(
     tmp_path: Path, verb: list[str]
 ) -> None:
     db = tmp_path / "absent" / "tlsbench.db"
-    proc = _cli(*verb, "--db", str(db))
+    proc = tlsbench(*verb, "--db", str(db))
     assert proc.returncode == 2, proc.stderr
     assert "no results store at" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "absent").exists()
@@ -99,13 +94,13 @@ def test_read_only_verbs_neither_migrate_nor_switch_the_journal_mode(tmp_path: P
     raw.commit()
     raw.close()
     before = db.read_bytes()
-    proc = _cli("runs", "--db", str(db))
+    proc = tlsbench("runs", "--db", str(db))
     assert proc.returncode == 2
     assert "older than this tlsbench" in proc.stderr and "tlsbench migrate" in proc.stderr
     assert db.read_bytes() == before
     assert _listing(tmp_path) == ["old.db"]  # no -wal / -shm beside it
-    assert _cli("migrate", "--db", str(db)).returncode == 0
-    assert _cli("runs", "--db", str(db)).returncode == 0
+    assert tlsbench("migrate", "--db", str(db)).returncode == 0
+    assert tlsbench("runs", "--db", str(db)).returncode == 0
 
 
 @contextlib.contextmanager
@@ -145,12 +140,12 @@ def test_a_store_in_a_read_only_folder_can_be_read_but_not_written(tmp_path: Pat
     assert _listing(folder) == ["tlsbench.db"]
     with _read_only_view(folder) as ro:
         db = str(ro / "tlsbench.db")
-        listed = _cli("runs", "--db", db)
+        listed = tlsbench("runs", "--db", db)
         assert listed.returncode == 0, listed.stderr
         assert "complete" in listed.stdout
-        assert _cli("report", "--db", db).returncode == 0
+        assert tlsbench("report", "--db", db).returncode == 0
         for verb in (["migrate"], ["run", "quick", "--only", "variant=null"]):
-            proc = _cli(*verb, "--db", db)
+            proc = tlsbench(*verb, "--db", db)
             assert proc.returncode == 2, (verb, proc.stderr)
             assert "choose another --db" in proc.stderr and "Traceback" not in proc.stderr
     assert _listing(folder) == ["tlsbench.db"]
@@ -171,7 +166,7 @@ def test_a_db_that_is_not_a_store_is_refused_and_left_alone(tmp_path: Path, kind
     before = _listing(tmp_path)
     content = db.read_bytes() if db.is_file() else None
     for verb in (["runs"], ["report"], ["run", "quick", "--only", "variant=null"]):
-        proc = _cli(*verb, "--db", str(db))
+        proc = tlsbench(*verb, "--db", str(db))
         assert proc.returncode == 2, (verb, proc.stderr)
         assert "Traceback" not in proc.stderr
         assert {"text": "not an SQLite database", "foreign": "not a tlsbench results store",
@@ -391,7 +386,7 @@ def test_postgres_read_only_verbs_create_nothing_and_bad_urls_are_clear(pg_url: 
     import psycopg
 
     for verb in (["runs"], ["report"], ["compare", "1", "2"]):
-        proc = _cli(*verb, "--db", pg_url)
+        proc = tlsbench(*verb, "--db", pg_url)
         assert proc.returncode == 2, proc.stderr
         assert "holds no results yet" in proc.stderr and "Traceback" not in proc.stderr
     with psycopg.connect(pg_url) as conn:
@@ -400,11 +395,11 @@ def test_postgres_read_only_verbs_create_nothing_and_bad_urls_are_clear(pg_url: 
         assert tables == (0,)
         conn.execute("CREATE TABLE customers (id INTEGER)")
     for verb in (["runs"], ["migrate"]):
-        proc = _cli(*verb, "--db", pg_url)
+        proc = tlsbench(*verb, "--db", pg_url)
         assert proc.returncode == 2 and "not a tlsbench results store" in proc.stderr
     # A server that is not there: what is wrong, exit 1, the password never shown.
     absent = pg_url.replace("tlsbench@", "tlsbench:secret@").replace("?host=", "?host=/nowhere")
-    proc = _cli("runs", "--db", absent)
+    proc = tlsbench("runs", "--db", absent)
     assert proc.returncode == 1 and "cannot connect to the results store" in proc.stderr
     assert "secret" not in proc.stderr and "Traceback" not in proc.stderr
 
