@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from tlsbench.builds import arches, firmware
-from tlsbench.builds.variants import Catalog
 from tlsbench.core import paths
 from tlsbench.core.errors import UserError
 from tlsbench.embedded import qemu
@@ -49,22 +48,6 @@ def run(image: Path, **job: object) -> dict:
 def elf_attributes(path: Path) -> str:
     return subprocess.run(["arm-none-eabi-readelf", "-A", str(path)], capture_output=True,
                           text=True, check=True).stdout  # fmt: skip
-
-
-def test_feature_is_bare_metal_with_a_test_entropy_source(catalog: Catalog) -> None:
-    variant = catalog.resolve(VARIANT)
-    assert variant.arch == "cortex-m7"
-    assert "MBEDTLS_ENTROPY_HARDWARE_ALT" in variant.macros
-    assert variant.macros["MBEDTLS_FS_IO"] == "!" and variant.macros["MBEDTLS_NET_C"] == "!"
-    assert "MBEDTLS_DEBUG_C" not in variant.macros  # the library's default: debug module on
-    assert catalog.resolve(VARIANT + ",no-debug").macros["MBEDTLS_DEBUG_C"] == "!"
-    # Every core has its own -mcpu (and FPU where it has one).
-    for arch, core in firmware.CORES.items():
-        flags = arches.arch(arch).flags
-        assert f"-mcpu={arch}" in flags and core.arch == arch
-        assert catalog.resolve(f"mbedtls-3.6.6:{arch}").arch == arch
-    assert "-mfpu=fpv4-sp-d16" in arches.arch("cortex-m4").flags
-    assert "-mfloat-abi=soft" in arches.arch("cortex-m0").flags
 
 
 def test_image_is_a_32_bit_arm_elf_whose_vectors_start_it(image) -> None:
@@ -247,21 +230,6 @@ def test_every_check_fires_on_a_real_result(image) -> None:
         qemu.check_negotiated(verified, cert_job)
 
 
-def test_jobs_that_cannot_be_are_usage_errors() -> None:
-    for wrong, message in [
-        (dict(suite=TLS13, tls="1.2"), "is a TLS 1.3 suite"),
-        (dict(suite=TLS13, tls="1.3", kx="rsa"), "kx rsa"),
-        (dict(suite="TLS-PSK-WITH-AES-128-GCM-SHA256", kx="ecdhe"), "is a psk suite"),
-        (dict(suite="TLS-ECDHE-ECDSA-WITH-AES-128-GCM-SHA256", cert="rsa2048"), "needs a"),
-        (dict(suite=TLS13, record=1000), "record size 1000"),
-        (dict(suite=TLS13, chain=3), "chain 3"),
-        (dict(suite=TLS13, group="x448"), "group x448"),
-    ]:
-        with pytest.raises(UserError, match=message) as caught:
-            firmware.make_job(**wrong)  # type: ignore[arg-type]
-        assert caught.value.exit_code == 2
-
-
 def test_small_record_buffers_shrink_the_heap_and_a_build_without_tls13_is_unsupported(
     build_of, image
 ) -> None:
@@ -406,19 +374,6 @@ def test_code_size_of_a_cortex_m7_variant_is_thumb_code(build_of) -> None:
 
 
 # ---------------------------------------------------------------------------- wolfSSL
-
-
-def test_wolfssl_feature_is_bare_metal_with_a_test_seed(catalog: Catalog) -> None:
-    variant = catalog.resolve(WOLFSSL_VARIANT)
-    assert variant.arch == "cortex-m7"
-    assert "--disable-filesystem" in variant.configure
-    assert "--enable-singlethreaded" in variant.configure and "--enable-psk" in variant.configure
-    assert "-DWOLFSSL_USER_IO" in variant.cflags
-    assert "-DCUSTOM_RAND_GENERATE_SEED=tlsbench_test_seed" in variant.cflags
-    # The Cortex-M assembly: armv7m for configure (sp_cortexm.c), Thumb-1's on the M0.
-    assert arches.arch("cortex-m7").host == "armv7m-none-eabi"
-    assert "--with-arm-target=thumb" in catalog.resolve("wolfssl-5.7.2:cortex-m0").configure
-    assert "-DWOLFSSL_SP_NO_UMAAL" in catalog.resolve("wolfssl-5.7.2:cortex-m3").cflags
 
 
 def test_wolfssl_image_is_thumb_code_with_the_library_and_the_wrapped_heap(wolfssl_image) -> None:

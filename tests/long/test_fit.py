@@ -12,8 +12,7 @@ import pytest
 
 from drivers import tlsbench
 from tlsbench.builds import arches, firmware
-from tlsbench.core.errors import UserError
-from tlsbench.embedded import fit, measured, qemu
+from tlsbench.embedded import qemu
 
 KIB = 1024
 
@@ -118,49 +117,4 @@ def test_fit_refuses_what_it_cannot_answer_before_building(tmp_path) -> None:
     assert not (cache / "builds").exists()
 
 
-def test_parse_bytes() -> None:
-    assert fit.parse_bytes("64K", "--ram") == 65536
-    assert fit.parse_bytes("1M", "--flash") == 1048576
-    assert fit.parse_bytes("256KiB", "--flash") == 262144
-    assert fit.parse_bytes("20000", "--ram") == 20000
-    for bad in ("", "K", "-1K", "0", "abc"):
-        with pytest.raises(UserError):
-            fit.parse_bytes(bad, "--ram")
-
-
 # -- pure logic over made-up figures ------------------------------------------------------
-
-
-def made_up(line: str, record: int, heap: int, text: int, instructions: int) -> fit.Outcome:
-    """A candidate with figures chosen for the test (no build, no run)."""
-    job = fit.job_for("1.3", "psk", "ecdsa-p256", None, record)
-    side = {"heap_peak": heap, "heap_live": 0, "stack_high_water": 1000,
-            "handshake_instructions": instructions}  # fmt: skip
-    result = {"client": side, "server": side,
-              "global": {"heap_peak": 0, "heap_live": 0, "stack_high_water": 0}}  # fmt: skip
-    sizes = {role: qemu.Sizes(text=text, data=100, bss=200, certs=0) for role in firmware.SIDES}
-    one = measured.Measured(f"{line}:cortex-m4", "cortex-m4", job, result, sizes,
-                                {"client": 50, "server": 50})  # fmt: skip
-    candidate = fit.Candidate(f"{line}:cortex-m4", line.split("-")[0], line, "default", record,
-                              job)  # fmt: skip
-    return fit.Outcome(candidate, one)
-
-
-def test_pareto_front_and_smallest_fitting_record() -> None:
-    budget = fit.Budget(firmware.core_of("cortex-m4"), ram=30_000, flash=200_000, mhz=84.0)
-    a512 = made_up("a-1", 512, heap=10_000, text=150_000, instructions=900)
-    a1024 = made_up("a-1", 1024, heap=12_000, text=150_000, instructions=900)  # dominated
-    a16k = made_up("a-1", 16384, heap=40_000, text=150_000, instructions=800)  # faster, too big
-    b = made_up("b-1", 16384, heap=9_000, text=250_000, instructions=2000)  # least RAM
-    outcomes = [a512, a1024, a16k, b]
-    front = fit.pareto(outcomes, "client")
-    assert a1024 not in front and {id(o) for o in front} == {id(a512), id(a16k), id(b)}
-    assert fit.smallest_fitting_record(outcomes, budget, "client") == {
-        ("a-1", "default"): 512, ("b-1", "default"): None}  # fmt: skip
-    verdict = fit.verdict(a16k, budget, "client")
-    assert verdict is not None and not verdict.fits
-    assert verdict.ram_margin == 30_000 - (40_000 + 1000 + 100 + 200)
-    text = fit.nothing_fits([a16k, b], budget, "client")
-    # b is over on flash only (50 KiB), a16k on RAM only (11.1 KiB): the closest is a16k.
-    assert "The closest is a-1 default with 16384-byte records: RAM 40.3 KiB" in text
-    assert "flash" not in text.split("records:")[1]

@@ -4,49 +4,14 @@ the version it reports, or, when missing, the Debian package that provides it.""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from peer_programs import EXPECTED, own_answer
 from tlsbench.cli import doctor
-from tlsbench.core import paths
 from tlsbench.peers import programs
-
-# Every program the two runners can start, by executable, and its Debian package.
-EXPECTED = {"openssl": "openssl", "gnutls-cli": "gnutls-bin", "gnutls-serv": "gnutls-bin",
-            "nginx": "nginx-light", "curl": "curl", "h2load": "nghttp2-client"}  # fmt: skip
-
-
-def own_answer(executable: str) -> str:
-    """What the installed program itself says about its version (first line)."""
-    where = shutil.which(executable, path=os.pathsep.join([os.environ["PATH"], "/usr/sbin"]))
-    assert where is not None, f"{executable} is not installed: `make deps` installs it"
-    command = next(
-        p.version_command(where) for p in programs.PROGRAMS if p.executable == executable
-    )
-    proc = subprocess.run(command, capture_output=True, text=True,
-                          check=False, timeout=30)  # fmt: skip
-    return next(line.strip() for line in (proc.stdout or proc.stderr).splitlines() if line.strip())
-
-
-def test_doctor_lists_every_peer_program_with_the_version_it_reports() -> None:
-    proc = subprocess.run([str(paths.REPO / "tlsbench"), "doctor", "--json"],
-                          capture_output=True, text=True, check=False, timeout=300)  # fmt: skip
-    assert proc.returncode in (0, 1), proc.stderr  # 1: a build tool is missing, said so
-    programs = {p["executable"]: p for p in json.loads(proc.stdout)["programs"]}
-    assert {name: p["package"] for name, p in programs.items()} == EXPECTED
-    for name, program in programs.items():
-        assert program["version"] == own_answer(name), program
-    assert programs["openssl"]["uses"] == ["interop openssl-s_server", "interop openssl-s_client"]
-    assert programs["nginx"]["uses"] == ["interop nginx", "load nginx"]
-    assert programs["h2load"]["uses"] == ["load h2load"]
-    text = subprocess.run([str(paths.REPO / "tlsbench"), "doctor"], capture_output=True,
-                          text=True, check=False, timeout=300).stdout  # fmt: skip
-    for name in EXPECTED:
-        assert f"ok       {name:<18} {own_answer(name)} (for " in text, name
 
 
 def test_the_runners_programs_are_all_listed() -> None:

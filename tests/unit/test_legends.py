@@ -14,8 +14,9 @@ from matplotlib.figure import Figure
 from test_palette import experiment_variants, synthetic
 from test_report import build_store
 
+from fit_outcomes import made_up
 from tlsbench.builds import firmware
-from tlsbench.embedded import fit, measured, qemu
+from tlsbench.embedded import fit
 from tlsbench.report import load_run
 from tlsbench.reportkit.contents import plots
 from tlsbench.reportkit.plots import Plot, legend
@@ -78,21 +79,7 @@ def test_the_check_sees_a_legend_over_data() -> None:
 
 def test_no_legend_hides_data_in_the_fit_chart() -> None:
     """`tlsbench fit`'s RAM-against-flash chart, from candidates with figures chosen here
-    (no build, no run: as tests/long/test_fit.py makes them)."""
-
-    def made_up(line: str, record: int, heap: int, text: int) -> fit.Outcome:
-        job = fit.job_for("1.3", "psk", "ecdsa-p256", None, record)
-        side = {"heap_peak": heap, "heap_live": 0, "stack_high_water": 1000,
-                "handshake_instructions": heap * 10}  # fmt: skip
-        result = {"client": side, "server": side,
-                  "global": {"heap_peak": 0, "heap_live": 0, "stack_high_water": 0}}  # fmt: skip
-        sizes = {role: qemu.Sizes(text=text, data=100, bss=200, certs=0)
-                 for role in firmware.SIDES}  # fmt: skip
-        one = measured.Measured(f"{line}:cortex-m4", "cortex-m4", job, result, sizes,
-                                    {"client": 50, "server": 50})  # fmt: skip
-        candidate = fit.Candidate(f"{line}:cortex-m4", line.split("-")[0], line, "default",
-                                  record, job)  # fmt: skip
-        return fit.Outcome(candidate, one)
+    (no build, no run: tests/fit_outcomes.py)."""
 
     outcomes = [made_up(line, record, heap=8_000 + record + i * 3_000, text=90_000 + i * 40_000)
                 for i, line in enumerate(("mbedtls-3.6.6", "wolfssl-5.7.2", "mbedtls-2.28.10"))
