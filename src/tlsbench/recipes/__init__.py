@@ -11,6 +11,7 @@ from tlsbench.recipes.hacl import HaclRecipe
 from tlsbench.recipes.mbedtls import MbedtlsRecipe
 from tlsbench.recipes.openssl import OpensslRecipe
 from tlsbench.recipes.rustls import RustlsRecipe
+from tlsbench.recipes.s2n import S2nRecipe
 from tlsbench.recipes.system import SystemRecipe
 from tlsbench.recipes.wolfssl import WolfsslRecipe
 from tlsbench.variants import Variant
@@ -25,6 +26,7 @@ RECIPES: dict[str, Recipe] = {
     "boringssl": BoringsslRecipe(),
     "rustls": RustlsRecipe(),
     "bearssl": BearsslRecipe(),
+    "s2n": S2nRecipe(),
 }
 
 
