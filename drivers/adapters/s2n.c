@@ -329,6 +329,11 @@ static tb_status build_policy(s2_ctx *c, const tb_config *cfg, char *err) {
   return TB_OK;
 }
 
+static uint8_t any_client_name(const char *host_name, size_t host_name_len, void *data) {
+  (void)host_name, (void)host_name_len, (void)data;
+  return 1;
+}
+
 static tb_status s2_ctx_new(const tb_config *cfg, void **out, char *err) {
   *out = NULL;
   if (cfg->tls_version != 12 && cfg->tls_version != 13)
@@ -387,6 +392,13 @@ static tb_status s2_ctx_new(const tb_config *cfg, void **out, char *err) {
     }
   } else if (s2n_config_disable_x509_verification(c->config) != S2N_SUCCESS) {
     st = s2n_fail_(err, "s2n_config_disable_x509_verification");
+    goto fail;
+  }
+  /* A client certificate names a client, not a host: the server checks its chain only (s2n
+   * would match it against a host name, as it matches the server's against the SNI). */
+  if (cfg->role == TB_SERVER && cfg->auth == TB_AUTH_MUTUAL &&
+      s2n_config_set_verify_host_callback(c->config, any_client_name, NULL) != S2N_SUCCESS) {
+    st = s2n_fail_(err, "s2n_config_set_verify_host_callback");
     goto fail;
   }
   /* Client auth: the server requires a certificate; the client sends its own only when
