@@ -408,11 +408,12 @@ static tb_status s2_ctx_new(const tb_config *cfg, void **out, char *err) {
     st = s2n_fail_(err, "s2n_config_set_verify_host_callback");
     goto fail;
   }
-  /* Client auth: the server requires a certificate; the client sends its own only when
-   * its config says so too. */
-  if (s2n_config_set_client_auth_type(
-          c->config, cfg->auth == TB_AUTH_MUTUAL ? S2N_CERT_AUTH_REQUIRED : S2N_CERT_AUTH_NONE) !=
-      S2N_SUCCESS) {
+  /* A client not asked for mutual auth answers a server's CertificateRequest (gnutls-serv
+   * sends one) with no certificate: s2n's NONE would abort the handshake instead. */
+  s2n_cert_auth_type auth_type = cfg->auth == TB_AUTH_MUTUAL ? S2N_CERT_AUTH_REQUIRED
+                                 : cfg->role == TB_CLIENT    ? S2N_CERT_AUTH_OPTIONAL
+                                                             : S2N_CERT_AUTH_NONE;
+  if (s2n_config_set_client_auth_type(c->config, auth_type) != S2N_SUCCESS) {
     st = s2n_fail_(err, "s2n_config_set_client_auth_type");
     goto fail;
   }
