@@ -51,7 +51,7 @@ SIGALG_SWAP = {"1.3": "rsa_pss_rsae_sha384", "1.2": "rsa_pkcs1_sha384"}
 # sig_hashes, wolfSSL's Suites.hashSigAlgo, GnuTLS's priority string): the client's
 # CertificateVerify cannot be moved alone, so they must refuse the fault (exit 3), never
 # ignore it. Their read-back of the client's scheme is checked by the control below.
-ONE_SIGALG_LIST = ("mbedtls-", "wolfssl-", "gnutls-", "bearssl-")
+ONE_SIGALG_LIST = ("mbedtls-", "wolfssl-", "gnutls-", "bearssl-", "s2n-")
 # rustls-ffi has no API to choose groups or signature schemes (drivers/adapters/rustls.c):
 # a fault that moves either (or the version, whose swap moves the scheme) asks for what the
 # library cannot be held to, which it must refuse (exit 3) with that reason, never run.
@@ -111,7 +111,8 @@ def test_each_check_fires(spec: str, fault: str, build_of) -> None:
 
 # The suite fault's same-hash pairs (drivers/core/session.c): the first pairs of its table
 # differ in hash, which BearSSL refuses, so on BearSSL the suite check is seen firing here.
-# A library without the partner refuses the swap as unsupported (exit 3), never runs it.
+# A library without the partner refuses the swap as unsupported (exit 3), never runs it
+# (s2n-tls: no CBC suite runs here, drivers/adapters/s2n.c).
 SAME_HASH_SWAP = {
     "rsa2048": ("TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
                 "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256"),
@@ -119,7 +120,7 @@ SAME_HASH_SWAP = {
                    "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256"),
 }  # fmt: skip
 NO_CBC_SHA256 = {"rustls-": {"rsa2048", "ecdsa-p256"}, "boringssl-": {"rsa2048", "ecdsa-p256"},
-                 "aws-lc-": {"ecdsa-p256"}}  # fmt: skip
+                 "aws-lc-": {"ecdsa-p256"}, "s2n-": {"rsa2048", "ecdsa-p256"}}  # fmt: skip
 
 
 @pytest.mark.parametrize("cert", sorted(SAME_HASH_SWAP))

@@ -45,6 +45,7 @@ LIBRARIES = {
     "boringssl-5.4.0": {},
     "rustls-ffi-0.15.7": {"sigalg": "rsa_pss_rsae_sha512"},
     "bearssl-0.6": {"tls": "1.2"},
+    "s2n-tls-1.7.6": {},
 }
 # Those seeded from the fixed stream; the others keep their own randomness (no run-time
 # hook), their handshakes' work not depending on it.

@@ -39,9 +39,9 @@ from typing import Any
 
 from tlsbench.builds import arches, firmware, localsource
 from tlsbench.builds.recipes import recipe_for
-from tlsbench.builds.recipes.base import BuildContext, BuildLog, LinkInfo, tool_version
+from tlsbench.builds.recipes.base import BaseBuild, BuildContext, BuildLog, LinkInfo, tool_version
 from tlsbench.builds.sources import Sources
-from tlsbench.builds.variants import Variant
+from tlsbench.builds.variants import Catalog, Variant
 from tlsbench.core import paths
 from tlsbench.core.errors import BuildError, UserError
 
@@ -283,6 +283,13 @@ class Builder:
             "tools": recipe.key_inputs(variant),
             # A cross target's own flags (native keys stay as they were).
             **({"arch_flags": list(arches.arch(variant.arch).flags)} if cross else {}),
+            # The builds this one is built over (a recipe's `builds_on`: s2n-tls over the
+            # aws-lc line), by their keys: rebuilding one of them rebuilds this one.
+            **(
+                {"builds_on": {line: self.key(Catalog().resolve(line)) for line in builds_on}}
+                if (builds_on := getattr(recipe, "builds_on", ()))
+                else {}
+            ),
         }
 
     def key(self, variant: Variant) -> str:
@@ -296,6 +303,12 @@ class Builder:
     def build(self, variant: Variant) -> Build:
         for replaced in variant.replaced:  # said at every build, cached or not
             self._say(f"{variant.name}: the platform's macro replaces the file's: {replaced}")
+        key, folder, manifest = self._library(variant)
+        drivers_folder = self._build_drivers(variant, key, folder)
+        return Build(variant, key, folder, manifest, drivers_folder)
+
+    def _library(self, variant: Variant) -> tuple[str, Path, dict[str, Any]]:
+        """The library build of a variant (built now unless cached): key, folder, manifest."""
         inputs = self.key_inputs(variant)
         key = _digest(inputs)
         folder = self.folder(variant, key)
@@ -303,9 +316,15 @@ class Builder:
             with _locked(self.builds / f".{folder.name}.lock"):
                 if not (folder / MANIFEST).exists():
                     self._build_library(variant, inputs, key, folder)
-        manifest = json.loads((folder / MANIFEST).read_text())
-        drivers_folder = self._build_drivers(variant, key, folder)
-        return Build(variant, key, folder, manifest, drivers_folder)
+        return key, folder, json.loads((folder / MANIFEST).read_text())
+
+    def _base_builds(self, variant: Variant) -> dict[str, BaseBuild]:
+        """The library builds a recipe is built over (its `builds_on` lines), built first."""
+        bases = {}
+        for line in getattr(recipe_for(variant), "builds_on", ()):
+            _, folder, manifest = self._library(Catalog().resolve(line))
+            bases[line] = BaseBuild(folder / "prefix", LinkInfo(**manifest["link"]))
+        return bases
 
     def _build_library(
         self, variant: Variant, inputs: dict[str, Any], key: str, folder: Path
@@ -334,7 +353,8 @@ class Builder:
             cc = arches.arch(variant.arch).cc(COMPILER)
             cc_wrapper, compile_log = _recording_compiler(cc, work)
             ctx = BuildContext(variant, source, work, self.jobs, log, cc=cc_wrapper,
-                               tool_path=str(compile_log.parent / "cc-record"))  # fmt: skip
+                               tool_path=str(compile_log.parent / "cc-record"),
+                               builds_on=self._base_builds(variant))  # fmt: skip
             link = recipe_for(variant).build(ctx)
             compile_flags = _compile_flags(compile_log)
         except BaseException as exc:

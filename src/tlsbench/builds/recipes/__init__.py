@@ -11,6 +11,7 @@ from tlsbench.builds.recipes.hacl import HaclRecipe
 from tlsbench.builds.recipes.mbedtls import MbedtlsRecipe
 from tlsbench.builds.recipes.openssl import OpensslRecipe
 from tlsbench.builds.recipes.rustls import RustlsRecipe
+from tlsbench.builds.recipes.s2n import S2nRecipe
 from tlsbench.builds.recipes.system import SystemRecipe
 from tlsbench.builds.recipes.wolfssl import WolfsslRecipe
 from tlsbench.builds.variants import Variant
@@ -25,6 +26,7 @@ RECIPES: dict[str, Recipe] = {
     "boringssl": BoringsslRecipe(),
     "rustls": RustlsRecipe(),
     "bearssl": BearsslRecipe(),
+    "s2n": S2nRecipe(),
 }
 
 

@@ -48,6 +48,15 @@ class LinkInfo:
     library_files: list[str] = field(default_factory=list)  # the library's own files
 
 
+@dataclass
+class BaseBuild:
+    """A build another build is built over (s2n-tls over AWS-LC): its installed prefix and
+    how to link it."""
+
+    prefix: Path
+    link: LinkInfo
+
+
 class BuildLog:
     """Appends every command and its output to one log; a failure shows the tail."""
 
@@ -91,6 +100,8 @@ class BuildContext:
     # What a recipe found out about the build, kept in its manifest (`build_facts`), e.g.
     # the generated files an mbedTLS tree from git lacked.
     facts: dict[str, Any] = field(default_factory=dict)
+    # The builds of the lines the recipe names in `builds_on`, by line (build.py).
+    builds_on: dict[str, BaseBuild] = field(default_factory=dict)
 
     @property
     def prefix(self) -> Path:
