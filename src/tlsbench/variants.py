@@ -18,7 +18,7 @@ from typing import Any
 
 from tlsbench import arches, configfiles, localsource, paths, platform
 from tlsbench.errors import UserError, read_user_file
-from tlsbench.sources import Pin, load_pins
+from tlsbench.sources import Pin, companion_lines, load_pins
 
 ARCHES = tuple(arches.ARCHES)
 FEATURE_KEYS = {"description", "arch", "macros", "configure", "cflags", "unsupported"}
@@ -112,7 +112,7 @@ class Variant:
 
 # Libraries with no configuration-file option (the others' unknown-feature message names
 # theirs).
-NO_CONFIG_OPTIONS = ("null", "hacl", "rustls", "bearssl")
+NO_CONFIG_OPTIONS = ("null", "hacl", "rustls", "bearssl", "nss")
 CONFIG_HINT = (
     "; or a configuration of your own: config=FILE / user-config=FILE (mbedtls), "
     "user-settings=FILE (wolfssl), configure=OPTION / configure-file=FILE"
@@ -163,7 +163,10 @@ class Catalog:
             name: self._library(name, entry) for name, entry in data.get("library", {}).items()
         }
         self.lines: dict[str, Line] = {}
+        companions = companion_lines(self.pins)
         for pin in self.pins.values():
+            if pin.line in companions:
+                continue  # built with the line that names it (NSPR with NSS)
             library = self.libraries.get(pin.library)
             if library is None:
                 raise UserError(

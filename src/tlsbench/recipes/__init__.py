@@ -9,6 +9,7 @@ from tlsbench.recipes.boringssl import BoringsslRecipe
 from tlsbench.recipes.gnutls import GnutlsRecipe
 from tlsbench.recipes.hacl import HaclRecipe
 from tlsbench.recipes.mbedtls import MbedtlsRecipe
+from tlsbench.recipes.nss import NssRecipe
 from tlsbench.recipes.openssl import OpensslRecipe
 from tlsbench.recipes.rustls import RustlsRecipe
 from tlsbench.recipes.system import SystemRecipe
@@ -25,6 +26,7 @@ RECIPES: dict[str, Recipe] = {
     "boringssl": BoringsslRecipe(),
     "rustls": RustlsRecipe(),
     "bearssl": BearsslRecipe(),
+    "nss": NssRecipe(),
 }
 
 

@@ -91,6 +91,8 @@ class BuildContext:
     # What a recipe found out about the build, kept in its manifest (`build_facts`), e.g.
     # the generated files an mbedTLS tree from git lacked.
     facts: dict[str, Any] = field(default_factory=dict)
+    # The unpacked trees of the pins the line's pin takes along (`with`), by line.
+    companions: dict[str, Path] = field(default_factory=dict)
 
     @property
     def prefix(self) -> Path:
