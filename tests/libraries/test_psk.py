@@ -38,6 +38,8 @@ def refusal(spec: str, tls: str, kx: str) -> str | None:
         return "rustls has no pre-shared keys"
     if spec.startswith("bearssl-"):
         return "BearSSL has no pre-shared keys"
+    if spec.startswith("nss-"):
+        return "NSS has no TLS 1.2 PSK suites"
     if spec == "wolfssl-5.7.2":
         return "variant feature psk"
     if spec == "mbedtls-2.28.x" and tls == "1.3":
