@@ -646,12 +646,15 @@ static tb_status nss_conn_new(void *ctx, const tb_transport *transport, void *se
     if (st == TB_OK && x->resumption &&
         SSL_SetResumptionTokenCallback(c->fd, resumption_token, c) != SECSuccess)
       st = nss_fail(err, TB_FAILED, "SSL_SetResumptionTokenCallback");
+  }
+  if (st == TB_OK && SSL_ResetHandshake(c->fd, x->role == TB_SERVER) != SECSuccess)
+    st = nss_fail(err, TB_FAILED, "SSL_ResetHandshake");
+  /* After SSL_ResetHandshake, which would drop the session the token restores. */
+  if (st == TB_OK && x->role == TB_CLIENT) {
     const nss_session *s = session;
     if (st == TB_OK && s != NULL && SSL_SetResumptionToken(c->fd, s->token, s->len) != SECSuccess)
       st = nss_fail(err, TB_FAILED, "SSL_SetResumptionToken");
   }
-  if (st == TB_OK && SSL_ResetHandshake(c->fd, x->role == TB_SERVER) != SECSuccess)
-    st = nss_fail(err, TB_FAILED, "SSL_ResetHandshake");
   if (st != TB_OK) {
     nss_conn_free(c);
     return st;
