@@ -139,6 +139,7 @@ def test_libraries_that_always_release_keep_no_record_buffer(spec: str, build_of
     ("mbedtls-3.6.6", "MBEDTLS_SSL_VARIABLE_BUFFER_LENGTH"),
     ("rustls-ffi-0.15.7", "no option to free it"),
     ("bearssl-0.6", "it allocates nothing"),
+    ("nss-3.110", "no option frees them"),
     ("null", "record buffer is part of its connection"),
 ])  # fmt: skip
 def test_release_buffers_is_unsupported_where_the_library_cannot(spec, reason, build_of) -> None:

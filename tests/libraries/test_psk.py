@@ -43,6 +43,8 @@ def refusal(spec: str, tls: str, kx: str) -> str | None:
         return "s2n-tls has no TLS 1.2 PSK suites"
     if spec.startswith("s2n-") and kx == "psk":
         return "s2n-tls does TLS 1.3 psk_dhe_ke only"
+    if spec.startswith("nss-"):
+        return "NSS has no TLS 1.2 PSK suites"
     if spec == "wolfssl-5.7.2":
         return "variant feature psk"
     if spec == "mbedtls-2.28.x" and tls == "1.3":

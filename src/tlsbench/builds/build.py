@@ -274,6 +274,12 @@ class Builder:
         return {
             "source_sha256": pin.sha256 if pin else None,
             "upstream": pin.upstream if pin else None,
+            # The archives a pin takes along (NSPR with NSS); only where there are some.
+            **(
+                {"with": {w: self.sources.pin(w).sha256 for w in pin.with_}}
+                if pin and pin.with_
+                else {}
+            ),
             # A local tree or commit: its content (never its path).
             **({"source": local.snapshot().key()} if local is not None else {}),
             "options": variant.options(),
@@ -350,11 +356,16 @@ class Builder:
                     self._say(f"  warning: submodule {missing} of {variant.line.local.spec} "
                               "is not checked out; the build has it empty (git submodule "
                               "update --init fetches it)")  # fmt: skip
+            companions = {
+                w: self.sources.source_dir(w)
+                for w in (variant.line.pin.with_ if variant.line.pin is not None else ())
+            }
             cc = arches.arch(variant.arch).cc(COMPILER)
             cc_wrapper, compile_log = _recording_compiler(cc, work)
             ctx = BuildContext(variant, source, work, self.jobs, log, cc=cc_wrapper,
                                tool_path=str(compile_log.parent / "cc-record"),
-                               builds_on=self._base_builds(variant))  # fmt: skip
+                               builds_on=self._base_builds(variant),
+                               companions=companions)  # fmt: skip
             link = recipe_for(variant).build(ctx)
             compile_flags = _compile_flags(compile_log)
         except BaseException as exc:

@@ -56,6 +56,9 @@ class Pin:
     kind: str = "debian"  # "debian" (source package) or "crate" (crates.io archive)
     subdir: str = ""  # the library's tree inside the archive, e.g. "openssl" in a crate
     release: str = ""  # the library's own release when `upstream` does not carry it
+    # Pins of archives the line's build needs beside its own (NSS needs NSPR's): they are
+    # no lines of their own, and their hashes are part of the line's build key.
+    with_: tuple[str, ...] = ()
 
     @property
     def library_version(self) -> str:
@@ -111,6 +114,11 @@ def load_pins(pins_file: Path | None = None) -> dict[str, Pin]:
                     f"{pins_file}: pin [{line}] {key} must be a non-empty string, "
                     f"not {entry[key]!r}"
                 )
+        with_ = entry.get("with", [])
+        if not isinstance(with_, list) or not all(isinstance(w, str) and w for w in with_):
+            raise UserError(
+                f"{pins_file}: pin [{line}] with must be a list of pinned lines, not {with_!r}"
+            )
         pins[line] = Pin(
             line=line,
             # The line's first word, unless the pin names the library (aws-lc-5.12.0: awslc).
@@ -122,8 +130,20 @@ def load_pins(pins_file: Path | None = None) -> dict[str, Pin]:
             kind=kind,
             subdir=subdir,
             release=entry.get("version", ""),
+            with_=tuple(with_),
         )
+    for pin in pins.values():
+        for other in pin.with_:
+            if other not in pins or other == pin.line:
+                raise UserError(
+                    f"{pins_file}: pin [{pin.line}] with names {other!r}, which is not another pin"
+                )
     return pins
+
+
+def companion_lines(pins: dict[str, Pin]) -> set[str]:
+    """The pins another pin's build takes along (`with`): no lines of their own."""
+    return {other for pin in pins.values() for other in pin.with_}
 
 
 def sha256_of(path: Path) -> str:

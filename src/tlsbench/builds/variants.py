@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tlsbench.builds import arches, configfiles, localsource, platform
-from tlsbench.builds.sources import Pin, load_pins
+from tlsbench.builds.sources import Pin, companion_lines, load_pins
 from tlsbench.core import paths
 from tlsbench.core.errors import UserError, read_user_file
 
@@ -113,7 +113,7 @@ class Variant:
 
 # Libraries with no configuration-file option (the others' unknown-feature message names
 # theirs).
-NO_CONFIG_OPTIONS = ("null", "hacl", "rustls", "bearssl", "s2n")
+NO_CONFIG_OPTIONS = ("null", "hacl", "rustls", "bearssl", "s2n", "nss")
 CONFIG_HINT = (
     "; or a configuration of your own: config=FILE / user-config=FILE (mbedtls), "
     "user-settings=FILE (wolfssl), configure=OPTION / configure-file=FILE"
@@ -164,7 +164,10 @@ class Catalog:
             name: self._library(name, entry) for name, entry in data.get("library", {}).items()
         }
         self.lines: dict[str, Line] = {}
+        companions = companion_lines(self.pins)
         for pin in self.pins.values():
+            if pin.line in companions:
+                continue  # built with the line that names it (NSPR with NSS)
             library = self.libraries.get(pin.library)
             if library is None:
                 raise UserError(

@@ -9,6 +9,7 @@ from tlsbench.builds.recipes.boringssl import BoringsslRecipe
 from tlsbench.builds.recipes.gnutls import GnutlsRecipe
 from tlsbench.builds.recipes.hacl import HaclRecipe
 from tlsbench.builds.recipes.mbedtls import MbedtlsRecipe
+from tlsbench.builds.recipes.nss import NssRecipe
 from tlsbench.builds.recipes.openssl import OpensslRecipe
 from tlsbench.builds.recipes.rustls import RustlsRecipe
 from tlsbench.builds.recipes.s2n import S2nRecipe
@@ -27,6 +28,7 @@ RECIPES: dict[str, Recipe] = {
     "rustls": RustlsRecipe(),
     "bearssl": BearsslRecipe(),
     "s2n": S2nRecipe(),
+    "nss": NssRecipe(),
 }
 
 

@@ -102,6 +102,8 @@ class BuildContext:
     facts: dict[str, Any] = field(default_factory=dict)
     # The builds of the lines the recipe names in `builds_on`, by line (build.py).
     builds_on: dict[str, BaseBuild] = field(default_factory=dict)
+    # The unpacked trees of the pins the line's pin takes along (`with`), by line.
+    companions: dict[str, Path] = field(default_factory=dict)
 
     @property
     def prefix(self) -> Path:
