@@ -313,6 +313,40 @@ typedef struct tb_adapter {
 /* Provided by exactly one adapter per driver executable. */
 extern const tb_adapter tb_adapter_impl;
 
+/* ------------------------------------------------------------------------- read-back state */
+
+/*
+ * The rule for read-back state. What an adapter keeps only to prove what was negotiated
+ * (bytes seen on the wire, traffic secrets to open them, what it found in them) is
+ *  - never counted in the library's heap: it lives in memory from tb_readback_alloc below
+ *    (charged to no side, as the harness's own buffers), in static or thread-local storage,
+ *    or in the library's own objects where the library keeps it anyway; never in a structure
+ *    the adapter allocates per connection or context with malloc;
+ *  - never parsed inside a timed call (ctx_new, conn_new, handshake, write, read): the I/O
+ *    path may copy bytes aside, and negotiated(), which the core calls after the clock
+ *    stopped, parses them.
+ * The adapters that read the wire share one record reader (adapters/tls_wire.h, tb_wire):
+ * mbedTLS (group, signature schemes, resumption, the pre-shared key's mode, the
+ * HelloRetryRequest) and rustls (signature schemes) keep both directions of the handshake
+ * there, and their connection holds one pointer to it. The others read back through their
+ * library's API in negotiated() and keep nothing of their own, except:
+ *  - OpenSSL, AWS-LC, BoringSSL (openssl_family.c): a message callback notes the signature
+ *    scheme or the ServerHello's pre_shared_key as the message passes (a few bytes in the
+ *    library's SSL object, through its ex_data or the callback's argument: already part of
+ *    the library's own connection), since these messages are gone once the handshake ends;
+ *  - BearSSL: its engine keeps no handshake message either, so its adapter reads its own
+ *    outgoing records the same way (see the top of adapters/bearssl.c);
+ *  - wolfSSL, GnuTLS, HACL* (no TLS) and null: the library's API alone.
+ * Each adapter's file says, at its top, where its read-back state lives.
+ */
+
+/* Memory for an adapter's read-back state: zeroed, charged to no side (neither the
+ * connection's heap nor the context's), released with tb_readback_free (NULL: nothing). It
+ * is a malloc like any other, so an adapter reuses it rather than allocating in every
+ * timed call (tb_wire keeps a free list). */
+void *tb_readback_alloc(size_t len);
+void tb_readback_free(void *p);
+
 /* Helper for adapters: formats `err` (printf-style) and returns `status`. */
 tb_status tb_fail(char *err, tb_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
