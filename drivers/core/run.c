@@ -92,5 +92,4 @@ void *tb_readback_alloc(size_t len) {
 
 void tb_readback_free(void *p) { tb_harness_free(p); }
 
-
 double tb_ticks_to_ns(const tb_run *r, uint64_t ticks) { return (double)ticks * 1e9 / r->tsc_hz; }
