@@ -327,17 +327,18 @@ extern const tb_adapter tb_adapter_impl;
  *    stopped, parses them.
  * The adapters that read the wire share one record reader (adapters/tls_wire.h, tb_wire):
  * mbedTLS (group, signature schemes, resumption, the pre-shared key's mode, the
- * HelloRetryRequest) and rustls (signature schemes) keep both directions of the handshake
- * there, and their connection holds one pointer to it. The others read back through their
- * library's API in negotiated() and keep nothing of their own, except:
- *  - OpenSSL, AWS-LC, BoringSSL (openssl_family.c): a message callback notes the signature
- *    scheme or the ServerHello's pre_shared_key as the message passes (a few bytes in the
- *    library's SSL object, through its ex_data or the callback's argument: already part of
- *    the library's own connection), since these messages are gone once the handshake ends;
- *  - BearSSL: its engine keeps no handshake message either, so its adapter reads its own
- *    outgoing records the same way (see the top of adapters/bearssl.c);
- *  - wolfSSL, GnuTLS, HACL* (no TLS) and null: the library's API alone.
- * Each adapter's file says, at its top, where its read-back state lives.
+ * HelloRetryRequest), rustls (signature schemes) and BearSSL (signature schemes, resumption)
+ * copy both directions of the handshake there and parse them in negotiated(); their
+ * connection holds one pointer to it. The others ask their library, in negotiated():
+ *  - OpenSSL, wolfSSL (its internal.h), GnuTLS: the library's API alone; BoringSSL asks its
+ *    API for the scheme it signed with at handshake end (an info callback: no parsing);
+ *  - two exceptions, for a message the library hands over only while it passes (inside the
+ *    timed call) and frees after: OpenSSL's TLS 1.3 PSK runs note the ServerHello's
+ *    pre_shared_key and key_share, and AWS-LC notes the scheme it signed its own
+ *    CertificateVerify or ServerKeyExchange with, from a message callback that reads a few
+ *    bytes at known offsets of that one message (no record framing, no copy) into the
+ *    adapter's connection (a few bytes, counted with it);
+ *  - HACL* (no TLS) and null: nothing to read back.
  */
 
 /* Memory for an adapter's read-back state: zeroed, charged to no side (neither the
