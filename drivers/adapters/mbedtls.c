@@ -208,15 +208,19 @@ typedef struct mt_seen {
   uint16_t client_sigalg;
 } mt_seen;
 
-/* Read-back state (driver.h's rule), in the tb_wire's extra bytes: what was found, and the
- * two handshake traffic secrets (TLS 1.3) that open the protected records. */
+/* Read-back state (driver.h's rule): what was found, in the tb_wire's extra bytes, and the
+ * two handshake traffic secrets (TLS 1.3) that open the protected records, in its keys. */
 typedef struct mt_readback {
   mt_seen seen;
-  int parsed;                                   /* negotiated() has read the wire */
-  unsigned char secret[2][MBEDTLS_MD_MAX_SIZE]; /* [0]: the client's, [1]: the server's */
-  size_t secret_len[2];
+  int parsed; /* negotiated() has read the wire */
 } mt_readback;
 _Static_assert(sizeof(mt_readback) <= TB_WIRE_EXTRA, "mt_readback outgrew the tb_wire's extra");
+
+typedef struct mt_secrets {
+  unsigned char secret[2][MBEDTLS_MD_MAX_SIZE]; /* [0]: the client's, [1]: the server's */
+  size_t secret_len[2];
+} mt_secrets;
+_Static_assert(sizeof(mt_secrets) <= TB_WIRE_KEYS, "mt_secrets outgrew the tb_wire's keys");
 
 typedef struct mt_ctx {
   tb_role role;
@@ -359,7 +363,7 @@ static void export_keys(void *p, mbedtls_ssl_key_export_type type, const unsigne
                         size_t secret_len, const unsigned char client_random[32],
                         const unsigned char server_random[32], mbedtls_tls_prf_types prf) {
   (void)client_random, (void)server_random, (void)prf;
-  mt_readback *rb = p;
+  mt_secrets *rb = p;
   int server = type == MBEDTLS_SSL_KEY_EXPORT_TLS1_3_SERVER_HANDSHAKE_TRAFFIC_SECRET;
   if ((!server && type != MBEDTLS_SSL_KEY_EXPORT_TLS1_3_CLIENT_HANDSHAKE_TRAFFIC_SECRET) ||
       secret_len > sizeof(rb->secret[server])) {
@@ -437,8 +441,9 @@ static size_t open_record(void *arg, uint64_t seq, const unsigned char header[5]
  * server's (its own flight) or the client's (mutual auth), opened with that side's secret. */
 static void read_protected(mt_conn *c, mt_readback *rb, int from_server) {
   tb_wire_dir dir = (c->ctx->role == TB_SERVER) == from_server ? TB_WIRE_OUT : TB_WIRE_IN;
-  const unsigned char *secret = rb->secret[from_server];
-  size_t secret_len = rb->secret_len[from_server];
+  const mt_secrets *keys = tb_wire_keys(c->wire);
+  const unsigned char *secret = keys->secret[from_server];
+  size_t secret_len = keys->secret_len[from_server];
   mt_opener o = {.suite = mbedtls_ssl_get_ciphersuite_id_from_ssl(&c->ssl)};
   o.key_len = o.suite == MBEDTLS_TLS1_3_AES_128_GCM_SHA256 ||
                       o.suite == MBEDTLS_TLS1_3_AES_128_CCM_SHA256 ||
@@ -1299,7 +1304,7 @@ static tb_status conn_new(void *ctx_p, const tb_transport *transport, void *sess
   }
 #if MT_TLS13
 #if MT_TLS13
-  if (ctx->tls == 13) mbedtls_ssl_set_export_keys_cb(&c->ssl, export_keys, tb_wire_extra(c->wire));
+  if (ctx->tls == 13) mbedtls_ssl_set_export_keys_cb(&c->ssl, export_keys, tb_wire_keys(c->wire));
 #endif
 #endif
   mbedtls_ssl_set_bio(&c->ssl, c, bio_send, bio_recv, NULL);

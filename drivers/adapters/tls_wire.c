@@ -141,6 +141,7 @@ int tb_hkdf_expand_label(tb_hmac_fn hmac, const void *hash, size_t hash_len,
  * part, reused from one connection to the next (a free list per thread). */
 typedef struct wire_bytes {
   struct wire_bytes *next; /* in the free list */
+  _Alignas(16) unsigned char keys[TB_WIRE_KEYS];
   unsigned char dir[2][TB_WIRE_BYTES];
   unsigned char scratch[TB_WIRE_BYTES];
 } wire_bytes;
@@ -181,12 +182,14 @@ tb_wire *tb_wire_new(void) {
     return NULL;
   }
   memset(w, 0, sizeof(*w));
+  memset(b->keys, 0, sizeof(b->keys));
   w->bytes = b;
   return w;
 }
 
 void tb_wire_release(tb_wire *w) {
   if (w == NULL || w->bytes == NULL) return;
+  for (volatile unsigned char *v = w->bytes->keys; v < w->bytes->keys + TB_WIRE_KEYS; v++) *v = 0;
   if (n_free_bytes < WIRE_POOL) {
     w->bytes->next = free_bytes;
     free_bytes = w->bytes;
@@ -200,8 +203,6 @@ void tb_wire_release(tb_wire *w) {
 void tb_wire_free(tb_wire *w) {
   if (w == NULL) return;
   tb_wire_release(w);
-  /* The extra bytes may hold traffic secrets: cleared before reuse or return. */
-  for (volatile unsigned char *v = w->extra; v < w->extra + sizeof(w->extra); v++) *v = 0;
   if (n_free_wires < WIRE_POOL) {
     w->next = free_wires;
     free_wires = w;
@@ -212,6 +213,8 @@ void tb_wire_free(tb_wire *w) {
 }
 
 void *tb_wire_extra(tb_wire *w) { return w->extra; }
+
+void *tb_wire_keys(tb_wire *w) { return w->bytes != NULL ? w->bytes->keys : NULL; }
 
 void tb_wire_keep(tb_wire *w, tb_wire_dir dir, const unsigned char *p, size_t n) {
   if (w == NULL || w->bytes == NULL || n == 0) return;

@@ -102,15 +102,21 @@ int tb_hkdf_expand_label(tb_hmac_fn hmac, const void *hash, size_t hash_len,
  * warm, and a connection that has been read back holds none (the connections scenario's
  * resident memory per connection does not grow by them). */
 #define TB_WIRE_BYTES (64 * 1024) /* kept of each direction; more is an overflow */
-#define TB_WIRE_EXTRA 512         /* the adapter's own read-back (secrets, what it found) */
+#define TB_WIRE_EXTRA 64          /* what the adapter found, kept for the connection's life */
+#define TB_WIRE_KEYS 256          /* secrets that open the records, until tb_wire_release */
 
 typedef enum tb_wire_dir { TB_WIRE_IN = 0, TB_WIRE_OUT = 1 } tb_wire_dir;
 typedef struct tb_wire tb_wire;
 
-/* A connection's reader (NULL: out of memory); TB_WIRE_EXTRA zeroed bytes for the adapter. */
+/* A connection's reader (NULL: out of memory). */
 tb_wire *tb_wire_new(void);
 void tb_wire_free(tb_wire *w); /* NULL: nothing */
+/* TB_WIRE_EXTRA zeroed bytes for what the adapter found: all a connection holds once read. */
 void *tb_wire_extra(tb_wire *w);
+/* TB_WIRE_KEYS zeroed bytes for the traffic secrets the adapter is handed during the
+ * handshake (beside the bytes, so that a connection does not hold them once read); cleared
+ * by tb_wire_release; NULL after it. */
+void *tb_wire_keys(tb_wire *w);
 
 /* Called from the adapter's I/O path with the bytes really sent (TB_WIRE_OUT) or received
  * (TB_WIRE_IN), in order. A copy only: this runs inside the timed calls. */
@@ -120,7 +126,7 @@ void tb_wire_keep(tb_wire *w, tb_wire_dir dir, const unsigned char *p, size_t n)
  * fails with that reason rather than with a missing field. */
 int tb_wire_overflow(const tb_wire *w);
 
-/* Gives the bytes back (after they were read); the extra bytes stay. */
+/* Gives the bytes and the keys back (after they were read); the extra bytes stay. */
 void tb_wire_release(tb_wire *w);
 
 /* Every whole plaintext handshake message `dir` carried, in order, reassembled across
