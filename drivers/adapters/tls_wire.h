@@ -101,9 +101,11 @@ int tb_hkdf_expand_label(tb_hmac_fn hmac, const void *hash, size_t hash_len,
  * next connection of the thread, so that a connection costs no allocation of them once
  * warm, and a connection that has been read back holds none (the connections scenario's
  * resident memory per connection does not grow by them). */
-#define TB_WIRE_BYTES (64 * 1024) /* kept of each direction; more is an overflow */
-#define TB_WIRE_EXTRA 64          /* what the adapter found, kept for the connection's life */
-#define TB_WIRE_KEYS 256          /* secrets that open the records, until tb_wire_release */
+/* Kept of each direction; more is an overflow. A chain of 3 RSA-8192 certificates and a
+ * CertificateVerify take about 9 KiB. */
+#define TB_WIRE_BYTES (32 * 1024)
+#define TB_WIRE_EXTRA 64 /* what the adapter found, kept for the connection's life */
+#define TB_WIRE_KEYS 256 /* secrets that open the records, until tb_wire_release */
 
 typedef enum tb_wire_dir { TB_WIRE_IN = 0, TB_WIRE_OUT = 1 } tb_wire_dir;
 typedef struct tb_wire tb_wire;
