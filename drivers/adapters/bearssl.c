@@ -6,7 +6,7 @@
  * show what a BearSSL connection needs: a connection is the engine context
  * (br_ssl_client_context / br_ssl_server_context), its X.509 context and the I/O buffer
  * (BR_SSL_BUFSIZE_INPUT + BR_SSL_BUFSIZE_OUTPUT bytes, about 33 KiB, or less with
- * --record-size), plus a few hundred bytes of the adapter's own wire reader; a context is
+ * --record-size); a context is
  * the certificates, key and trust anchors decoded from PEM, and the server's session cache
  * store when resumption is on. None of it is the library's own allocation: it is the
  * caller's memory, which an embedded program would hold statically.
@@ -33,7 +33,9 @@
  * (br_ssl_engine_get_ecdhe_curve) come from the engine. BearSSL does not say which
  * signature scheme signed the ServerKeyExchange or the client's CertificateVerify, nor
  * whether a handshake resumed: the adapter reads them off the TLS 1.2 plaintext handshake
- * it carries (tls_wire.c): the ServerKeyExchange's and CertificateVerify's scheme, and a
+ * it carries with the shared record reader (tls_wire.h, tb_wire: the bytes copied aside while
+ * the handshake runs, in memory charged to no side, and parsed in negotiated(), the
+ * read-back rule of driver.h): the ServerKeyExchange's and CertificateVerify's scheme, and a
  * full handshake is one where the server sent ServerHelloDone. Peer verification is the
  * result the X.509 engine (br_x509_minimal) returned for the chain, kept by a thin class
  * around it. With auth none the client's X.509 class accepts the server's key unchecked
@@ -658,15 +660,9 @@ static const br_x509_class kX509 = {sizeof(bs_x509), x_start_chain, x_start_cert
 
 /* ------------------------------------------------------------------------- wire */
 
-#define HS_HEAD 160 /* bytes kept of each plaintext handshake message */
-
-typedef struct hs_stream {
-  unsigned char hdr[4];
-  size_t hdr_have, left, head_have;
-  unsigned char head[HS_HEAD];
-} hs_stream;
-
+/* What the wire said (in the tb_wire's extra bytes). */
 typedef struct wire_seen {
+  int parsed;             /* negotiated() has read the wire */
   int server_hello;       /* the server's ServerHello passed */
   int hello_done;         /* and its ServerHelloDone: a full handshake */
   uint16_t server_sigalg; /* its ServerKeyExchange's scheme (0: none) */
@@ -674,82 +670,23 @@ typedef struct wire_seen {
   uint16_t client_sigalg; /* the client's CertificateVerify's */
 } wire_seen;
 
-/* One direction of the byte stream, parsed into records until its ChangeCipherSpec. */
-typedef struct wire_dir {
-  int from_client;
-  unsigned char rec_hdr[5];
-  size_t rec_hdr_have, rec_left;
-  int ccs_seen;
-  hs_stream hs;
-} wire_dir;
-
-static void hs_message_done(const wire_dir *d, wire_seen *seen) {
-  const hs_stream *h = &d->hs;
-  const unsigned char *body = h->head + 4;
-  size_t len = h->head_have - 4;
+/* One of the server's handshake messages, read by the shared reader (tls_wire.c). */
+static void server_message(void *arg, unsigned type, const unsigned char *body, size_t len) {
+  wire_seen *seen = arg;
   tb_key_exchange kx;
-  switch (h->hdr[0]) {
-    case TB_HS_SERVER_HELLO:
-      if (!d->from_client) seen->server_hello = 1;
-      break;
-    case TB_HS_SERVER_KEY_EXCHANGE:
-      if (!d->from_client && tb_hs_server_key_exchange(body, len, 0, &kx) == 0) {
-        seen->server_sigalg = kx.sigalg;
-        seen->curve = kx.group;
-      }
-      break;
-    case TB_HS_SERVER_HELLO_DONE:
-      if (!d->from_client) seen->hello_done = 1;
-      break;
-    case TB_HS_CERTIFICATE_VERIFY:
-      if (d->from_client && len >= 2) seen->client_sigalg = tb_hs_certificate_verify(body, len);
-      break;
-    default:
-      break;
+  if (type == TB_HS_SERVER_HELLO) seen->server_hello = 1;
+  if (type == TB_HS_SERVER_HELLO_DONE) seen->hello_done = 1;
+  if (type == TB_HS_SERVER_KEY_EXCHANGE && tb_hs_server_key_exchange(body, len, 0, &kx) == 0) {
+    seen->server_sigalg = kx.sigalg;
+    seen->curve = kx.group;
   }
 }
 
-static void hs_feed(wire_dir *d, wire_seen *seen, const unsigned char *p, size_t n) {
-  hs_stream *h = &d->hs;
-  while (n > 0) {
-    if (h->hdr_have < 4) {
-      h->hdr[h->hdr_have++] = *p;
-      h->head[h->head_have++] = *p;
-      p++, n--;
-      if (h->hdr_have < 4) continue;
-      h->left = tb_get24(h->hdr + 1);
-    } else {
-      size_t take = n < h->left ? n : h->left;
-      size_t room = HS_HEAD - h->head_have;
-      size_t keep = room < take ? room : take;
-      memcpy(h->head + h->head_have, p, keep);
-      h->head_have += keep;
-      h->left -= take;
-      p += take, n -= take;
-    }
-    if (h->left == 0) {
-      hs_message_done(d, seen);
-      h->hdr_have = h->head_have = 0;
-    }
-  }
-}
-
-static void wire_feed(wire_dir *d, wire_seen *seen, const unsigned char *p, size_t n) {
-  while (n > 0 && !d->ccs_seen) {
-    if (d->rec_hdr_have < 5) {
-      d->rec_hdr[d->rec_hdr_have++] = *p++;
-      n--;
-      if (d->rec_hdr_have < 5) continue;
-      d->rec_left = tb_get16(d->rec_hdr + 3);
-      if (d->rec_hdr[0] == TB_REC_CHANGE_CIPHER_SPEC) d->ccs_seen = 1;
-      if (d->rec_left > 0) continue;
-    }
-    size_t take = n < d->rec_left ? n : d->rec_left;
-    if (d->rec_hdr[0] == TB_REC_HANDSHAKE) hs_feed(d, seen, p, take);
-    d->rec_left -= take;
-    p += take, n -= take;
-    if (d->rec_left == 0) d->rec_hdr_have = 0;
-  }
+/* One of the client's: its CertificateVerify (mutual auth). */
+static void client_message(void *arg, unsigned type, const unsigned char *body, size_t len) {
+  wire_seen *seen = arg;
+  if (type == TB_HS_CERTIFICATE_VERIFY && len >= 2)
+    seen->client_sigalg = tb_hs_certificate_verify(body, len);
 }
 
 /* ------------------------------------------------------------------------- connections */
@@ -757,9 +694,8 @@ static void wire_feed(wire_dir *d, wire_seen *seen, const unsigned char *p, size
 typedef struct bs_conn {
   bs_ctx *ctx;
   tb_transport io;
-  int done; /* the handshake completed */
-  wire_dir in, out;
-  wire_seen seen;
+  int done;      /* the handshake completed */
+  tb_wire *wire; /* its bytes, and what they said (wire_seen) */
   bs_x509 x509;
   union {
     br_ssl_client_context client;
@@ -776,6 +712,7 @@ static void bs_conn_free(void *p) {
   bs_conn *c = p;
   if (c == NULL) return;
   free(c->buf);
+  tb_wire_free(c->wire);
   free(c);
 }
 
@@ -852,8 +789,12 @@ static tb_status bs_conn_new(void *ctx, const tb_transport *transport, void *ses
     free(c);
     return tb_fail(err, TB_FAILED, "out of memory");
   }
-  c->out.from_client = x->role == TB_CLIENT;
-  c->in.from_client = x->role != TB_CLIENT;
+  c->wire = tb_wire_new();
+  if (c->wire == NULL) {
+    free(c->buf);
+    free(c);
+    return tb_fail(err, TB_FAILED, "out of memory (read-back)");
+  }
   setup_x509(c);
   int ok;
   if (x->role == TB_CLIENT) {
@@ -911,7 +852,7 @@ static tb_status flush(bs_conn *c, char *err) {
     long n = c->io.send(c->io.io, buf, len);
     if (n == TB_IO_WOULD_BLOCK || n == 0) return TB_WANT_IO;
     if (n < 0) return tb_fail(err, TB_FAILED, "transport write failed");
-    if (!c->done) wire_feed(&c->out, &c->seen, buf, (size_t)n);
+    if (!c->done) tb_wire_keep(c->wire, TB_WIRE_OUT, buf, (size_t)n);
     br_ssl_engine_sendrec_ack(eng, (size_t)n);
   }
 }
@@ -926,7 +867,7 @@ static tb_status pull(bs_conn *c, const char *what, char *err) {
   if (n == TB_IO_WOULD_BLOCK) return TB_WANT_IO;
   if (n == 0) return TB_CLOSED;
   if (n < 0) return tb_fail(err, TB_FAILED, "%s: transport read failed", what);
-  if (!c->done) wire_feed(&c->in, &c->seen, buf, (size_t)n);
+  if (!c->done) tb_wire_keep(c->wire, TB_WIRE_IN, buf, (size_t)n);
   br_ssl_engine_recvrec_ack(eng, (size_t)n);
   return TB_OK;
 }
@@ -1029,22 +970,34 @@ static tb_status bs_negotiated(void *conn, tb_negotiated *out, char *err) {
   br_ssl_engine_get_session_parameters(eng, &sp);
   code_name(tb_suite_names, sp.cipher_suite, out->suite);
   memset(&sp, 0, sizeof(sp)); /* it holds the master secret */
-  if (!c->seen.server_hello) return tb_fail(err, TB_FAILED, "no ServerHello was observed");
-  out->resumed = !c->seen.hello_done;
+  wire_seen *seen = tb_wire_extra(c->wire);
+  if (!seen->parsed) {
+    if (tb_wire_overflow(c->wire))
+      return tb_fail(err, TB_FAILED,
+                     "the handshake passed more than the %d bytes a direction the read-back keeps",
+                     TB_WIRE_BYTES);
+    int client = c->ctx->role == TB_CLIENT;
+    tb_wire_plain_messages(c->wire, client ? TB_WIRE_IN : TB_WIRE_OUT, 0, server_message, seen);
+    tb_wire_plain_messages(c->wire, client ? TB_WIRE_OUT : TB_WIRE_IN, 0, client_message, seen);
+    tb_wire_release(c->wire);
+    seen->parsed = 1;
+  }
+  if (!seen->server_hello) return tb_fail(err, TB_FAILED, "no ServerHello was observed");
+  out->resumed = !seen->hello_done;
   if (!out->resumed) {
     /* The curve of an ECDHE key exchange, as the engine recorded it. */
     bs_kx kx = suite_kx(out->suite);
     if (kx == KX_ECDHE_RSA || kx == KX_ECDHE_ECDSA) {
       unsigned curve = (unsigned)br_ssl_engine_get_ecdhe_curve(eng);
-      if (curve != c->seen.curve) {
+      if (curve != seen->curve) {
         return tb_fail(err, TB_FAILED, "the engine reports curve %u, the ServerKeyExchange %u",
-                       curve, (unsigned)c->seen.curve);
+                       curve, (unsigned)seen->curve);
       }
       code_name(tb_group_names, curve, out->group);
     }
-    if (c->seen.server_sigalg != 0) code_name(tb_sigalg_names, c->seen.server_sigalg, out->sigalg);
-    if (c->seen.client_sigalg != 0)
-      code_name(tb_sigalg_names, c->seen.client_sigalg, out->client_sigalg);
+    if (seen->server_sigalg != 0) code_name(tb_sigalg_names, seen->server_sigalg, out->sigalg);
+    if (seen->client_sigalg != 0)
+      code_name(tb_sigalg_names, seen->client_sigalg, out->client_sigalg);
     out->peer_verified = c->ctx->verify && c->x509.ended && c->x509.result == 0;
   }
   /* max_fragment_length is an offer the peer may ignore: check it took effect. */

@@ -8,18 +8,17 @@
  * installed), are freed when the handshake ends, and the chosen signature scheme is never
  * stored at all. So the adapter reads them from the handshake messages the library itself
  * produced or accepted:
- *  - the client looks at each handshake message mbedTLS has just processed, in the
- *    context's record buffer (ssl->in_msg / in_hslen: private fields of the public
- *    mbedtls_ssl_context), after every mbedtls_ssl_handshake_step(): ServerHello (TLS 1.3
- *    key_share and pre_shared_key), ServerKeyExchange (TLS 1.2 curve or DH prime, and the
- *    signature scheme), ServerHelloDone (a TLS 1.2 full handshake), CertificateVerify
- *    (TLS 1.3, already decrypted by mbedTLS);
- *  - the server looks at the records it hands to the transport. TLS 1.2 handshake messages
- *    and the TLS 1.3 ServerHello are plaintext there. The TLS 1.3 CertificateVerify is
- *    encrypted: the adapter keeps the first bytes of each protected record and, in
- *    negotiated(), decrypts them with the server handshake traffic secret that mbedTLS
- *    exports through mbedtls_ssl_set_export_keys_cb() (a length check on the decrypted
- *    handshake header proves the key was right). That work happens outside the timed calls.
+ *  - each side keeps the bytes its send and receive callbacks pass during the handshake, a
+ *    copy in the shared record reader (tls_wire.h, tb_wire: memory charged to no side, the
+ *    read-back rule of driver.h), and parses nothing while the clock runs;
+ *  - negotiated() reads them: the server's plaintext messages (ServerHello or
+ *    HelloRetryRequest with TLS 1.3 key_share and pre_shared_key, ServerKeyExchange with the
+ *    TLS 1.2 curve or DH prime and the signature scheme, ServerHelloDone: a TLS 1.2 full
+ *    handshake) and the client's CertificateVerify (TLS 1.2); in TLS 1.3 it opens each
+ *    direction's protected handshake records with that direction's handshake traffic secret,
+ *    which mbedTLS exports through mbedtls_ssl_set_export_keys_cb(), for the
+ *    CertificateVerify of either side (the inner content type and zero padding that the
+ *    decryption must give prove the key was right).
  * Both sides thus report what the server really sent, never the configuration.
  */
 #include <mbedtls/version.h> /* first: it pulls in the build's configuration, 2.x and 3.x */
@@ -193,14 +192,6 @@ static tb_status mt_fail(char *err, const char *what, int ret) {
 
 /* ------------------------------------------------------------------------- state */
 
-#define MT_MAX_PROTECTED 8  /* TLS 1.3 server flight: EE, CR, Certificate, CV, Finished, NST */
-#define MT_PROTECTED_HEAD 6 /* handshake header + SignatureScheme of a CertificateVerify */
-#if defined(MBEDTLS_SSL_CID_TLS1_3_PADDING_GRANULARITY)
-#define MT_TLS13_PADDING MBEDTLS_SSL_CID_TLS1_3_PADDING_GRANULARITY
-#else
-#define MT_TLS13_PADDING 16 /* mbedTLS's default */
-#endif
-
 /* What the server sent in its handshake messages, as seen by this side. */
 typedef struct mt_seen {
   int server_hello; /* a ServerHello (not a HelloRetryRequest) was seen */
@@ -217,20 +208,19 @@ typedef struct mt_seen {
   uint16_t client_sigalg;
 } mt_seen;
 
-/* This side's own outgoing records, during the handshake: the server's (its messages), and
- * the client's (only its CertificateVerify is looked for). */
-typedef struct mt_wire {
-  int client;          /* these are the client's records */
-  size_t parsed_ahead; /* bytes at the start of mbedTLS's pending output already parsed */
-  int ccs_sent;        /* later handshake records are encrypted */
-  unsigned n_protected;
-  struct {
-    size_t len;
-    unsigned char head[MT_PROTECTED_HEAD];
-  } protected_records[MT_MAX_PROTECTED];
-  unsigned char secret[MBEDTLS_MD_MAX_SIZE]; /* TLS 1.3 handshake traffic secret (own side) */
-  size_t secret_len;
-} mt_wire;
+/* Read-back state (driver.h's rule): what was found, in the tb_wire's extra bytes, and the
+ * two handshake traffic secrets (TLS 1.3) that open the protected records, in its keys. */
+typedef struct mt_readback {
+  mt_seen seen;
+  int parsed; /* negotiated() has read the wire */
+} mt_readback;
+_Static_assert(sizeof(mt_readback) <= TB_WIRE_EXTRA, "mt_readback outgrew the tb_wire's extra");
+
+typedef struct mt_secrets {
+  unsigned char secret[2][MBEDTLS_MD_MAX_SIZE]; /* [0]: the client's, [1]: the server's */
+  size_t secret_len[2];
+} mt_secrets;
+_Static_assert(sizeof(mt_secrets) <= TB_WIRE_KEYS, "mt_secrets outgrew the tb_wire's keys");
 
 typedef struct mt_ctx {
   tb_role role;
@@ -264,9 +254,8 @@ typedef struct mt_conn {
   mt_ctx *ctx;
   tb_transport io;
   mbedtls_net_context net; /* --io fd: the socket mbedTLS's net_sockets reads and writes */
-  int observing;           /* server: the handshake is still running, parse outgoing records */
-  mt_seen seen;
-  mt_wire wire;
+  tb_wire *wire;           /* the handshake's bytes, and the read-back (mt_readback) */
+  int observing;           /* the handshake is still running: keep the bytes */
   mbedtls_ssl_context ssl;
 } mt_conn;
 
@@ -369,67 +358,19 @@ static void observe_client_message(void *seen, unsigned type, const unsigned cha
   s->have_client_sigalg = 1;
 }
 
-/* The handshake message mbedTLS has just accepted is still in its record buffer (it is
- * consumed only when the next one is read), TLS 1.3 ones decrypted: the client sees the
- * server's messages, the server the client's. */
-static void observe_received(mt_conn *c) {
-  const mbedtls_ssl_context *ssl = &c->ssl;
-  size_t hs_len = ssl->MT_PRIV(in_hslen);
-  const unsigned char *m = ssl->MT_PRIV(in_msg);
-  if (ssl->MT_PRIV(in_msgtype) != MBEDTLS_SSL_MSG_HANDSHAKE || m == NULL || hs_len < 4 ||
-      hs_len > ssl->MT_PRIV(in_msglen) || tb_get24(m + 1) + 4 != hs_len) {
-    return;
-  }
-  if (c->ctx->role == TB_CLIENT) {
-    observe_message(&c->seen, m[0], m + 4, hs_len - 4);
-  } else {
-    observe_client_message(&c->seen, m[0], m + 4, hs_len - 4);
-  }
-}
-
-static void observe_record(mt_conn *c, unsigned type, const unsigned char *b, size_t len) {
-  mt_wire *w = &c->wire;
-  if (type == TB_REC_CHANGE_CIPHER_SPEC) {
-    w->ccs_sent = 1;
-  } else if (type == TB_REC_HANDSHAKE && (!w->ccs_sent || c->seen.hrr)) {
-    /* TLS 1.3 (a HelloRetryRequest came first): the compatibility-mode ChangeCipherSpec
-     * after it changes nothing; the ServerHello still follows in plaintext. */
-    tb_hs_each_message(b, len, w->client ? observe_client_message : observe_message, &c->seen);
-  } else if (type == TB_REC_APPLICATION_DATA && c->seen.tls13 && len >= MT_PROTECTED_HEAD &&
-             w->n_protected < MT_MAX_PROTECTED) {
-    w->protected_records[w->n_protected].len = len;
-    memcpy(w->protected_records[w->n_protected].head, b, MT_PROTECTED_HEAD);
-    w->n_protected++;
-  }
-}
-
-/* mbedTLS hands its whole pending output (complete records) to the send callback,
- * and after a partial send the rest of it; records are parsed once, before sending. */
-static void observe_sent(mt_conn *c, const unsigned char *buf, size_t len) {
-  size_t p = c->wire.parsed_ahead;
-  while (p + 5 <= len) {
-    size_t n = tb_get16(buf + p + 3);
-    if (p + 5 + n > len) break;
-    observe_record(c, buf[p], buf + p + 5, n);
-    p += 5 + n;
-  }
-  c->wire.parsed_ahead = p;
-}
-
 #if MT_TLS13
 static void export_keys(void *p, mbedtls_ssl_key_export_type type, const unsigned char *secret,
                         size_t secret_len, const unsigned char client_random[32],
                         const unsigned char server_random[32], mbedtls_tls_prf_types prf) {
   (void)client_random, (void)server_random, (void)prf;
-  mt_wire *w = p;
-  mbedtls_ssl_key_export_type own =
-      w->client ? MBEDTLS_SSL_KEY_EXPORT_TLS1_3_CLIENT_HANDSHAKE_TRAFFIC_SECRET
-                : MBEDTLS_SSL_KEY_EXPORT_TLS1_3_SERVER_HANDSHAKE_TRAFFIC_SECRET;
-  if (type != own || secret_len > sizeof(w->secret)) {
+  mt_secrets *rb = p;
+  int server = type == MBEDTLS_SSL_KEY_EXPORT_TLS1_3_SERVER_HANDSHAKE_TRAFFIC_SECRET;
+  if ((!server && type != MBEDTLS_SSL_KEY_EXPORT_TLS1_3_CLIENT_HANDSHAKE_TRAFFIC_SECRET) ||
+      secret_len > sizeof(rb->secret[server])) {
     return;
   }
-  memcpy(w->secret, secret, secret_len);
-  w->secret_len = secret_len;
+  memcpy(rb->secret[server], secret, secret_len);
+  rb->secret_len[server] = secret_len;
 }
 
 static int md_hmac(const void *md, const unsigned char *key, size_t key_len,
@@ -447,16 +388,33 @@ static int expand_label(const unsigned char *secret, size_t secret_len, const ch
                               out_len);
 }
 
-/* The first keystream bytes of a TLS 1.3 record: AES-GCM and AES-CCM are CTR mode over
- * AES (first data counter block 2 resp. 1), ChaCha20-Poly1305 starts at block 1. */
-static int keystream(int suite, const unsigned char *key, const unsigned char nonce[12],
-                     unsigned char out[MT_PROTECTED_HEAD]) {
-  unsigned char block[16] = {0}, zero[MT_PROTECTED_HEAD] = {0};
-  if (suite == MBEDTLS_TLS1_3_CHACHA20_POLY1305_SHA256) {
-    return mbedtls_chacha20_crypt(key, nonce, 1, MT_PROTECTED_HEAD, zero, out);
+/* One direction's handshake traffic key, for opening its protected records. */
+typedef struct mt_opener {
+  int suite;
+  size_t key_len, tag_len;
+  unsigned char key[32], iv[12];
+} mt_opener;
+
+/* Decrypts one TLS 1.3 record (tb_record_open_fn). AES-GCM and AES-CCM are CTR mode over AES
+ * (first data counter block 2 resp. 1, GCM's 32-bit counter and CCM's 24-bit one do not wrap
+ * within a record), ChaCha20-Poly1305 starts at block 1. The tag is not checked: the inner
+ * content type and padding the reader requires tell a wrong key. ECB block by block rather
+ * than mbedtls_aes_crypt_ctr, which a build may leave out (MBEDTLS_CIPHER_MODE_CTR). */
+static size_t open_record(void *arg, uint64_t seq, const unsigned char header[5],
+                          const unsigned char *body, size_t len, unsigned char *out) {
+  (void)header;
+  mt_opener *o = arg;
+  if (len <= o->tag_len) return 0;
+  size_t n = len - o->tag_len;
+  unsigned char nonce[12];
+  memcpy(nonce, o->iv, sizeof(nonce));
+  for (int i = 0; i < 8; i++) nonce[11 - i] ^= (unsigned char)(seq >> (8 * i));
+  if (o->suite == MBEDTLS_TLS1_3_CHACHA20_POLY1305_SHA256) {
+    return mbedtls_chacha20_crypt(o->key, nonce, 1, n, body, out) == 0 ? n : 0;
   }
-  int gcm =
-      suite == MBEDTLS_TLS1_3_AES_128_GCM_SHA256 || suite == MBEDTLS_TLS1_3_AES_256_GCM_SHA384;
+  unsigned char block[16] = {0}, stream[16];
+  int gcm = o->suite == MBEDTLS_TLS1_3_AES_128_GCM_SHA256 ||
+            o->suite == MBEDTLS_TLS1_3_AES_256_GCM_SHA384;
   if (gcm) {
     memcpy(block, nonce, 12);
     block[15] = 2;
@@ -467,84 +425,73 @@ static int keystream(int suite, const unsigned char *key, const unsigned char no
   }
   mbedtls_aes_context aes;
   mbedtls_aes_init(&aes);
-  unsigned bits = suite == MBEDTLS_TLS1_3_AES_256_GCM_SHA384 ? 256 : 128;
-  int ret = mbedtls_aes_setkey_enc(&aes, key, bits);
-  if (ret == 0) ret = mbedtls_aes_crypt_ecb(&aes, MBEDTLS_AES_ENCRYPT, block, block);
-  mbedtls_aes_free(&aes);
-  memcpy(out, block, MT_PROTECTED_HEAD);
-  return ret;
-}
-
-/* TLS 1.3: which signature scheme this side's own (encrypted) CertificateVerify carries:
- * the server's, or the client's under mutual auth. Every record this side protected during
- * the handshake used its handshake traffic key, so the n-th has sequence number n. */
-static void read_protected_certificate_verify(mt_conn *c) {
-  mt_wire *w = &c->wire;
-  int suite = mbedtls_ssl_get_ciphersuite_id_from_ssl(&c->ssl);
-  size_t key_len = suite == MBEDTLS_TLS1_3_AES_128_GCM_SHA256 ||
-                           suite == MBEDTLS_TLS1_3_AES_128_CCM_SHA256 ||
-                           suite == MBEDTLS_TLS1_3_AES_128_CCM_8_SHA256
-                       ? 16
-                       : 32;
-  size_t tag_len = suite == MBEDTLS_TLS1_3_AES_128_CCM_8_SHA256 ? 8 : 16;
-  unsigned char key[32], iv[12];
-  int *have = w->client ? &c->seen.have_client_sigalg : &c->seen.have_sigalg;
-  uint16_t *sigalg = w->client ? &c->seen.client_sigalg : &c->seen.sigalg;
-  if (*have || w->secret_len == 0 ||
-      expand_label(w->secret, w->secret_len, "key", key, key_len) != 0 ||
-      expand_label(w->secret, w->secret_len, "iv", iv, sizeof(iv)) != 0) {
-    return;
-  }
-  for (unsigned seq = 0; seq < w->n_protected; seq++) {
-    unsigned char nonce[12], plain[MT_PROTECTED_HEAD];
-    memcpy(nonce, iv, sizeof(nonce));
-    nonce[11] ^= (unsigned char)seq; /* the sequence number, XORed in big-endian */
-    if (keystream(suite, key, nonce, plain) != 0) break;
-    if (w->protected_records[seq].len < tag_len + 5) continue;
-    for (int i = 0; i < MT_PROTECTED_HEAD; i++) plain[i] ^= w->protected_records[seq].head[i];
-    /* Record = message || content type || zero padding up to a multiple of the build's
-     * granularity || tag: a wrong key would not give a length that fits. */
-    size_t inner = w->protected_records[seq].len - tag_len, need = tb_get24(plain + 1) + 4 + 1;
-    int right_key = inner >= need && inner < need + MT_TLS13_PADDING;
-    if (right_key && plain[0] == TB_HS_CERTIFICATE_VERIFY) {
-      *sigalg = tb_get16(plain + 4);
-      *have = 1;
-      break;
+  int ret = mbedtls_aes_setkey_enc(&aes, o->key, (unsigned)o->key_len * 8);
+  for (size_t p = 0; ret == 0 && p < n; p += 16) {
+    ret = mbedtls_aes_crypt_ecb(&aes, MBEDTLS_AES_ENCRYPT, block, stream);
+    for (size_t i = 0; i < 16 && p + i < n; i++) out[p + i] = body[p + i] ^ stream[i];
+    for (int i = 15; i >= 12 && ++block[i] == 0; i--) {
     }
   }
-  mbedtls_platform_zeroize(key, sizeof(key));
+  mbedtls_aes_free(&aes);
+  mbedtls_platform_zeroize(stream, sizeof(stream));
+  return ret == 0 ? n : 0;
+}
+
+/* TLS 1.3: the CertificateVerify in one direction's protected handshake records: the
+ * server's (its own flight) or the client's (mutual auth), opened with that side's secret. */
+static void read_protected(mt_conn *c, mt_readback *rb, int from_server) {
+  tb_wire_dir dir = (c->ctx->role == TB_SERVER) == from_server ? TB_WIRE_OUT : TB_WIRE_IN;
+  const mt_secrets *keys = tb_wire_keys(c->wire);
+  const unsigned char *secret = keys->secret[from_server];
+  size_t secret_len = keys->secret_len[from_server];
+  mt_opener o = {.suite = mbedtls_ssl_get_ciphersuite_id_from_ssl(&c->ssl)};
+  o.key_len = o.suite == MBEDTLS_TLS1_3_AES_128_GCM_SHA256 ||
+                      o.suite == MBEDTLS_TLS1_3_AES_128_CCM_SHA256 ||
+                      o.suite == MBEDTLS_TLS1_3_AES_128_CCM_8_SHA256
+                  ? 16
+                  : 32;
+  o.tag_len = o.suite == MBEDTLS_TLS1_3_AES_128_CCM_8_SHA256 ? 8 : 16;
+  if (secret_len == 0 || expand_label(secret, secret_len, "key", o.key, o.key_len) != 0 ||
+      expand_label(secret, secret_len, "iv", o.iv, sizeof(o.iv)) != 0) {
+    return;
+  }
+  tb_wire_protected_messages(c->wire, dir, open_record, &o,
+                             from_server ? observe_message : observe_client_message, &rb->seen);
+  mbedtls_platform_zeroize(&o, sizeof(o));
 }
 #endif /* MT_TLS13 */
 
 /* ------------------------------------------------------------------------- transport */
 
+/* Both directions are kept while the handshake runs (--io fd too: mbedTLS's own socket
+ * I/O, net_sockets, behind these callbacks): the bytes that really passed, nothing parsed. */
 static int bio_send(void *p, const unsigned char *buf, size_t len) {
   mt_conn *c = p;
-  if (c->observing) observe_sent(c, buf, len);
+  long n;
   if (c->io.fd >= 0) {
-    /* --io fd: mbedTLS's own socket I/O (net_sockets), still observed on the way out. */
-    int ret = mbedtls_net_send(&c->net, buf, len);
-    if (ret > 0 && c->observing) {
-      c->wire.parsed_ahead =
-          c->wire.parsed_ahead > (size_t)ret ? c->wire.parsed_ahead - (size_t)ret : 0;
-    }
-    return ret;
+    n = mbedtls_net_send(&c->net, buf, len);
+    if (n <= 0) return (int)n;
+  } else {
+    n = c->io.send(c->io.io, buf, len);
+    if (n == TB_IO_WOULD_BLOCK || n == 0) return MBEDTLS_ERR_SSL_WANT_WRITE;
+    if (n < 0) return MBEDTLS_ERR_NET_SEND_FAILED;
   }
-  long n = c->io.send(c->io.io, buf, len);
-  if (n == TB_IO_WOULD_BLOCK || n == 0) return MBEDTLS_ERR_SSL_WANT_WRITE;
-  if (n < 0) return MBEDTLS_ERR_NET_SEND_FAILED;
-  if (c->observing) {
-    c->wire.parsed_ahead = c->wire.parsed_ahead > (size_t)n ? c->wire.parsed_ahead - (size_t)n : 0;
-  }
+  if (c->observing) tb_wire_keep(c->wire, TB_WIRE_OUT, buf, (size_t)n);
   return (int)n;
 }
 
 static int bio_recv(void *p, unsigned char *buf, size_t len) {
   mt_conn *c = p;
-  if (c->io.fd >= 0) return mbedtls_net_recv(&c->net, buf, len);
-  long n = c->io.recv(c->io.io, buf, len);
-  if (n == TB_IO_WOULD_BLOCK) return MBEDTLS_ERR_SSL_WANT_READ;
-  if (n < 0) return MBEDTLS_ERR_NET_RECV_FAILED;
+  long n;
+  if (c->io.fd >= 0) {
+    n = mbedtls_net_recv(&c->net, buf, len);
+    if (n < 0) return (int)n;
+  } else {
+    n = c->io.recv(c->io.io, buf, len);
+    if (n == TB_IO_WOULD_BLOCK) return MBEDTLS_ERR_SSL_WANT_READ;
+    if (n < 0) return MBEDTLS_ERR_NET_RECV_FAILED;
+  }
+  if (c->observing) tb_wire_keep(c->wire, TB_WIRE_IN, buf, (size_t)n);
   return (int)n; /* 0: the peer closed the transport */
 }
 
@@ -1095,8 +1042,7 @@ static tb_status configure_psk(mt_ctx *ctx, const tb_config *cfg, char *err) {
 /* What keyed a full handshake, as the messages say: TLS 1.2 the suite's key exchange; TLS
  * 1.3 the ServerHello's pre_shared_key (external: this context offers no ticket with a
  * pre-shared key) and its key_share. */
-static int psk_seen(const mt_conn *c, const char *suite) {
-  const mt_seen *s = &c->seen;
+static int psk_seen(const mt_conn *c, const mt_seen *s, const char *suite) {
   if (!s->tls13) {
     mt_kx kx = suite_kx(suite);
     return kx == KX_PSK ? TB_PSK_KE : kx_is_psk(kx) ? TB_PSK_DHE : TB_PSK_NONE;
@@ -1323,7 +1269,7 @@ static void conn_free(void *p) {
   mt_conn *c = p;
   if (c == NULL) return;
   mbedtls_ssl_free(&c->ssl);
-  mbedtls_platform_zeroize(&c->wire, sizeof(c->wire));
+  tb_wire_free(c->wire); /* clears the secrets */
   free(c);
 }
 
@@ -1340,10 +1286,12 @@ static tb_status conn_new(void *ctx_p, const tb_transport *transport, void *sess
   c->ctx = ctx;
   c->io = *transport;
   c->net.fd = transport->fd;
-  /* The server parses its outgoing records (its messages); a client with a certificate its
-   * own (its CertificateVerify, mutual auth). */
-  c->observing = ctx->role == TB_SERVER || ctx->own_cert;
-  c->wire.client = ctx->role == TB_CLIENT;
+  c->wire = tb_wire_new();
+  if (c->wire == NULL) {
+    free(c);
+    return tb_fail(err, TB_FAILED, "out of memory (read-back)");
+  }
+  c->observing = 1;
   mbedtls_ssl_init(&c->ssl);
   int ret = mbedtls_ssl_setup(&c->ssl, &ctx->conf);
   if (ret == 0 && ctx->role == TB_CLIENT && ctx->server_name[0] != '\0') {
@@ -1355,9 +1303,9 @@ static tb_status conn_new(void *ctx_p, const tb_transport *transport, void *sess
     return mt_fail(err, "connection set-up", ret);
   }
 #if MT_TLS13
-  if (c->observing && ctx->tls == 13) {
-    mbedtls_ssl_set_export_keys_cb(&c->ssl, export_keys, &c->wire);
-  }
+#if MT_TLS13
+  if (ctx->tls == 13) mbedtls_ssl_set_export_keys_cb(&c->ssl, export_keys, tb_wire_keys(c->wire));
+#endif
 #endif
   mbedtls_ssl_set_bio(&c->ssl, c, bio_send, bio_recv, NULL);
   *out = c;
@@ -1392,28 +1340,14 @@ static tb_status handshake_failure(mt_conn *c, int ret, char *err) {
   return tb_fail(err, TB_FAILED, "handshake: %s (-0x%04x)", text, (unsigned)-ret);
 }
 
-/* Step by step rather than mbedtls_ssl_handshake(), which is the same loop: between steps
- * the client looks at the message just processed (see the top of this file). */
+/* Step by step rather than mbedtls_ssl_handshake(), which is the same loop, so that the
+ * NewSessionTicket states are told apart (handshake_over). */
 static tb_status handshake(void *conn, char *err) {
   mt_conn *c = conn;
   while (!handshake_over(c)) {
-    int before = c->ssl.MT_PRIV(state);
     int ret = mbedtls_ssl_handshake_step(&c->ssl);
     if (ret == MBEDTLS_ERR_SSL_WANT_READ || ret == MBEDTLS_ERR_SSL_WANT_WRITE) return TB_WANT_IO;
     if (ret != 0) return handshake_failure(c, ret, err);
-#if MT_TLS13
-    /* A HelloRetryRequest is dropped from the record layer as it is processed (the
-     * message layer is reset for the second ClientHello), so the client tells it by the
-     * state it moves to: back to (the CCS before) a ClientHello. */
-    int after = c->ssl.MT_PRIV(state);
-    if (c->ctx->role == TB_CLIENT && before == MBEDTLS_SSL_SERVER_HELLO &&
-        (after == MBEDTLS_SSL_CLIENT_HELLO ||
-         after == MBEDTLS_SSL_CLIENT_CCS_BEFORE_2ND_CLIENT_HELLO))
-      c->seen.hrr = 1;
-#else
-    (void)before;
-#endif
-    observe_received(c);
   }
   c->observing = 0;
   return TB_OK;
@@ -1478,10 +1412,30 @@ static tb_status negotiated(void *conn, tb_negotiated *out, char *err) {
   suite_name(mbedtls_ssl_get_ciphersuite_id(mbedtls_ssl_get_ciphersuite(&c->ssl)), out->suite);
 #endif
   snprintf(out->version, sizeof(out->version), "%s", version);
+  /* The wire, once (after the clock stopped): the server's messages and the client's. */
+  mt_readback *rb = tb_wire_extra(c->wire);
+  if (!rb->parsed) {
+    if (tb_wire_overflow(c->wire)) {
+      return tb_fail(err, TB_FAILED,
+                     "the handshake passed more than the %d bytes a direction "
+                     "the read-back keeps",
+                     TB_WIRE_BYTES);
+    }
+    int client = c->ctx->role == TB_CLIENT, tls13 = strcmp(version, "1.3") == 0;
+    tb_wire_dir server_dir = client ? TB_WIRE_IN : TB_WIRE_OUT;
+    tb_wire_plain_messages(c->wire, server_dir, tls13, observe_message, &rb->seen);
+    tb_wire_plain_messages(c->wire, client ? TB_WIRE_OUT : TB_WIRE_IN, tls13,
+                           observe_client_message, &rb->seen);
 #if MT_TLS13
-  if (c->wire.secret_len != 0 && c->seen.tls13) read_protected_certificate_verify(c);
+    if (tls13 && rb->seen.tls13) {
+      read_protected(c, rb, 1);
+      read_protected(c, rb, 0);
+    }
 #endif
-  const mt_seen *s = &c->seen;
+    tb_wire_release(c->wire);
+    rb->parsed = 1;
+  }
+  const mt_seen *s = &rb->seen;
   if (s->group != 0) {
     group_name(s->group, out->group);
   } else if (s->dh_bits != 0) {
@@ -1492,7 +1446,7 @@ static tb_status negotiated(void *conn, tb_negotiated *out, char *err) {
    * (the core never resumes a TLS 1.3 PSK run, so that no ticket is offered beside it). */
   out->resumed =
       s->tls13 ? s->psk && c->ctx->psk == TB_PSK_NONE : s->server_hello && !s->hello_done;
-  if (!out->resumed) out->psk = psk_seen(c, out->suite);
+  if (!out->resumed) out->psk = psk_seen(c, s, out->suite);
   if (s->have_client_sigalg && !out->resumed) sigalg_name(s->client_sigalg, out->client_sigalg);
   /* verify_result is 0 only after a chain really verified (verify-none sets SKIP_VERIFY). */
   out->peer_verified = c->ctx->verify && mbedtls_ssl_get_verify_result(&c->ssl) == 0;

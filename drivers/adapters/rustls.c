@@ -17,11 +17,13 @@
  *
  * Read-back: version, suite, group, resumption and the peer's certificate come from the
  * library. The signature schemes do not (neither rustls nor rustls-ffi reports them): they
- * are read off the wire, as the mbedTLS adapter does. TLS 1.2 ServerKeyExchange and
- * CertificateVerify are plaintext; a TLS 1.3 CertificateVerify is decrypted (AEAD, tag
- * checked) from the records as they passed, with the handshake traffic secret rustls hands
- * to its key-log callback, using the system's libcrypto, in negotiated(): after the
- * handshake, outside the timed calls. The records are kept in static storage, off the heap.
+ * are read off the wire with the shared record reader (tls_wire.h, tb_wire), as the mbedTLS
+ * adapter does: the I/O callbacks copy the handshake's bytes aside (memory charged to no side,
+ * the read-back rule of driver.h), and negotiated(), after the clock stopped, reads the
+ * TLS 1.2 ServerKeyExchange and CertificateVerify (plaintext) and decrypts a TLS 1.3
+ * CertificateVerify (AEAD, tag checked) with the handshake traffic secret rustls hands to its
+ * key-log callback, using the system's libcrypto. The key log has no user data: it is kept in
+ * thread-local storage (the last few connections' secrets), off the heap too.
  *
  * Transport: rustls does no I/O; read_tls / write_tls take callbacks that call the
  * tb_transport. rustls has no socket I/O of its own, so --io fd is unsupported.
@@ -125,144 +127,36 @@ static const keylog_entry *keylog_find(const unsigned char random[32], int serve
   return NULL;
 }
 
-/* ------------------------------------------------------------------------- wire observer */
+/* ------------------------------------------------------------------------- wire read-back */
 
-#define HS_HEAD 160 /* bytes kept of each plaintext handshake message */
-
-/* TLS 1.3 protected handshake records, as they passed, for one side and direction. They are
- * kept in static storage, not on the heap, so that the read-back adds nothing to the heap
- * figures (and only a copy to the handshake's time); rustls puts a whole flight
- * (EncryptedExtensions .. Finished) into one record, so whole records are needed. A side's
- * next connection starts them anew: negotiated() reads them before (the core checks every
- * handshake right after it), and `owner` says whose they are. */
-#define CAPTURE_BYTES (64 * 1024)
-#define CAPTURE_RECORDS 32
-typedef struct capture {
-  unsigned long owner; /* the connection's serial number */
-  int overflow;
-  size_t len;
-  unsigned n_records;
-  struct {
-    size_t start, len;
-    unsigned char header[5]; /* the AEAD's additional data */
-  } records[CAPTURE_RECORDS];
-  unsigned char bytes[CAPTURE_BYTES];
-} capture;
-
-static _Thread_local capture g_capture[2][2]; /* [tb_role][0: incoming, 1: outgoing] */
-
-/* The plaintext handshake stream of one direction, parsed message by message; only the head
- * of each message is kept. */
-typedef struct hs_stream {
-  int from_client; /* these are the client's messages */
-  unsigned char hdr[4];
-  size_t hdr_have, left, head_have;
-  unsigned char head[HS_HEAD];
-} hs_stream;
-
+/* What the wire said (in the tb_wire's extra bytes). */
 typedef struct wire_seen {
   int have_random;
   unsigned char client_random[32];
   uint16_t server_sigalg; /* the server's ServerKeyExchange / CertificateVerify (0: none) */
   uint16_t client_sigalg; /* the client's CertificateVerify */
+  int parsed;             /* negotiated() has read the wire */
 } wire_seen;
+_Static_assert(sizeof(wire_seen) <= TB_WIRE_EXTRA, "wire_seen outgrew the tb_wire's extra");
 
-/* One direction of the byte stream, parsed into records while the handshake runs. */
-typedef struct wire_dir {
-  capture *cap;
-  int keep; /* the current protected record is being captured */
-  unsigned char rec_hdr[5];
-  size_t rec_hdr_have, rec_left;
-  int ccs_seen; /* TLS 1.2: later handshake records of this direction are encrypted */
-  hs_stream hs;
-} wire_dir;
+/* One handshake message of the client's, read by the shared reader (tls_wire.c). */
+static void client_message(void *arg, unsigned type, const unsigned char *body, size_t len) {
+  wire_seen *seen = arg;
+  if (type == TB_HS_CLIENT_HELLO && tb_hs_client_random(body, len, seen->client_random) == 0)
+    seen->have_random = 1;
+  if (type == TB_HS_CERTIFICATE_VERIFY && len >= 2)
+    seen->client_sigalg = tb_hs_certificate_verify(body, len);
+}
 
-/* One message's head, read by the shared reader (tls_wire.c). */
-static void hs_message_done(const hs_stream *h, wire_seen *seen, int tls13) {
-  const unsigned char *body = h->head + 4; /* past the 4-byte header */
-  size_t len = h->head_have - 4;
+/* One of the server's: the scheme of a TLS 1.2 ECDHE ServerKeyExchange (after the curve and
+ * point) or of a CertificateVerify (first, in both versions). */
+static void server_message(void *arg, unsigned type, const unsigned char *body, size_t len) {
+  wire_seen *seen = arg;
   tb_key_exchange kx;
-  switch (h->hdr[0]) {
-    case TB_HS_CLIENT_HELLO:
-      if (h->from_client && tb_hs_client_random(body, len, seen->client_random) == 0)
-        seen->have_random = 1;
-      break;
-    case TB_HS_SERVER_KEY_EXCHANGE: /* ECDHE: the scheme after the curve and point */
-      if (!h->from_client && !tls13 && tb_hs_server_key_exchange(body, len, 0, &kx) == 0)
-        seen->server_sigalg = kx.sigalg;
-      break;
-    case TB_HS_CERTIFICATE_VERIFY: /* the scheme, then the signature, in both versions */
-      if (len >= 2) {
-        uint16_t scheme = tb_hs_certificate_verify(body, len);
-        if (h->from_client)
-          seen->client_sigalg = scheme;
-        else
-          seen->server_sigalg = scheme;
-      }
-      break;
-    default:
-      break;
-  }
-}
-
-/* Feeds handshake bytes (which may hold several messages or part of one). */
-static void hs_feed(hs_stream *h, wire_seen *seen, int tls13, const unsigned char *p, size_t n) {
-  while (n > 0) {
-    if (h->hdr_have < 4) {
-      h->hdr[h->hdr_have++] = *p;
-      h->head[h->head_have++] = *p;
-      p++, n--;
-      if (h->hdr_have < 4) continue;
-      h->left = (size_t)h->hdr[1] << 16 | (size_t)h->hdr[2] << 8 | h->hdr[3];
-    } else {
-      size_t take = n < h->left ? n : h->left;
-      size_t room = HS_HEAD - h->head_have;
-      size_t keep = room < take ? room : take;
-      memcpy(h->head + h->head_have, p, keep);
-      h->head_have += keep;
-      h->left -= take;
-      p += take, n -= take;
-    }
-    if (h->left == 0) {
-      hs_message_done(h, seen, tls13);
-      h->hdr_have = h->head_have = 0;
-    }
-  }
-}
-
-static void wire_feed(wire_dir *d, wire_seen *seen, const unsigned char *p, size_t n) {
-  capture *cap = d->cap;
-  while (n > 0) {
-    if (d->rec_hdr_have < 5) {
-      d->rec_hdr[d->rec_hdr_have++] = *p++;
-      n--;
-      if (d->rec_hdr_have < 5) continue;
-      d->rec_left = (size_t)d->rec_hdr[3] << 8 | d->rec_hdr[4];
-      if (d->rec_hdr[0] == TB_REC_CHANGE_CIPHER_SPEC) d->ccs_seen = 1;
-      d->keep = 0;
-      if (d->rec_hdr[0] == TB_REC_APPLICATION_DATA) {
-        if (cap->n_records < CAPTURE_RECORDS && cap->len + d->rec_left <= CAPTURE_BYTES) {
-          cap->records[cap->n_records].start = cap->len;
-          cap->records[cap->n_records].len = d->rec_left;
-          memcpy(cap->records[cap->n_records].header, d->rec_hdr, 5);
-          cap->n_records++;
-          d->keep = 1;
-        } else {
-          cap->overflow = 1;
-        }
-      }
-      if (d->rec_left > 0) continue;
-    }
-    size_t take = n < d->rec_left ? n : d->rec_left;
-    if (d->rec_hdr[0] == TB_REC_HANDSHAKE && !d->ccs_seen) hs_feed(&d->hs, seen, 0, p, take);
-    if (d->keep) {
-      memcpy(cap->bytes + cap->len, p, take);
-      cap->len += take;
-    }
-    d->rec_left -= take;
-    p += take, n -= take;
-    if (d->rec_left == 0) d->rec_hdr_have = 0;
-  }
+  if (type == TB_HS_SERVER_KEY_EXCHANGE && tb_hs_server_key_exchange(body, len, 0, &kx) == 0)
+    seen->server_sigalg = kx.sigalg;
+  if (type == TB_HS_CERTIFICATE_VERIFY && len >= 2)
+    seen->server_sigalg = tb_hs_certificate_verify(body, len);
 }
 
 static int evp_hmac(const void *md, const unsigned char *key, size_t key_len,
@@ -278,20 +172,26 @@ static int expand_label(const EVP_MD *md, const unsigned char *secret, size_t se
                               out_len) == 0;
 }
 
-/* Opens one protected record (AEAD with its tag checked): returns the inner plaintext's
- * length without content type and padding, and the content type; 0 when it does not open
- * under this key (a record under the next key, after the handshake's). */
-static size_t open_record(uint16_t suite, const keylog_entry *k, uint64_t seq,
-                          const unsigned char header[5], const unsigned char *in, size_t len,
-                          unsigned char *out, unsigned char *type) {
+/* Opens one protected record (tb_record_open_fn: AEAD with its tag checked) under a
+ * direction's handshake traffic secret; 0 when it does not open under it (a record under the
+ * next key, after the handshake's). */
+typedef struct rl_opener {
+  uint16_t suite;
+  const keylog_entry *k;
+} rl_opener;
+
+static size_t open_record(void *arg, uint64_t seq, const unsigned char header[5],
+                          const unsigned char *in, size_t len, unsigned char *out) {
+  const rl_opener *o = arg;
+  uint16_t suite = o->suite;
   const EVP_MD *md = suite == 0x1302 ? EVP_sha384() : EVP_sha256();
   const EVP_CIPHER *cipher = suite == 0x1301   ? EVP_aes_128_gcm()
                              : suite == 0x1302 ? EVP_aes_256_gcm()
                                                : EVP_chacha20_poly1305();
   size_t key_len = suite == 0x1301 ? 16 : 32;
   unsigned char key[32], iv[12];
-  if (len < 17 || !expand_label(md, k->secret, k->len, "key", key, key_len) ||
-      !expand_label(md, k->secret, k->len, "iv", iv, sizeof(iv)))
+  if (len < 17 || !expand_label(md, o->k->secret, o->k->len, "key", key, key_len) ||
+      !expand_label(md, o->k->secret, o->k->len, "iv", iv, sizeof(iv)))
     return 0;
   for (int i = 0; i < 8; i++) iv[11 - i] ^= (unsigned char)(seq >> (8 * i));
   size_t body = len - 16;
@@ -306,33 +206,18 @@ static size_t open_record(uint16_t suite, const keylog_entry *k, uint64_t seq,
            EVP_DecryptFinal_ex(ctx, out + n, &tail) == 1;
   EVP_CIPHER_CTX_free(ctx);
   OPENSSL_cleanse(key, sizeof(key));
-  if (!ok) return 0;
-  size_t plain = body;
-  while (plain > 0 && out[plain - 1] == 0) plain--; /* padding */
-  if (plain == 0) return 0;
-  *type = out[plain - 1];
-  return plain - 1;
+  return ok ? body : 0;
 }
 
-/* TLS 1.3: the scheme of the CertificateVerify in one side's and direction's protected
- * handshake records (0: none, e.g. resumption or no client certificate). */
-static uint16_t tls13_certificate_verify(const capture *cap, unsigned long owner, int from_client,
-                                         const wire_seen *seen, uint16_t suite) {
-  static _Thread_local unsigned char plain[CAPTURE_BYTES];
-  if (cap->owner != owner || !seen->have_random) return 0;
-  const keylog_entry *k = keylog_find(seen->client_random, !from_client);
-  if (k == NULL) return 0;
-  hs_stream hs = {.from_client = from_client};
-  wire_seen found = {0};
-  for (unsigned seq = 0; seq < cap->n_records; seq++) {
-    unsigned char type = 0;
-    size_t n =
-        open_record(suite, k, seq, cap->records[seq].header, cap->bytes + cap->records[seq].start,
-                    cap->records[seq].len, plain, &type);
-    if (n == 0) break; /* the handshake key's records end here */
-    if (type == TB_REC_HANDSHAKE) hs_feed(&hs, &found, 1, plain, n);
-  }
-  return from_client ? found.client_sigalg : found.server_sigalg;
+/* TLS 1.3: the CertificateVerify in one side's protected handshake records (`dir` as this
+ * connection saw them), opened with that side's secret from the key log. */
+static void read_protected(tb_wire *w, tb_wire_dir dir, int from_client, wire_seen *seen,
+                           uint16_t suite) {
+  if (!seen->have_random) return;
+  rl_opener o = {suite, keylog_find(seen->client_random, !from_client)};
+  if (o.k == NULL) return;
+  tb_wire_protected_messages(w, dir, open_record, &o, from_client ? client_message : server_message,
+                             seen);
 }
 
 /* ------------------------------------------------------------------------- objects */
@@ -355,17 +240,13 @@ typedef struct rl_ctx {
   client_cfg *client; /* the config new connections without a session use */
 } rl_ctx;
 
-static _Thread_local unsigned long g_conn_serial;
-
 typedef struct rl_conn {
   rl_ctx *ctx;
-  unsigned long serial;
   rustls_connection *conn;
   client_cfg *client; /* the config this client connection was made from (one reference) */
   tb_transport io;
-  int observing; /* the handshake runs: parse the wire */
-  wire_dir in, out;
-  wire_seen seen;
+  int observing; /* the handshake runs: keep its bytes */
+  tb_wire *wire; /* the handshake's bytes, and what they said (wire_seen) */
 } rl_conn;
 
 static void client_cfg_release(client_cfg *c) {
@@ -390,9 +271,11 @@ static tb_status rl_global_init(char *err) {
   /* One record opened per AEAD (failing its tag is fine): libcrypto fetches its ciphers
    * and digests once, here. */
   keylog_entry k = {.len = 32};
-  unsigned char header[5] = {23, 3, 3, 0, 32}, in[32] = {0}, plain[32], type = 0;
-  for (uint16_t suite = 0x1301; suite <= 0x1303; suite++)
-    (void)open_record(suite, &k, 0, header, in, sizeof(in), plain, &type);
+  unsigned char header[5] = {23, 3, 3, 0, 32}, in[32] = {0}, plain[32];
+  for (uint16_t suite = 0x1301; suite <= 0x1303; suite++) {
+    rl_opener o = {suite, &k};
+    (void)open_record(&o, 0, header, in, sizeof(in), plain);
+  }
   return TB_OK;
 }
 
@@ -723,7 +606,7 @@ static int io_read(void *userdata, uint8_t *buf, size_t n, size_t *out_n) {
   long got = c->io.recv(c->io.io, buf, n);
   if (got == TB_IO_WOULD_BLOCK) return EAGAIN;
   if (got < 0) return EIO;
-  if (c->observing && got > 0) wire_feed(&c->in, &c->seen, buf, (size_t)got);
+  if (c->observing) tb_wire_keep(c->wire, TB_WIRE_IN, buf, (size_t)got);
   *out_n = (size_t)got; /* 0: the peer closed the stream */
   return 0;
 }
@@ -733,7 +616,7 @@ static int io_write(void *userdata, const uint8_t *buf, size_t n, size_t *out_n)
   long sent = c->io.send(c->io.io, buf, n);
   if (sent == TB_IO_WOULD_BLOCK || sent == 0) return EAGAIN;
   if (sent < 0) return EIO;
-  if (c->observing) wire_feed(&c->out, &c->seen, buf, (size_t)sent);
+  if (c->observing) tb_wire_keep(c->wire, TB_WIRE_OUT, buf, (size_t)sent);
   *out_n = (size_t)sent;
   return 0;
 }
@@ -771,6 +654,7 @@ static void rl_conn_free(void *p) {
   if (c == NULL) return;
   rustls_connection_free(c->conn);
   client_cfg_release(c->client);
+  tb_wire_free(c->wire);
   free(c);
 }
 
@@ -788,15 +672,10 @@ static tb_status rl_conn_new(void *ctx, const tb_transport *transport, void *ses
   c->ctx = x;
   c->io = *transport;
   c->observing = 1;
-  c->serial = ++g_conn_serial;
-  c->out.hs.from_client = x->role == TB_CLIENT;
-  c->in.hs.from_client = x->role != TB_CLIENT;
-  c->in.cap = &g_capture[x->role][0];
-  c->out.cap = &g_capture[x->role][1];
-  for (int i = 0; i < 2; i++) {
-    g_capture[x->role][i].owner = c->serial;
-    g_capture[x->role][i].len = g_capture[x->role][i].n_records = 0;
-    g_capture[x->role][i].overflow = 0;
+  c->wire = tb_wire_new();
+  if (c->wire == NULL) {
+    free(c);
+    return tb_fail(err, TB_FAILED, "out of memory (read-back)");
   }
   rustls_result r;
   if (x->role == TB_SERVER) {
@@ -926,17 +805,28 @@ static tb_status rl_negotiated(void *conn, tb_negotiated *out, char *err) {
       c->ctx->verifies && rustls_connection_get_peer_certificate(c->conn, 0) != NULL;
   /* The signatures, from the wire: the server's travels server -> client, the client's
    * (mutual auth) client -> server. */
-  int client = c->ctx->role == TB_CLIENT;
+  wire_seen *seen = tb_wire_extra(c->wire);
+  if (!seen->parsed) {
+    if (tb_wire_overflow(c->wire))
+      return tb_fail(err, TB_FAILED,
+                     "the handshake passed more than the %d bytes a direction the read-back keeps",
+                     TB_WIRE_BYTES);
+    int client = c->ctx->role == TB_CLIENT, tls13 = v == 0x0304;
+    tb_wire_dir from_server = client ? TB_WIRE_IN : TB_WIRE_OUT;
+    tb_wire_dir from_client = client ? TB_WIRE_OUT : TB_WIRE_IN;
+    tb_wire_plain_messages(c->wire, from_client, tls13, client_message, seen);
+    tb_wire_plain_messages(c->wire, from_server, tls13, server_message, seen);
+    if (tls13) {
+      read_protected(c->wire, from_server, 0, seen, suite);
+      read_protected(c->wire, from_client, 1, seen, suite);
+    }
+    tb_wire_release(c->wire);
+    seen->parsed = 1;
+  }
   uint16_t server_sig = 0, client_sig = 0;
   if (!out->resumed) {
-    if (v == 0x0304) {
-      const capture *in = &g_capture[c->ctx->role][0], *outgoing = &g_capture[c->ctx->role][1];
-      server_sig = tls13_certificate_verify(client ? in : outgoing, c->serial, 0, &c->seen, suite);
-      client_sig = tls13_certificate_verify(client ? outgoing : in, c->serial, 1, &c->seen, suite);
-    } else {
-      server_sig = c->seen.server_sigalg;
-      client_sig = c->seen.client_sigalg;
-    }
+    server_sig = seen->server_sigalg;
+    client_sig = seen->client_sigalg;
   }
   if (server_sig != 0) code_or_hex(out->sigalg, SIGALG_NAME(server_sig), server_sig);
   if (client_sig != 0) code_or_hex(out->client_sigalg, SIGALG_NAME(client_sig), client_sig);

@@ -1,4 +1,5 @@
-/* Handshake messages and HKDF-Expand-Label (tls_wire.h), against no library. */
+/* Handshake messages, the record reader and HKDF-Expand-Label (tls_wire.h), against no
+ * library. */
 #include "tls_wire.h"
 
 #include <string.h>
@@ -15,9 +16,7 @@ static const unsigned char hrr_random[32] = {
     0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11, 0xbe, 0x1d, 0x8c, 0x02, 0x1e, 0x65, 0xb8, 0x91,
     0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb, 0x8c, 0x5e, 0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8, 0x33, 0x9c};
 
-void tb_hs_each_message(const unsigned char *buf, size_t len,
-                        void (*fn)(void *arg, unsigned type, const unsigned char *body, size_t len),
-                        void *arg) {
+void tb_hs_each_message(const unsigned char *buf, size_t len, tb_hs_fn fn, void *arg) {
   for (size_t p = 0; p + 4 <= len;) {
     size_t n = tb_get24(buf + p + 1);
     if (p + 4 + n > len) break;
@@ -134,4 +133,167 @@ int tb_hkdf_expand_label(tb_hmac_fn hmac, const void *hash, size_t hash_len,
   memcpy(out, block, out_len);
   for (volatile unsigned char *v = block; v < block + sizeof(block); v++) *v = 0; /* kept */
   return 0;
+}
+
+/* ------------------------------------------------------------------------- the record reader */
+
+/* The bytes of both directions and the room the reader reassembles messages in: the large
+ * part, reused from one connection to the next (a free list per thread). */
+typedef struct wire_bytes {
+  struct wire_bytes *next; /* in the free list */
+  _Alignas(16) unsigned char keys[TB_WIRE_KEYS];
+  unsigned char dir[2][TB_WIRE_BYTES];
+  unsigned char scratch[TB_WIRE_BYTES];
+} wire_bytes;
+
+struct tb_wire {
+  wire_bytes *bytes; /* NULL once released */
+  size_t len[2];
+  int overflow;
+  tb_wire *next; /* in the free list */
+  _Alignas(16) unsigned char extra[TB_WIRE_EXTRA];
+};
+
+/* What a thread keeps for its next connections: a handful covers both sides of the
+ * one-process scenarios and a few connections in flight; more are freed. */
+#define WIRE_POOL 8
+static _Thread_local wire_bytes *free_bytes;
+static _Thread_local tb_wire *free_wires;
+static _Thread_local unsigned n_free_bytes, n_free_wires;
+
+tb_wire *tb_wire_new(void) {
+  tb_wire *w = free_wires;
+  if (w != NULL) {
+    free_wires = w->next;
+    n_free_wires--;
+  } else {
+    w = tb_readback_alloc(sizeof(*w));
+    if (w == NULL) return NULL;
+  }
+  wire_bytes *b = free_bytes;
+  if (b != NULL) {
+    free_bytes = b->next;
+    n_free_bytes--;
+  } else {
+    b = tb_readback_alloc(sizeof(*b));
+  }
+  if (b == NULL) {
+    tb_readback_free(w);
+    return NULL;
+  }
+  memset(w, 0, sizeof(*w));
+  memset(b->keys, 0, sizeof(b->keys));
+  w->bytes = b;
+  return w;
+}
+
+void tb_wire_release(tb_wire *w) {
+  if (w == NULL || w->bytes == NULL) return;
+  for (volatile unsigned char *v = w->bytes->keys; v < w->bytes->keys + TB_WIRE_KEYS; v++) *v = 0;
+  if (n_free_bytes < WIRE_POOL) {
+    w->bytes->next = free_bytes;
+    free_bytes = w->bytes;
+    n_free_bytes++;
+  } else {
+    tb_readback_free(w->bytes);
+  }
+  w->bytes = NULL;
+}
+
+void tb_wire_free(tb_wire *w) {
+  if (w == NULL) return;
+  tb_wire_release(w);
+  if (n_free_wires < WIRE_POOL) {
+    w->next = free_wires;
+    free_wires = w;
+    n_free_wires++;
+  } else {
+    tb_readback_free(w);
+  }
+}
+
+void *tb_wire_extra(tb_wire *w) { return w->extra; }
+
+void *tb_wire_keys(tb_wire *w) { return w->bytes != NULL ? w->bytes->keys : NULL; }
+
+void tb_wire_keep(tb_wire *w, tb_wire_dir dir, const unsigned char *p, size_t n) {
+  if (w == NULL || w->bytes == NULL || n == 0) return;
+  size_t room = TB_WIRE_BYTES - w->len[dir];
+  if (n > room) {
+    w->overflow = 1;
+    n = room;
+  }
+  memcpy(w->bytes->dir[dir] + w->len[dir], p, n);
+  w->len[dir] += n;
+}
+
+int tb_wire_overflow(const tb_wire *w) { return w->overflow; }
+
+/* Calls `fn` for every whole record of a direction: type, header, body (a record cut off at
+ * the end of what was kept is not reported); stops when `fn` returns nonzero. */
+static void each_record(const tb_wire *w, tb_wire_dir dir,
+                        int (*fn)(void *arg, const unsigned char *header, const unsigned char *body,
+                                  size_t len),
+                        void *arg) {
+  const unsigned char *b = w->bytes->dir[dir];
+  size_t len = w->len[dir];
+  for (size_t p = 0; p + 5 <= len;) {
+    size_t n = tb_get16(b + p + 3);
+    if (p + 5 + n > len || fn(arg, b + p, b + p + 5, n) != 0) break;
+    p += 5 + n;
+  }
+}
+
+typedef struct plain_walk {
+  unsigned char *out; /* the handshake bytes so far */
+  size_t len;
+  int tls13;
+} plain_walk;
+
+static int plain_record(void *arg, const unsigned char *header, const unsigned char *body,
+                        size_t len) {
+  plain_walk *walk = arg;
+  if (header[0] == TB_REC_CHANGE_CIPHER_SPEC && !walk->tls13) return 1; /* then encrypted */
+  if (header[0] != TB_REC_HANDSHAKE) return 0;
+  if (len > TB_WIRE_BYTES - walk->len) return 1;
+  memcpy(walk->out + walk->len, body, len);
+  walk->len += len;
+  return 0;
+}
+
+void tb_wire_plain_messages(tb_wire *w, tb_wire_dir dir, int tls13, tb_hs_fn fn, void *arg) {
+  if (w == NULL || w->bytes == NULL) return;
+  plain_walk walk = {w->bytes->scratch, 0, tls13};
+  each_record(w, dir, plain_record, &walk);
+  tb_hs_each_message(walk.out, walk.len, fn, arg);
+}
+
+typedef struct protected_walk {
+  unsigned char *out;
+  size_t len;
+  uint64_t seq;
+  tb_record_open_fn open;
+  void *open_arg;
+} protected_walk;
+
+static int protected_record(void *arg, const unsigned char *header, const unsigned char *body,
+                            size_t len) {
+  protected_walk *walk = arg;
+  if (header[0] != TB_REC_APPLICATION_DATA) return 0; /* plaintext, or a compatibility CCS */
+  if (len > TB_WIRE_BYTES - walk->len) return 1;
+  unsigned char *plain = walk->out + walk->len;
+  size_t n = walk->open(walk->open_arg, walk->seq++, header, body, len, plain);
+  /* RFC 8446 5.4: content, then the content type, then zeros. */
+  while (n > 0 && plain[n - 1] == 0) n--;
+  if (n == 0 || plain[n - 1] != TB_REC_HANDSHAKE) return 1;
+  walk->len += n - 1;
+  return 0;
+}
+
+void tb_wire_protected_messages(tb_wire *w, tb_wire_dir dir, tb_record_open_fn open, void *open_arg,
+                                tb_hs_fn fn, void *arg) {
+  if (w == NULL || w->bytes == NULL) return;
+  protected_walk walk = {w->bytes->scratch, 0, 0, open, open_arg};
+  each_record(w, dir, protected_record, &walk);
+  tb_hs_each_message(walk.out, walk.len, fn, arg);
 }

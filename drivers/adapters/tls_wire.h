@@ -2,10 +2,11 @@
  * Reading what was negotiated off the wire, for the adapters whose library does not say
  * it (mbedTLS: group, signature schemes, resumption, the pre-shared key's mode; rustls:
  * signature schemes; AWS-LC: a side's own signature scheme; OpenSSL: the pre-shared key's
- * mode): one reader of TLS handshake messages and one
- * HKDF-Expand-Label (RFC 8446 7.1), written against no library (tls_wire.c). The adapters
- * keep what is their own: where the bytes come from (records sent, messages received, a
- * message callback) and how a TLS 1.3 record is opened (the library's cipher).
+ * mode): one reader of TLS handshake messages, one record reader over the bytes a
+ * connection sent and received (tb_wire), and one HKDF-Expand-Label (RFC 8446 7.1), written
+ * against no library (tls_wire.c). The adapters keep what is their own: where the bytes come
+ * from (their I/O callbacks, a message callback) and how a TLS 1.3 record is opened (the
+ * library's cipher).
  *
  * Handshake messages are RFC 8446 4 / RFC 5246 7.4: a 4-byte header (type, 24-bit length),
  * then the body; the functions below take the body.
@@ -15,6 +16,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "tlsbench/driver.h"
 
 /* Record content types and handshake message types. */
 enum {
@@ -33,11 +36,12 @@ static inline size_t tb_get24(const unsigned char *p) {
   return (size_t)p[0] << 16 | (size_t)p[1] << 8 | p[2];
 }
 
+/* One handshake message: its type and body. */
+typedef void (*tb_hs_fn)(void *arg, unsigned type, const unsigned char *body, size_t len);
+
 /* Calls `fn` for every whole handshake message in `buf` (messages are not split across
  * calls: a message that runs past the end is not reported). */
-void tb_hs_each_message(const unsigned char *buf, size_t len,
-                        void (*fn)(void *arg, unsigned type, const unsigned char *body, size_t len),
-                        void *arg);
+void tb_hs_each_message(const unsigned char *buf, size_t len, tb_hs_fn fn, void *arg);
 
 /* What a ServerHello says. */
 typedef struct tb_server_hello {
@@ -84,5 +88,68 @@ typedef int (*tb_hmac_fn)(const void *hash, const unsigned char *key, size_t key
 int tb_hkdf_expand_label(tb_hmac_fn hmac, const void *hash, size_t hash_len,
                          const unsigned char *secret, size_t secret_len, const char *label,
                          unsigned char *out, size_t out_len);
+
+/* ------------------------------------------------------------------------- the record reader */
+
+/* One connection's handshake as it passed, both directions, for the adapters that read what
+ * was negotiated off the wire (mbedTLS, rustls): the read-back rule of driver.h made one
+ * object. During the handshake (timed calls) the adapter's I/O callbacks only copy the bytes
+ * in (tb_wire_keep: a memcpy, nothing parsed); negotiated() parses them, after the clock
+ * stopped (tb_wire_plain_messages, tb_wire_protected_messages), and then gives the bytes back
+ * (tb_wire_release), keeping only what it found (tb_wire_extra). Every byte of it comes from
+ * tb_readback_alloc, so none is counted in a side's heap; the byte buffers are reused by the
+ * next connection of the thread, so that a connection costs no allocation of them once
+ * warm, and a connection that has been read back holds none (the connections scenario's
+ * resident memory per connection does not grow by them). */
+/* Kept of each direction; more is an overflow. A chain of 3 RSA-8192 certificates and a
+ * CertificateVerify take about 9 KiB. */
+#define TB_WIRE_BYTES (32 * 1024)
+#define TB_WIRE_EXTRA 64 /* what the adapter found, kept for the connection's life */
+#define TB_WIRE_KEYS 256 /* secrets that open the records, until tb_wire_release */
+
+typedef enum tb_wire_dir { TB_WIRE_IN = 0, TB_WIRE_OUT = 1 } tb_wire_dir;
+typedef struct tb_wire tb_wire;
+
+/* A connection's reader (NULL: out of memory). */
+tb_wire *tb_wire_new(void);
+void tb_wire_free(tb_wire *w); /* NULL: nothing */
+/* TB_WIRE_EXTRA zeroed bytes for what the adapter found: all a connection holds once read. */
+void *tb_wire_extra(tb_wire *w);
+/* TB_WIRE_KEYS zeroed bytes for the traffic secrets the adapter is handed during the
+ * handshake (beside the bytes, so that a connection does not hold them once read); cleared
+ * by tb_wire_release; NULL after it. */
+void *tb_wire_keys(tb_wire *w);
+
+/* Called from the adapter's I/O path with the bytes really sent (TB_WIRE_OUT) or received
+ * (TB_WIRE_IN), in order. A copy only: this runs inside the timed calls. */
+void tb_wire_keep(tb_wire *w, tb_wire_dir dir, const unsigned char *p, size_t n);
+
+/* 1 when bytes of the handshake did not fit (TB_WIRE_BYTES a direction): the read-back then
+ * fails with that reason rather than with a missing field. */
+int tb_wire_overflow(const tb_wire *w);
+
+/* Gives the bytes and the keys back (after they were read); the extra bytes stay. */
+void tb_wire_release(tb_wire *w);
+
+/* Every whole plaintext handshake message `dir` carried, in order, reassembled across
+ * records: TLS 1.3 (`tls13`): every handshake record (ServerHello, HelloRetryRequest and
+ * ClientHello; a compatibility ChangeCipherSpec changes nothing); TLS 1.2: the handshake
+ * records before the direction's ChangeCipherSpec (after it they are encrypted). */
+void tb_wire_plain_messages(tb_wire *w, tb_wire_dir dir, int tls13, tb_hs_fn fn, void *arg);
+
+/* Opens one TLS 1.3 protected record (the adapter's cipher, the direction's handshake traffic
+ * key): `seq` is its sequence number under that key, `header` the record header (the AEAD's
+ * additional data), `body` the ciphertext and tag. Writes the decrypted inner plaintext
+ * (message bytes, content type, zero padding) to `out` (room for `len` bytes) and returns its
+ * length; 0 when the record does not open under this key. */
+typedef size_t (*tb_record_open_fn)(void *arg, uint64_t seq, const unsigned char header[5],
+                                    const unsigned char *body, size_t len, unsigned char *out);
+
+/* TLS 1.3: every handshake message inside `dir`'s protected records, in order, reassembled
+ * across records. The first protected record of a direction is under its handshake traffic
+ * key, sequence number 0; the walk stops at the first record that does not open or whose
+ * inner content is not a handshake message (a record under the next key). */
+void tb_wire_protected_messages(tb_wire *w, tb_wire_dir dir, tb_record_open_fn open, void *open_arg,
+                                tb_hs_fn fn, void *arg);
 
 #endif /* TLSBENCH_TLS_WIRE_H */

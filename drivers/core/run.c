@@ -82,4 +82,14 @@ void tb_harness_free(void *p) {
   tb_heap_set_side(side);
 }
 
+/* The adapters' read-back state (driver.h): the harness's memory, zeroed. */
+void *tb_readback_alloc(size_t len) {
+  tb_side side = tb_heap_set_side(TB_SIDE_HARNESS);
+  void *p = calloc(1, len ? len : 1);
+  tb_heap_set_side(side);
+  return p;
+}
+
+void tb_readback_free(void *p) { tb_harness_free(p); }
+
 double tb_ticks_to_ns(const tb_run *r, uint64_t ticks) { return (double)ticks * 1e9 / r->tsc_hz; }

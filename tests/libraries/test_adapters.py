@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from adapter_contract import built_adapter_objects, object_violations
 from drivers import held_sigalg, offer_args, run_driver
 
 pytestmark = pytest.mark.slow
@@ -153,6 +154,15 @@ def test_aead_known_answers_then_figures(spec, build_of) -> None:
         for p in (16, 256, 1350, 16384)
     }
     assert all(r["tsc_cycles_per_byte"] > 0 for r in rows)
+
+
+@pytest.mark.parametrize("spec", LIBRARIES)
+def test_the_built_adapter_uses_only_the_contract(spec, build_of) -> None:
+    """The adapter unit's objects as this build compiled them (include/ only): every tb_
+    symbol they use is declared by driver.h or names.h, or defined by the unit itself."""
+    objects = built_adapter_objects(build_of(spec).drivers_folder)
+    assert objects, f"no adapter objects in {spec}'s build tree"
+    assert not object_violations(objects)
 
 
 @pytest.mark.parametrize("spec", LIBRARIES)

@@ -1,5 +1,8 @@
-"""The driver core's structure, read from its object files (no library is built): no two of
-its files call each other in a circle, and every scenario file is in the registry."""
+"""The driver's structure, read from its object files (no library is built): no two of the
+core's files call each other in a circle, every scenario file is in the registry, and the
+adapters see only the contract (driver.h and names.h): no core header included, no tb_ name
+used that the contract does not declare (the built adapters' objects are checked the same way
+in tests/libraries/test_adapters.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from adapter_contract import (
+    ADAPTERS,
+    adapter_files,
+    core_includes,
+    object_violations,
+    source_violations,
+)
 from tlsbench.core import paths
 
 CORE = paths.DRIVERS / "core"
@@ -90,3 +100,36 @@ def test_every_scenario_file_is_registered(symbols) -> None:
         defined, _ = symbols[f"scenarios/{source.name}"]
         assert name in defined, f"{source.name} defines no {name}"
         assert name in registered, f"{source.name} is not listed in scenarios/registry.c"
+
+
+@pytest.mark.parametrize("source", adapter_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_no_adapter_includes_a_core_header(source) -> None:
+    assert not core_includes(source), f"{source.name} includes {core_includes(source)}"
+
+
+@pytest.mark.parametrize(
+    "source", sorted(ADAPTERS.glob("*.c")), ids=lambda p: p.name
+)  # fmt: skip
+def test_every_tb_name_an_adapter_uses_is_the_contracts(source) -> None:
+    """Read from the source, for every adapter (their libraries are not built here)."""
+    assert not source_violations(source), (
+        f"{source.name} uses {sorted(source_violations(source))}, which driver.h and names.h "
+        "do not declare"
+    )
+
+
+def test_the_adapter_objects_that_need_no_library_use_only_the_contract(tmp_path) -> None:
+    """null.c and tls_wire.c compiled as the driver's adapter unit is (include/ only), and the
+    tb_ symbols their objects leave undefined looked up in the contract."""
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    assert compiler is not None and shutil.which("nm"), "a C compiler and nm (make deps)"
+    objects = []
+    for name in ("null.c", "tls_wire.c"):
+        obj = tmp_path / (name + ".o")
+        subprocess.run(
+            [compiler, "-std=gnu11", "-c", "-Werror=implicit-function-declaration",
+             f"-I{paths.DRIVERS / 'include'}", str(ADAPTERS / name), "-o", str(obj)],
+            check=True, capture_output=True, text=True,
+        )  # fmt: skip
+        objects.append(obj)
+    assert not object_violations(objects)

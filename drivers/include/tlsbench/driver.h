@@ -313,6 +313,41 @@ typedef struct tb_adapter {
 /* Provided by exactly one adapter per driver executable. */
 extern const tb_adapter tb_adapter_impl;
 
+/* ------------------------------------------------------------------------- read-back state */
+
+/*
+ * The rule for read-back state. What an adapter keeps only to prove what was negotiated
+ * (bytes seen on the wire, traffic secrets to open them, what it found in them) is
+ *  - never counted in the library's heap: it lives in memory from tb_readback_alloc below
+ *    (charged to no side, as the harness's own buffers), in static or thread-local storage,
+ *    or in the library's own objects where the library keeps it anyway; never in a structure
+ *    the adapter allocates per connection or context with malloc;
+ *  - never parsed inside a timed call (ctx_new, conn_new, handshake, write, read): the I/O
+ *    path may copy bytes aside, and negotiated(), which the core calls after the clock
+ *    stopped, parses them.
+ * The adapters that read the wire share one record reader (adapters/tls_wire.h, tb_wire):
+ * mbedTLS (group, signature schemes, resumption, the pre-shared key's mode, the
+ * HelloRetryRequest), rustls (signature schemes) and BearSSL (signature schemes, resumption)
+ * copy both directions of the handshake there and parse them in negotiated(); their
+ * connection holds one pointer to it. The others ask their library, in negotiated():
+ *  - OpenSSL, wolfSSL (its internal.h), GnuTLS: the library's API alone; BoringSSL asks its
+ *    API for the scheme it signed with at handshake end (an info callback: no parsing);
+ *  - two exceptions, for a message the library hands over only while it passes (inside the
+ *    timed call) and frees after: OpenSSL's TLS 1.3 PSK runs note the ServerHello's
+ *    pre_shared_key and key_share, and AWS-LC notes the scheme it signed its own
+ *    CertificateVerify or ServerKeyExchange with, from a message callback that reads a few
+ *    bytes at known offsets of that one message (no record framing, no copy) into the
+ *    adapter's connection (a few bytes, counted with it);
+ *  - HACL* (no TLS) and null: nothing to read back.
+ */
+
+/* Memory for an adapter's read-back state: zeroed, charged to no side (neither the
+ * connection's heap nor the context's), released with tb_readback_free (NULL: nothing). It
+ * is a malloc like any other, so an adapter reuses it rather than allocating in every
+ * timed call (tb_wire keeps a free list). */
+void *tb_readback_alloc(size_t len);
+void tb_readback_free(void *p);
+
 /* Helper for adapters: formats `err` (printf-style) and returns `status`. */
 tb_status tb_fail(char *err, tb_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

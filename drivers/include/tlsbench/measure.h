@@ -32,10 +32,16 @@ typedef struct tb_heap_counters {
  * part of every figure. */
 extern _Thread_local tb_side tb_heap_current_side;
 
-/* Sets the side charged from now on; returns the previous one (to restore it). */
+/* Sets the side charged from now on; returns the previous one (to restore it). The barrier:
+ * the compiler knows malloc, calloc and free as builtins that read no variable of the
+ * program, so without it gcc -O2 drops a side set just before one of them and restored just
+ * after, and the block is charged to the side that was running (heap.c's wrapper reads the
+ * side). Around a library call it costs nothing: the call is opaque anyway. */
 static inline tb_side tb_heap_set_side(tb_side side) {
   tb_side previous = tb_heap_current_side;
+  __asm__ volatile("" ::: "memory");
   tb_heap_current_side = side;
+  __asm__ volatile("" ::: "memory");
   return previous;
 }
 /* 1 in tlsbench-driver-heap (heap.c wraps malloc), 0 in tlsbench-driver (heap_off.c: no
