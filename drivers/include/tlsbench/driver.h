@@ -330,7 +330,8 @@ extern const tb_adapter tb_adapter_impl;
  * HelloRetryRequest), rustls (signature schemes) and BearSSL (signature schemes, resumption)
  * copy both directions of the handshake there and parse them in negotiated(); their
  * connection holds one pointer to it. The others ask their library, in negotiated():
- *  - OpenSSL, wolfSSL (its internal.h), GnuTLS: the library's API alone; BoringSSL asks its
+ *  - OpenSSL, wolfSSL (its internal.h), GnuTLS, s2n-tls (s2n_connection_get_*), NSS
+ *    (SSL_GetChannelInfo): the library's API alone; BoringSSL asks its
  *    API for the scheme it signed with at handshake end (an info callback: no parsing);
  *  - two exceptions, for a message the library hands over only while it passes (inside the
  *    timed call) and frees after: OpenSSL's TLS 1.3 PSK runs note the ServerHello's
