@@ -24,7 +24,9 @@
  * Sessions: the client takes NSS's resumption tokens (SSL_SetResumptionTokenCallback) and
  * offers one with SSL_SetResumptionToken, instead of NSS's process-wide client cache; the
  * server resumes from tickets (SSL_ENABLE_SESSION_TICKETS), encrypted with NSS's
- * per-process ticket key.
+ * per-process ticket key. NSS hands a client a token only for a ticket (sslnonce.c's
+ * ssl_CacheExternalToken), and its TLS 1.2 server sends a ticket only on a full
+ * handshake: a resumed TLS 1.2 connection hands over the session it offered again.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -553,6 +555,19 @@ static tb_status nss_ctx_new(const tb_config *cfg, void **out, char *err) {
 
 /* ------------------------------------------------------------------------- connection */
 
+/* A client's session: NSS's resumption token. Counted references: a TLS 1.2 connection
+ * that resumed from a ticket gets no new one (NSS's server issues a NewSessionTicket only
+ * on a full handshake, ssl3con.c's ssl3_HandleClientHello: "TODO: send a session ticket if
+ * performing a stateful resumption"), and the ticket it offered stays valid, so the
+ * session it hands over next is the one it was given. */
+typedef struct nss_session {
+  PRUint8 *token;
+  unsigned len;
+  unsigned refs;
+} nss_session;
+
+static void nss_session_free(void *p);
+
 struct nss_conn {
   nss_ctx *ctx;
   tb_transport transport;
@@ -560,6 +575,7 @@ struct nss_conn {
   int verified;   /* the auth-certificate hook verified the peer's chain */
   PRUint8 *token; /* client: the newest resumption token NSS handed over */
   unsigned token_len;
+  struct nss_session *offered; /* client: the session this connection offered (a reference) */
 };
 
 static const tb_transport *layer_transport(PRFileDesc *fd) {
@@ -608,13 +624,9 @@ static void nss_conn_free(void *p) {
   if (c == NULL) return;
   if (c->fd) PR_Close(c->fd); /* the SSL layer, then the bottom layer */
   free(c->token);
+  nss_session_free(c->offered);
   free(c);
 }
-
-typedef struct nss_session {
-  PRUint8 *token;
-  unsigned len;
-} nss_session;
 
 static tb_status nss_conn_new(void *ctx, const tb_transport *transport, void *session, void **out,
                               char *err) {
@@ -651,9 +663,13 @@ static tb_status nss_conn_new(void *ctx, const tb_transport *transport, void *se
     st = nss_fail(err, TB_FAILED, "SSL_ResetHandshake");
   /* After SSL_ResetHandshake, which would drop the session the token restores. */
   if (st == TB_OK && x->role == TB_CLIENT) {
-    const nss_session *s = session;
+    nss_session *s = session;
     if (st == TB_OK && s != NULL && SSL_SetResumptionToken(c->fd, s->token, s->len) != SECSuccess)
       st = nss_fail(err, TB_FAILED, "SSL_SetResumptionToken");
+    if (st == TB_OK && s != NULL) {
+      s->refs++;
+      c->offered = s;
+    }
   }
   if (st != TB_OK) {
     nss_conn_free(c);
@@ -751,6 +767,18 @@ static tb_status nss_negotiated(void *p, tb_negotiated *out, char *err) {
 static tb_status nss_session_get(void *p, void **out, char *err) {
   nss_conn *c = p;
   *out = NULL;
+  if (c->token == NULL && c->offered != NULL) {
+    /* No new ticket: a TLS 1.2 handshake that resumed keeps the session it offered (see
+     * nss_session). Any other connection without a token is an error. */
+    SSLChannelInfo ci;
+    if (SSL_GetChannelInfo(c->fd, &ci, sizeof(ci)) != SECSuccess)
+      return nss_fail(err, TB_FAILED, "SSL_GetChannelInfo");
+    if (ci.resumed && ci.protocolVersion == SSL_LIBRARY_VERSION_TLS_1_2) {
+      c->offered->refs++;
+      *out = c->offered;
+      return TB_OK;
+    }
+  }
   if (c->token == NULL)
     return tb_fail(err, TB_FAILED, "NSS handed over no resumption token (no ticket received)");
   nss_session *s = malloc(sizeof(*s));
@@ -763,13 +791,14 @@ static tb_status nss_session_get(void *p, void **out, char *err) {
   memcpy(copy, c->token, c->token_len);
   s->token = copy;
   s->len = c->token_len;
+  s->refs = 1;
   *out = s;
   return TB_OK;
 }
 
 static void nss_session_free(void *p) {
   nss_session *s = p;
-  if (s == NULL) return;
+  if (s == NULL || --s->refs > 0) return;
   free(s->token);
   free(s);
 }
