@@ -50,6 +50,7 @@
 
 #include "tlsbench/driver.h"
 #include "tlsbench/names.h"
+#include "tls_wire.h"
 
 /* ------------------------------------------------------------------------- errors */
 
@@ -113,11 +114,65 @@ static int pem_blocks(const char *path, const char *label, SECItem **out, int ma
 
 typedef struct nss_conn nss_conn;
 
+/* The client's CertificateVerify read off the wire (mutual auth, TLS 1.2), because NSS
+ * reports only the server's signature scheme (SSLChannelInfo.signatureScheme is the
+ * server's own on the server, and the one it checked on the client). In TLS 1.2 the
+ * client's handshake records are plaintext until its ChangeCipherSpec: the client watches
+ * the bytes it sends, the server the bytes it receives, record by record and message by
+ * message, keeping a few bytes of state (nothing is buffered, nothing allocated). */
+typedef struct cv_watch {
+  int on;                  /* watching (TLS 1.2, mutual auth, a full handshake) */
+  int done;                /* a ChangeCipherSpec: later records are encrypted */
+  unsigned char rec[5];    /* the record header being read */
+  unsigned rec_have;
+  size_t rec_left;         /* body bytes of the current record still to come */
+  unsigned char msg[4];    /* the handshake message header being read */
+  unsigned msg_have;
+  size_t msg_left;         /* body bytes of the current message still to come */
+  size_t msg_pos;          /* body bytes of it already seen */
+  unsigned char scheme[2]; /* a CertificateVerify's first two bytes: its SignatureScheme */
+  unsigned scheme_have;
+} cv_watch;
+
+static void cv_handshake_byte(cv_watch *w, unsigned char b) {
+  if (w->msg_have < 4) {
+    w->msg[w->msg_have++] = b;
+    if (w->msg_have == 4) {
+      w->msg_left = tb_get24(w->msg + 1);
+      w->msg_pos = 0;
+      if (w->msg_left == 0) w->msg_have = 0;
+    }
+    return;
+  }
+  if (w->msg[0] == TB_HS_CERTIFICATE_VERIFY && w->msg_pos < 2) w->scheme[w->scheme_have++] = b;
+  w->msg_pos++;
+  if (--w->msg_left == 0) w->msg_have = 0;
+}
+
+static void cv_watch_bytes(cv_watch *w, const unsigned char *p, size_t n) {
+  for (size_t i = 0; i < n && w->on && !w->done; i++) {
+    if (w->rec_have < 5) {
+      w->rec[w->rec_have++] = p[i];
+      if (w->rec_have == 5) {
+        w->rec_left = tb_get16(w->rec + 3);
+        if (w->rec[0] == TB_REC_CHANGE_CIPHER_SPEC) w->done = 1;
+        if (w->rec_left == 0) w->rec_have = 0;
+      }
+      continue;
+    }
+    if (w->rec[0] == TB_REC_HANDSHAKE) cv_handshake_byte(w, p[i]);
+    if (--w->rec_left == 0) w->rec_have = 0;
+  }
+}
+
 static PRDescIdentity g_layer;
 static PRIOMethods g_methods;
 
 /* The transport behind a bottom-layer descriptor (NULL for a model socket's). */
 static const tb_transport *layer_transport(PRFileDesc *fd);
+/* The watch of the client's records: the client's on what it sends, the server's on what
+ * it receives (NULL: neither, or a model socket). */
+static cv_watch *layer_watch(PRFileDesc *fd, int sending);
 
 static PRInt32 layer_recv(PRFileDesc *fd, void *buf, PRInt32 amount, PRIntn flags,
                           PRIntervalTime timeout) {
@@ -128,6 +183,8 @@ static PRInt32 layer_recv(PRFileDesc *fd, void *buf, PRInt32 amount, PRIntn flag
     return -1;
   }
   long n = t->recv(t->io, buf, (size_t)amount);
+  cv_watch *w = n > 0 ? layer_watch(fd, 0) : NULL;
+  if (w != NULL) cv_watch_bytes(w, buf, (size_t)n);
   if (n >= 0) return (PRInt32)n; /* 0: the peer closed the stream */
   PR_SetError(n == TB_IO_WOULD_BLOCK ? PR_WOULD_BLOCK_ERROR : PR_IO_ERROR, 0);
   return -1;
@@ -146,6 +203,8 @@ static PRInt32 layer_send(PRFileDesc *fd, const void *buf, PRInt32 amount, PRInt
     return -1;
   }
   long n = t->send(t->io, buf, (size_t)amount);
+  cv_watch *w = n > 0 ? layer_watch(fd, 1) : NULL;
+  if (w != NULL) cv_watch_bytes(w, buf, (size_t)n);
   if (n > 0) return (PRInt32)n;
   PR_SetError(n == 0 || n == TB_IO_WOULD_BLOCK ? PR_WOULD_BLOCK_ERROR : PR_IO_ERROR, 0);
   return -1;
@@ -498,12 +557,22 @@ static tb_status nss_ctx_new(const tb_config *cfg, void **out, char *err) {
                    "NSS has no TLS 1.2 PSK suites, and the adapter does not configure TLS 1.3 "
                    "external pre-shared keys (NSS would need SSL_AddExternalPsk)");
   /* The check of a mutual run needs the scheme of the client's CertificateVerify, which
-   * NSS does not report (SSLChannelInfo.signatureScheme is the server's); reading it off
-   * the wire (encrypted in TLS 1.3) is not written yet. */
-  if (cfg->auth == TB_AUTH_MUTUAL)
+   * NSS does not report (SSLChannelInfo.signatureScheme is the server's on both sides). In
+   * TLS 1.2 the adapter reads it off the wire (cv_watch); in TLS 1.3 it is encrypted under
+   * the client's handshake traffic key, and decrypting it (SSL_SecretCallback, then
+   * SSL_MakeAead over whole buffered records) is not written. */
+  if (cfg->auth == TB_AUTH_MUTUAL && cfg->tls_version == 13)
     return tb_fail(err, TB_UNSUPPORTED,
-                   "mutual auth: NSS does not report the scheme of the client's "
-                   "CertificateVerify, and the adapter does not read it off the wire yet");
+                   "mutual auth in TLS 1.3: NSS does not report the scheme of the client's "
+                   "CertificateVerify, which is encrypted there (the adapter reads it off the "
+                   "wire in TLS 1.2 only)");
+  /* NSS's client keeps no resumption token of a session that authenticated the client
+   * (sslnonce.c's ssl_CacheExternalToken: "Don't export token if the session used client
+   * authentication"), and the adapter resumes only from tokens. */
+  if (cfg->auth == TB_AUTH_MUTUAL && cfg->resumption)
+    return tb_fail(err, TB_UNSUPPORTED,
+                   "resumption with mutual auth: NSS hands over no resumption token for a "
+                   "session that authenticated the client");
   if (cfg->release_buffers)
     return tb_fail(err, TB_UNSUPPORTED,
                    "NSS keeps a connection's read and write buffers for its life: no option "
@@ -576,11 +645,18 @@ struct nss_conn {
   PRUint8 *token; /* client: the newest resumption token NSS handed over */
   unsigned token_len;
   struct nss_session *offered; /* client: the session this connection offered (a reference) */
+  cv_watch watch;               /* the client's CertificateVerify (mutual auth, TLS 1.2) */
 };
 
 static const tb_transport *layer_transport(PRFileDesc *fd) {
   nss_conn *c = (nss_conn *)fd->secret;
   return c ? &c->transport : NULL;
+}
+
+static cv_watch *layer_watch(PRFileDesc *fd, int sending) {
+  nss_conn *c = (nss_conn *)fd->secret;
+  if (c == NULL || !c->watch.on || sending != (c->ctx->role == TB_CLIENT)) return NULL;
+  return &c->watch;
 }
 
 /* The client's certificate and key, when the server asks (mutual auth). */
@@ -643,6 +719,8 @@ static tb_status nss_conn_new(void *ctx, const tb_transport *transport, void *se
   if (c == NULL) return tb_fail(err, TB_FAILED, "out of memory");
   c->ctx = x;
   c->transport = *transport;
+  /* A resumed handshake signs nothing; watching costs nothing when there is no message. */
+  c->watch.on = x->tls == 12 && x->auth == TB_AUTH_MUTUAL;
   tb_status st = TB_OK;
   PRFileDesc *bottom = layer_new(c);
   c->fd = bottom ? SSL_ImportFD(x->model, bottom) : NULL;
@@ -759,6 +837,13 @@ static tb_status nss_negotiated(void *p, tb_negotiated *out, char *err) {
     else snprintf(out->sigalg, sizeof(out->sigalg), "0x%04x", (unsigned)ci.signatureScheme);
   }
   out->peer_verified = !out->resumed && c->verified;
+  /* The client's CertificateVerify, as it went over the wire (TLS 1.2; cv_watch). */
+  if (!out->resumed && c->watch.scheme_have == 2) {
+    unsigned code = tb_get16(c->watch.scheme);
+    const tb_name *s = tb_name_of_code(tb_sigalg_names, code);
+    if (s) copy_name(out->client_sigalg, sizeof(out->client_sigalg), s->name);
+    else snprintf(out->client_sigalg, sizeof(out->client_sigalg), "0x%04x", code);
+  }
   return TB_OK;
 }
 
