@@ -121,12 +121,12 @@ typedef struct nss_conn nss_conn;
  * the bytes it sends, the server the bytes it receives, record by record and message by
  * message, keeping a few bytes of state (nothing is buffered, nothing allocated). */
 typedef struct cv_watch {
-  int on;                  /* watching (TLS 1.2, mutual auth, a full handshake) */
-  int done;                /* a ChangeCipherSpec: later records are encrypted */
-  unsigned char rec[5];    /* the record header being read */
+  int on;               /* watching (TLS 1.2, mutual auth, a full handshake) */
+  int done;             /* a ChangeCipherSpec: later records are encrypted */
+  unsigned char rec[5]; /* the record header being read */
   unsigned rec_have;
-  size_t rec_left;         /* body bytes of the current record still to come */
-  unsigned char msg[4];    /* the handshake message header being read */
+  size_t rec_left;      /* body bytes of the current record still to come */
+  unsigned char msg[4]; /* the handshake message header being read */
   unsigned msg_have;
   size_t msg_left;         /* body bytes of the current message still to come */
   size_t msg_pos;          /* body bytes of it already seen */
@@ -310,7 +310,7 @@ typedef struct nss_ctx {
   int tls;
   int resumption;
   char server_name[256];
-  PRFileDesc *model;             /* the SSL model socket: the pinned offer */
+  PRFileDesc *model;                 /* the SSL model socket: the pinned offer */
   CERTCertificate *chain[MAX_CHAIN]; /* own chain, leaf first (temporary certificates) */
   int chain_len;
   CERTCertificate *anchors[MAX_CHAIN]; /* trusted CAs (temporary certificates) */
@@ -339,8 +339,10 @@ static tb_status import_certs(const char *path, CERTCertificate **out, int *n, c
   for (int i = 0; i < count; i++) {
     if (st == TB_OK) {
       out[*n] = CERT_NewTempCertificate(CERT_GetDefaultCertDB(), der[i], NULL, PR_FALSE, PR_TRUE);
-      if (out[*n] == NULL) st = nss_fail(err, TB_FAILED, path);
-      else (*n)++;
+      if (out[*n] == NULL)
+        st = nss_fail(err, TB_FAILED, path);
+      else
+        (*n)++;
     }
     SECITEM_FreeItem(der[i], PR_TRUE);
   }
@@ -467,7 +469,8 @@ static tb_status pin_groups(const tb_config *cfg, PRFileDesc *fd, const SSLCiphe
   if (SSL_SendAdditionalKeyShares(fd, 0) != SECSuccess)
     return nss_fail(err, TB_FAILED, "SSL_SendAdditionalKeyShares");
   /* TLS 1.2 DHE: the RFC 7919 group both offered, never the server's own parameters. */
-  tb_status st = set_option(fd, SSL_REQUIRE_DH_NAMED_GROUPS, PR_TRUE, "SSL_REQUIRE_DH_NAMED_GROUPS", err);
+  tb_status st =
+      set_option(fd, SSL_REQUIRE_DH_NAMED_GROUPS, PR_TRUE, "SSL_REQUIRE_DH_NAMED_GROUPS", err);
   if (st == TB_OK && cfg->role == TB_SERVER && si->keaType == ssl_kea_dh)
     st = set_option(fd, SSL_ENABLE_SERVER_DHE, PR_TRUE, "SSL_ENABLE_SERVER_DHE", err);
   return st;
@@ -481,14 +484,16 @@ static tb_status pin_sigalg(const tb_config *cfg, PRFileDesc *fd, const SSLCiphe
                             char *err) {
   /* One list serves NSS's own signature and the one it accepts from the peer (and its
    * CertificateRequest): the client's scheme cannot be held apart from the server's. */
-  if (cfg->client_sigalg != NULL && (cfg->sigalg == NULL || strcmp(cfg->client_sigalg, cfg->sigalg)))
+  if (cfg->client_sigalg != NULL &&
+      (cfg->sigalg == NULL || strcmp(cfg->client_sigalg, cfg->sigalg)))
     return tb_fail(err, TB_UNSUPPORTED,
                    "NSS cannot pin the client's signature scheme (%s) apart from the server's: "
                    "one list (SSL_SignatureSchemePrefSet) serves both",
                    cfg->client_sigalg);
   const char *name = cfg->sigalg;
   if (name == NULL && cfg->tls_version == 12 && is_static_rsa(si)) name = STATIC_RSA_SIGALG;
-  if (name == NULL) return tb_fail(err, TB_UNSUPPORTED, "suite %s needs a signature scheme", cfg->suite);
+  if (name == NULL)
+    return tb_fail(err, TB_UNSUPPORTED, "suite %s needs a signature scheme", cfg->suite);
   const tb_name *n = tb_name_find(tb_sigalg_names, name);
   if (n == NULL) return tb_fail(err, TB_UNSUPPORTED, "signature scheme %s: unknown", name);
   if (n->tls == 12 && cfg->tls_version == 13)
@@ -502,10 +507,9 @@ static tb_status pin_sigalg(const tb_config *cfg, PRFileDesc *fd, const SSLCiphe
 static tb_status pin_offer(nss_ctx *c, const tb_config *cfg, char *err) {
   if (cfg->tls_version != 12 && cfg->tls_version != 13)
     return tb_fail(err, TB_UNSUPPORTED, "TLS version %d: NSS runs 1.2 and 1.3", cfg->tls_version);
-  SSLVersionRange range = {cfg->tls_version == 13 ? SSL_LIBRARY_VERSION_TLS_1_3
-                                                  : SSL_LIBRARY_VERSION_TLS_1_2,
-                           cfg->tls_version == 13 ? SSL_LIBRARY_VERSION_TLS_1_3
-                                                  : SSL_LIBRARY_VERSION_TLS_1_2};
+  SSLVersionRange range = {
+      cfg->tls_version == 13 ? SSL_LIBRARY_VERSION_TLS_1_3 : SSL_LIBRARY_VERSION_TLS_1_2,
+      cfg->tls_version == 13 ? SSL_LIBRARY_VERSION_TLS_1_3 : SSL_LIBRARY_VERSION_TLS_1_2};
   if (SSL_VersionRangeSet(c->model, &range) != SECSuccess)
     return nss_fail(err, TB_UNSUPPORTED, "SSL_VersionRangeSet");
   SSLCipherSuiteInfo si;
@@ -538,8 +542,8 @@ static tb_status ctx_options(nss_ctx *c, const tb_config *cfg, char *err) {
     /* RFC 8449 record_size_limit: what the peer may send; both sides set it, so both keep
      * to it. TLS 1.3's limit counts the inner content type byte. */
     if (cfg->record_size < 64 || cfg->record_size > 16384)
-      return tb_fail(err, TB_UNSUPPORTED, "record_size %zu: NSS's record_size_limit takes 64..16384",
-                     cfg->record_size);
+      return tb_fail(err, TB_UNSUPPORTED,
+                     "record_size %zu: NSS's record_size_limit takes 64..16384", cfg->record_size);
     st = set_option(m, SSL_RECORD_SIZE_LIMIT,
                     (PRIntn)(cfg->record_size + (cfg->tls_version == 13 ? 1 : 0)),
                     "SSL_RECORD_SIZE_LIMIT", err);
@@ -645,7 +649,7 @@ struct nss_conn {
   PRUint8 *token; /* client: the newest resumption token NSS handed over */
   unsigned token_len;
   struct nss_session *offered; /* client: the session this connection offered (a reference) */
-  cv_watch watch;               /* the client's CertificateVerify (mutual auth, TLS 1.2) */
+  cv_watch watch;              /* the client's CertificateVerify (mutual auth, TLS 1.2) */
 };
 
 static const tb_transport *layer_transport(PRFileDesc *fd) {
@@ -674,8 +678,8 @@ static SECStatus client_auth_data(void *arg, PRFileDesc *fd, CERTDistNames *ca_n
  * unchecked. */
 static SECStatus auth_certificate(void *arg, PRFileDesc *fd, PRBool check_sig, PRBool is_server) {
   nss_conn *c = arg;
-  int verifies = c->ctx->role == TB_CLIENT ? c->ctx->auth != TB_AUTH_NONE
-                                           : c->ctx->auth == TB_AUTH_MUTUAL;
+  int verifies =
+      c->ctx->role == TB_CLIENT ? c->ctx->auth != TB_AUTH_NONE : c->ctx->auth == TB_AUTH_MUTUAL;
   if (!verifies) return SECSuccess;
   SECStatus rv = SSL_AuthCertificate(CERT_GetDefaultCertDB(), fd, check_sig, is_server);
   c->verified = rv == SECSuccess;
@@ -792,8 +796,7 @@ static tb_status nss_read(void *p, unsigned char *buf, size_t len, size_t *done,
 /* close_notify: NSS sends it when the SSL layer is shut down for writing. */
 static tb_status nss_close(void *p, char *err) {
   nss_conn *c = p;
-  if (PR_Shutdown(c->fd, PR_SHUTDOWN_SEND) != PR_SUCCESS &&
-      PR_GetError() != PR_WOULD_BLOCK_ERROR)
+  if (PR_Shutdown(c->fd, PR_SHUTDOWN_SEND) != PR_SUCCESS && PR_GetError() != PR_WOULD_BLOCK_ERROR)
     return nss_fail(err, TB_FAILED, "PR_Shutdown");
   return TB_OK;
 }
@@ -814,10 +817,12 @@ static tb_status nss_negotiated(void *p, tb_negotiated *out, char *err) {
   if (SSL_GetCipherSuiteInfo(ci.cipherSuite, &si, sizeof(si)) != SECSuccess)
     return nss_fail(err, TB_FAILED, "SSL_GetCipherSuiteInfo");
   int tls13 = ci.protocolVersion == SSL_LIBRARY_VERSION_TLS_1_3;
-  if (tls13) copy_name(out->version, sizeof(out->version), "1.3");
+  if (tls13)
+    copy_name(out->version, sizeof(out->version), "1.3");
   else if (ci.protocolVersion == SSL_LIBRARY_VERSION_TLS_1_2)
     copy_name(out->version, sizeof(out->version), "1.2");
-  else snprintf(out->version, sizeof(out->version), "0x%04x", ci.protocolVersion);
+  else
+    snprintf(out->version, sizeof(out->version), "0x%04x", ci.protocolVersion);
   const tb_name *suite = tb_name_of_code(tb_suite_names, ci.cipherSuite);
   copy_name(out->suite, sizeof(out->suite), suite ? suite->name : si.cipherSuiteName);
   out->resumed = ci.resumed != 0;
@@ -826,23 +831,29 @@ static tb_status nss_negotiated(void *p, tb_negotiated *out, char *err) {
    * uses none. */
   if (ci.keaType != ssl_kea_rsa && (tls13 || !out->resumed) && ci.keaGroup != ssl_grp_none) {
     const tb_name *g = tb_name_of_code(tb_group_names, (unsigned)ci.keaGroup);
-    if (g) copy_name(out->group, sizeof(out->group), g->name);
-    else snprintf(out->group, sizeof(out->group), "0x%04x", (unsigned)ci.keaGroup);
+    if (g)
+      copy_name(out->group, sizeof(out->group), g->name);
+    else
+      snprintf(out->group, sizeof(out->group), "0x%04x", (unsigned)ci.keaGroup);
   }
   /* The server's signature (NSS sets it when the server signs and when the client checks
    * it); a resumed handshake reports the session's, though nothing was signed. */
   if (!out->resumed && ci.signatureScheme != ssl_sig_none) {
     const tb_name *s = tb_name_of_code(tb_sigalg_names, (unsigned)ci.signatureScheme);
-    if (s) copy_name(out->sigalg, sizeof(out->sigalg), s->name);
-    else snprintf(out->sigalg, sizeof(out->sigalg), "0x%04x", (unsigned)ci.signatureScheme);
+    if (s)
+      copy_name(out->sigalg, sizeof(out->sigalg), s->name);
+    else
+      snprintf(out->sigalg, sizeof(out->sigalg), "0x%04x", (unsigned)ci.signatureScheme);
   }
   out->peer_verified = !out->resumed && c->verified;
   /* The client's CertificateVerify, as it went over the wire (TLS 1.2; cv_watch). */
   if (!out->resumed && c->watch.scheme_have == 2) {
     unsigned code = tb_get16(c->watch.scheme);
     const tb_name *s = tb_name_of_code(tb_sigalg_names, code);
-    if (s) copy_name(out->client_sigalg, sizeof(out->client_sigalg), s->name);
-    else snprintf(out->client_sigalg, sizeof(out->client_sigalg), "0x%04x", code);
+    if (s)
+      copy_name(out->client_sigalg, sizeof(out->client_sigalg), s->name);
+    else
+      snprintf(out->client_sigalg, sizeof(out->client_sigalg), "0x%04x", code);
   }
   return TB_OK;
 }
@@ -916,7 +927,8 @@ static tb_status nss_aead_new(tb_aead_alg alg, const unsigned char *key, size_t 
   *out = NULL;
   CK_MECHANISM_TYPE mech = alg == TB_CHACHA20_POLY1305 ? CKM_CHACHA20_POLY1305 : CKM_AES_GCM;
   size_t want = alg == TB_AES_128_GCM ? 16 : 32;
-  if (key_len != want) return tb_fail(err, TB_FAILED, "AEAD key of %zu bytes, expected %zu", key_len, want);
+  if (key_len != want)
+    return tb_fail(err, TB_FAILED, "AEAD key of %zu bytes, expected %zu", key_len, want);
   PK11SlotInfo *slot = PK11_GetInternalSlot();
   if (slot == NULL) return nss_fail(err, TB_FAILED, "PK11_GetInternalSlot");
   SECItem k = {siBuffer, (unsigned char *)key, (unsigned)key_len};
@@ -970,7 +982,8 @@ static tb_status nss_aead_seal(void *p, const unsigned char nonce[TB_AEAD_NONCE_
                    (unsigned)len) != SECSuccess)
     return nss_fail(err, TB_FAILED, "PK11_Encrypt");
   if (out_len != len + TB_AEAD_TAG_LEN)
-    return tb_fail(err, TB_FAILED, "seal wrote %u bytes, expected %zu", out_len, len + TB_AEAD_TAG_LEN);
+    return tb_fail(err, TB_FAILED, "seal wrote %u bytes, expected %zu", out_len,
+                   len + TB_AEAD_TAG_LEN);
   return TB_OK;
 }
 
@@ -984,7 +997,8 @@ static tb_status nss_aead_open(void *p, const unsigned char nonce[TB_AEAD_NONCE_
   if (PK11_Decrypt(a->key, a->mech, &item, out, &out_len, (unsigned)len, in,
                    (unsigned)(len + TB_AEAD_TAG_LEN)) != SECSuccess)
     return nss_fail(err, TB_FAILED, "PK11_Decrypt");
-  if (out_len != len) return tb_fail(err, TB_FAILED, "open wrote %u bytes, expected %zu", out_len, len);
+  if (out_len != len)
+    return tb_fail(err, TB_FAILED, "open wrote %u bytes, expected %zu", out_len, len);
   return TB_OK;
 }
 
@@ -1015,7 +1029,8 @@ static const char *g_options[5];
 static void info_suites(void) {
   size_t n = 0;
   const PRUint16 *ids = SSL_GetImplementedCiphers();
-  for (PRUint16 i = 0; i < SSL_GetNumImplementedCiphers() && n + 1 < sizeof(g_suites) / sizeof(g_suites[0]); i++) {
+  for (PRUint16 i = 0;
+       i < SSL_GetNumImplementedCiphers() && n + 1 < sizeof(g_suites) / sizeof(g_suites[0]); i++) {
     const tb_name *name = tb_name_of_code(tb_suite_names, ids[i]);
     SSLCipherSuiteInfo si;
     if (name != NULL && SSL_GetCipherSuiteInfo(ids[i], &si, sizeof(si)) == SECSuccess &&
@@ -1027,7 +1042,8 @@ static void info_suites(void) {
 
 static void info_groups(void) {
   size_t n = 0;
-  for (const tb_name *g = tb_group_names; g->name != NULL && n + 1 < sizeof(g_groups) / sizeof(g_groups[0]); g++) {
+  for (const tb_name *g = tb_group_names;
+       g->name != NULL && n + 1 < sizeof(g_groups) / sizeof(g_groups[0]); g++) {
     if (nss_has_group((SSLNamedGroup)g->code)) g_groups[n++] = g->name;
   }
   g_groups[n] = NULL;
@@ -1059,7 +1075,8 @@ static int nss_has_sigalg(unsigned code) {
 
 static void info_sigalgs(void) {
   size_t n = 0;
-  for (const tb_name *s = tb_sigalg_names; s->name != NULL && n + 1 < sizeof(g_sigalgs) / sizeof(g_sigalgs[0]); s++) {
+  for (const tb_name *s = tb_sigalg_names;
+       s->name != NULL && n + 1 < sizeof(g_sigalgs) / sizeof(g_sigalgs[0]); s++) {
     if (nss_has_sigalg(s->code)) g_sigalgs[n++] = s->name;
   }
   g_sigalgs[n] = NULL;
@@ -1100,7 +1117,8 @@ static tb_status nss_global_init(char *err) {
   layer_init();
   if (NSS_NoDB_Init(NULL) != SECSuccess) return nss_fail(err, TB_FAILED, "NSS_NoDB_Init");
   /* Every suite allowed by policy; the model sockets pin the one asked. */
-  if (NSS_SetDomesticPolicy() != SECSuccess) return nss_fail(err, TB_FAILED, "NSS_SetDomesticPolicy");
+  if (NSS_SetDomesticPolicy() != SECSuccess)
+    return nss_fail(err, TB_FAILED, "NSS_SetDomesticPolicy");
   /* A server socket needs the session-ID cache configured, even when it resumes from
    * tickets only (TLS 1.3; TLS 1.2 with tickets on). */
   if (SSL_ConfigServerSessionIDCache(256, 0, 0, NULL) != SECSuccess)
