@@ -24,7 +24,9 @@
  * Sessions: the client takes NSS's resumption tokens (SSL_SetResumptionTokenCallback) and
  * offers one with SSL_SetResumptionToken, instead of NSS's process-wide client cache; the
  * server resumes from tickets (SSL_ENABLE_SESSION_TICKETS), encrypted with NSS's
- * per-process ticket key.
+ * per-process ticket key. NSS hands a client a token only for a ticket (sslnonce.c's
+ * ssl_CacheExternalToken), and its TLS 1.2 server sends a ticket only on a full
+ * handshake: a resumed TLS 1.2 connection hands over the session it offered again.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +50,7 @@
 
 #include "tlsbench/driver.h"
 #include "tlsbench/names.h"
+#include "tls_wire.h"
 
 /* ------------------------------------------------------------------------- errors */
 
@@ -111,11 +114,65 @@ static int pem_blocks(const char *path, const char *label, SECItem **out, int ma
 
 typedef struct nss_conn nss_conn;
 
+/* The client's CertificateVerify read off the wire (mutual auth, TLS 1.2), because NSS
+ * reports only the server's signature scheme (SSLChannelInfo.signatureScheme is the
+ * server's own on the server, and the one it checked on the client). In TLS 1.2 the
+ * client's handshake records are plaintext until its ChangeCipherSpec: the client watches
+ * the bytes it sends, the server the bytes it receives, record by record and message by
+ * message, keeping a few bytes of state (nothing is buffered, nothing allocated). */
+typedef struct cv_watch {
+  int on;               /* watching (TLS 1.2, mutual auth, a full handshake) */
+  int done;             /* a ChangeCipherSpec: later records are encrypted */
+  unsigned char rec[5]; /* the record header being read */
+  unsigned rec_have;
+  size_t rec_left;      /* body bytes of the current record still to come */
+  unsigned char msg[4]; /* the handshake message header being read */
+  unsigned msg_have;
+  size_t msg_left;         /* body bytes of the current message still to come */
+  size_t msg_pos;          /* body bytes of it already seen */
+  unsigned char scheme[2]; /* a CertificateVerify's first two bytes: its SignatureScheme */
+  unsigned scheme_have;
+} cv_watch;
+
+static void cv_handshake_byte(cv_watch *w, unsigned char b) {
+  if (w->msg_have < 4) {
+    w->msg[w->msg_have++] = b;
+    if (w->msg_have == 4) {
+      w->msg_left = tb_get24(w->msg + 1);
+      w->msg_pos = 0;
+      if (w->msg_left == 0) w->msg_have = 0;
+    }
+    return;
+  }
+  if (w->msg[0] == TB_HS_CERTIFICATE_VERIFY && w->msg_pos < 2) w->scheme[w->scheme_have++] = b;
+  w->msg_pos++;
+  if (--w->msg_left == 0) w->msg_have = 0;
+}
+
+static void cv_watch_bytes(cv_watch *w, const unsigned char *p, size_t n) {
+  for (size_t i = 0; i < n && w->on && !w->done; i++) {
+    if (w->rec_have < 5) {
+      w->rec[w->rec_have++] = p[i];
+      if (w->rec_have == 5) {
+        w->rec_left = tb_get16(w->rec + 3);
+        if (w->rec[0] == TB_REC_CHANGE_CIPHER_SPEC) w->done = 1;
+        if (w->rec_left == 0) w->rec_have = 0;
+      }
+      continue;
+    }
+    if (w->rec[0] == TB_REC_HANDSHAKE) cv_handshake_byte(w, p[i]);
+    if (--w->rec_left == 0) w->rec_have = 0;
+  }
+}
+
 static PRDescIdentity g_layer;
 static PRIOMethods g_methods;
 
 /* The transport behind a bottom-layer descriptor (NULL for a model socket's). */
 static const tb_transport *layer_transport(PRFileDesc *fd);
+/* The watch of the client's records: the client's on what it sends, the server's on what
+ * it receives (NULL: neither, or a model socket). */
+static cv_watch *layer_watch(PRFileDesc *fd, int sending);
 
 static PRInt32 layer_recv(PRFileDesc *fd, void *buf, PRInt32 amount, PRIntn flags,
                           PRIntervalTime timeout) {
@@ -126,6 +183,8 @@ static PRInt32 layer_recv(PRFileDesc *fd, void *buf, PRInt32 amount, PRIntn flag
     return -1;
   }
   long n = t->recv(t->io, buf, (size_t)amount);
+  cv_watch *w = n > 0 ? layer_watch(fd, 0) : NULL;
+  if (w != NULL) cv_watch_bytes(w, buf, (size_t)n);
   if (n >= 0) return (PRInt32)n; /* 0: the peer closed the stream */
   PR_SetError(n == TB_IO_WOULD_BLOCK ? PR_WOULD_BLOCK_ERROR : PR_IO_ERROR, 0);
   return -1;
@@ -144,6 +203,8 @@ static PRInt32 layer_send(PRFileDesc *fd, const void *buf, PRInt32 amount, PRInt
     return -1;
   }
   long n = t->send(t->io, buf, (size_t)amount);
+  cv_watch *w = n > 0 ? layer_watch(fd, 1) : NULL;
+  if (w != NULL) cv_watch_bytes(w, buf, (size_t)n);
   if (n > 0) return (PRInt32)n;
   PR_SetError(n == 0 || n == TB_IO_WOULD_BLOCK ? PR_WOULD_BLOCK_ERROR : PR_IO_ERROR, 0);
   return -1;
@@ -500,12 +561,22 @@ static tb_status nss_ctx_new(const tb_config *cfg, void **out, char *err) {
                    "NSS has no TLS 1.2 PSK suites, and the adapter does not configure TLS 1.3 "
                    "external pre-shared keys (NSS would need SSL_AddExternalPsk)");
   /* The check of a mutual run needs the scheme of the client's CertificateVerify, which
-   * NSS does not report (SSLChannelInfo.signatureScheme is the server's); reading it off
-   * the wire (encrypted in TLS 1.3) is not written yet. */
-  if (cfg->auth == TB_AUTH_MUTUAL)
+   * NSS does not report (SSLChannelInfo.signatureScheme is the server's on both sides). In
+   * TLS 1.2 the adapter reads it off the wire (cv_watch); in TLS 1.3 it is encrypted under
+   * the client's handshake traffic key, and decrypting it (SSL_SecretCallback, then
+   * SSL_MakeAead over whole buffered records) is not written. */
+  if (cfg->auth == TB_AUTH_MUTUAL && cfg->tls_version == 13)
     return tb_fail(err, TB_UNSUPPORTED,
-                   "mutual auth: NSS does not report the scheme of the client's "
-                   "CertificateVerify, and the adapter does not read it off the wire yet");
+                   "mutual auth in TLS 1.3: NSS does not report the scheme of the client's "
+                   "CertificateVerify, which is encrypted there (the adapter reads it off the "
+                   "wire in TLS 1.2 only)");
+  /* NSS's client keeps no resumption token of a session that authenticated the client
+   * (sslnonce.c's ssl_CacheExternalToken: "Don't export token if the session used client
+   * authentication"), and the adapter resumes only from tokens. */
+  if (cfg->auth == TB_AUTH_MUTUAL && cfg->resumption)
+    return tb_fail(err, TB_UNSUPPORTED,
+                   "resumption with mutual auth: NSS hands over no resumption token for a "
+                   "session that authenticated the client");
   if (cfg->release_buffers)
     return tb_fail(err, TB_UNSUPPORTED,
                    "NSS keeps a connection's read and write buffers for its life: no option "
@@ -557,6 +628,19 @@ static tb_status nss_ctx_new(const tb_config *cfg, void **out, char *err) {
 
 /* ------------------------------------------------------------------------- connection */
 
+/* A client's session: NSS's resumption token. Counted references: a TLS 1.2 connection
+ * that resumed from a ticket gets no new one (NSS's server issues a NewSessionTicket only
+ * on a full handshake, ssl3con.c's ssl3_HandleClientHello: "TODO: send a session ticket if
+ * performing a stateful resumption"), and the ticket it offered stays valid, so the
+ * session it hands over next is the one it was given. */
+typedef struct nss_session {
+  PRUint8 *token;
+  unsigned len;
+  unsigned refs;
+} nss_session;
+
+static void nss_session_free(void *p);
+
 struct nss_conn {
   nss_ctx *ctx;
   tb_transport transport;
@@ -564,11 +648,19 @@ struct nss_conn {
   int verified;   /* the auth-certificate hook verified the peer's chain */
   PRUint8 *token; /* client: the newest resumption token NSS handed over */
   unsigned token_len;
+  struct nss_session *offered; /* client: the session this connection offered (a reference) */
+  cv_watch watch;              /* the client's CertificateVerify (mutual auth, TLS 1.2) */
 };
 
 static const tb_transport *layer_transport(PRFileDesc *fd) {
   nss_conn *c = (nss_conn *)fd->secret;
   return c ? &c->transport : NULL;
+}
+
+static cv_watch *layer_watch(PRFileDesc *fd, int sending) {
+  nss_conn *c = (nss_conn *)fd->secret;
+  if (c == NULL || !c->watch.on || sending != (c->ctx->role == TB_CLIENT)) return NULL;
+  return &c->watch;
 }
 
 /* The client's certificate and key, when the server asks (mutual auth). */
@@ -612,13 +704,9 @@ static void nss_conn_free(void *p) {
   if (c == NULL) return;
   if (c->fd) PR_Close(c->fd); /* the SSL layer, then the bottom layer */
   free(c->token);
+  nss_session_free(c->offered);
   free(c);
 }
-
-typedef struct nss_session {
-  PRUint8 *token;
-  unsigned len;
-} nss_session;
 
 static tb_status nss_conn_new(void *ctx, const tb_transport *transport, void *session, void **out,
                               char *err) {
@@ -635,6 +723,8 @@ static tb_status nss_conn_new(void *ctx, const tb_transport *transport, void *se
   if (c == NULL) return tb_fail(err, TB_FAILED, "out of memory");
   c->ctx = x;
   c->transport = *transport;
+  /* A resumed handshake signs nothing; watching costs nothing when there is no message. */
+  c->watch.on = x->tls == 12 && x->auth == TB_AUTH_MUTUAL;
   tb_status st = TB_OK;
   PRFileDesc *bottom = layer_new(c);
   c->fd = bottom ? SSL_ImportFD(x->model, bottom) : NULL;
@@ -655,9 +745,13 @@ static tb_status nss_conn_new(void *ctx, const tb_transport *transport, void *se
     st = nss_fail(err, TB_FAILED, "SSL_ResetHandshake");
   /* After SSL_ResetHandshake, which would drop the session the token restores. */
   if (st == TB_OK && x->role == TB_CLIENT) {
-    const nss_session *s = session;
+    nss_session *s = session;
     if (st == TB_OK && s != NULL && SSL_SetResumptionToken(c->fd, s->token, s->len) != SECSuccess)
       st = nss_fail(err, TB_FAILED, "SSL_SetResumptionToken");
+    if (st == TB_OK && s != NULL) {
+      s->refs++;
+      c->offered = s;
+    }
   }
   if (st != TB_OK) {
     nss_conn_free(c);
@@ -752,6 +846,15 @@ static tb_status nss_negotiated(void *p, tb_negotiated *out, char *err) {
       snprintf(out->sigalg, sizeof(out->sigalg), "0x%04x", (unsigned)ci.signatureScheme);
   }
   out->peer_verified = !out->resumed && c->verified;
+  /* The client's CertificateVerify, as it went over the wire (TLS 1.2; cv_watch). */
+  if (!out->resumed && c->watch.scheme_have == 2) {
+    unsigned code = tb_get16(c->watch.scheme);
+    const tb_name *s = tb_name_of_code(tb_sigalg_names, code);
+    if (s)
+      copy_name(out->client_sigalg, sizeof(out->client_sigalg), s->name);
+    else
+      snprintf(out->client_sigalg, sizeof(out->client_sigalg), "0x%04x", code);
+  }
   return TB_OK;
 }
 
@@ -760,6 +863,18 @@ static tb_status nss_negotiated(void *p, tb_negotiated *out, char *err) {
 static tb_status nss_session_get(void *p, void **out, char *err) {
   nss_conn *c = p;
   *out = NULL;
+  if (c->token == NULL && c->offered != NULL) {
+    /* No new ticket: a TLS 1.2 handshake that resumed keeps the session it offered (see
+     * nss_session). Any other connection without a token is an error. */
+    SSLChannelInfo ci;
+    if (SSL_GetChannelInfo(c->fd, &ci, sizeof(ci)) != SECSuccess)
+      return nss_fail(err, TB_FAILED, "SSL_GetChannelInfo");
+    if (ci.resumed && ci.protocolVersion == SSL_LIBRARY_VERSION_TLS_1_2) {
+      c->offered->refs++;
+      *out = c->offered;
+      return TB_OK;
+    }
+  }
   if (c->token == NULL)
     return tb_fail(err, TB_FAILED, "NSS handed over no resumption token (no ticket received)");
   nss_session *s = malloc(sizeof(*s));
@@ -772,13 +887,14 @@ static tb_status nss_session_get(void *p, void **out, char *err) {
   memcpy(copy, c->token, c->token_len);
   s->token = copy;
   s->len = c->token_len;
+  s->refs = 1;
   *out = s;
   return TB_OK;
 }
 
 static void nss_session_free(void *p) {
   nss_session *s = p;
-  if (s == NULL) return;
+  if (s == NULL || --s->refs > 0) return;
   free(s->token);
   free(s);
 }
