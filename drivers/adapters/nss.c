@@ -117,51 +117,20 @@ typedef struct nss_conn nss_conn;
 /* The client's CertificateVerify read off the wire (mutual auth, TLS 1.2), because NSS
  * reports only the server's signature scheme (SSLChannelInfo.signatureScheme is the
  * server's own on the server, and the one it checked on the client). In TLS 1.2 the
- * client's handshake records are plaintext until its ChangeCipherSpec: the client watches
- * the bytes it sends, the server the bytes it receives, record by record and message by
- * message, keeping a few bytes of state (nothing is buffered, nothing allocated). */
-typedef struct cv_watch {
-  int on;               /* watching (TLS 1.2, mutual auth, a full handshake) */
-  int done;             /* a ChangeCipherSpec: later records are encrypted */
-  unsigned char rec[5]; /* the record header being read */
-  unsigned rec_have;
-  size_t rec_left;      /* body bytes of the current record still to come */
-  unsigned char msg[4]; /* the handshake message header being read */
-  unsigned msg_have;
-  size_t msg_left;         /* body bytes of the current message still to come */
-  size_t msg_pos;          /* body bytes of it already seen */
-  unsigned char scheme[2]; /* a CertificateVerify's first two bytes: its SignatureScheme */
-  unsigned scheme_have;
-} cv_watch;
+ * client's handshake records are plaintext until its ChangeCipherSpec: the I/O layer only
+ * copies the bytes that pass (tb_wire_keep, off the heap: driver.h's read-back rule), and
+ * negotiated() finds the message in them after the clock stopped. */
+typedef struct cv_seen {
+  int parsed;
+  unsigned char scheme[2]; /* the CertificateVerify's first two bytes: its SignatureScheme */
+  int found;
+} cv_seen;
 
-static void cv_handshake_byte(cv_watch *w, unsigned char b) {
-  if (w->msg_have < 4) {
-    w->msg[w->msg_have++] = b;
-    if (w->msg_have == 4) {
-      w->msg_left = tb_get24(w->msg + 1);
-      w->msg_pos = 0;
-      if (w->msg_left == 0) w->msg_have = 0;
-    }
-    return;
-  }
-  if (w->msg[0] == TB_HS_CERTIFICATE_VERIFY && w->msg_pos < 2) w->scheme[w->scheme_have++] = b;
-  w->msg_pos++;
-  if (--w->msg_left == 0) w->msg_have = 0;
-}
-
-static void cv_watch_bytes(cv_watch *w, const unsigned char *p, size_t n) {
-  for (size_t i = 0; i < n && w->on && !w->done; i++) {
-    if (w->rec_have < 5) {
-      w->rec[w->rec_have++] = p[i];
-      if (w->rec_have == 5) {
-        w->rec_left = tb_get16(w->rec + 3);
-        if (w->rec[0] == TB_REC_CHANGE_CIPHER_SPEC) w->done = 1;
-        if (w->rec_left == 0) w->rec_have = 0;
-      }
-      continue;
-    }
-    if (w->rec[0] == TB_REC_HANDSHAKE) cv_handshake_byte(w, p[i]);
-    if (--w->rec_left == 0) w->rec_have = 0;
+static void cv_message(void *arg, unsigned type, const unsigned char *body, size_t len) {
+  cv_seen *seen = arg;
+  if (type == TB_HS_CERTIFICATE_VERIFY && len >= 2 && !seen->found) {
+    memcpy(seen->scheme, body, 2);
+    seen->found = 1;
   }
 }
 
@@ -170,9 +139,9 @@ static PRIOMethods g_methods;
 
 /* The transport behind a bottom-layer descriptor (NULL for a model socket's). */
 static const tb_transport *layer_transport(PRFileDesc *fd);
-/* The watch of the client's records: the client's on what it sends, the server's on what
- * it receives (NULL: neither, or a model socket). */
-static cv_watch *layer_watch(PRFileDesc *fd, int sending);
+/* The bytes of a connection whose client's CertificateVerify is read back (NULL: none, or
+ * a model socket). */
+static tb_wire *layer_wire(PRFileDesc *fd);
 
 static PRInt32 layer_recv(PRFileDesc *fd, void *buf, PRInt32 amount, PRIntn flags,
                           PRIntervalTime timeout) {
@@ -183,8 +152,8 @@ static PRInt32 layer_recv(PRFileDesc *fd, void *buf, PRInt32 amount, PRIntn flag
     return -1;
   }
   long n = t->recv(t->io, buf, (size_t)amount);
-  cv_watch *w = n > 0 ? layer_watch(fd, 0) : NULL;
-  if (w != NULL) cv_watch_bytes(w, buf, (size_t)n);
+  tb_wire *w = n > 0 ? layer_wire(fd) : NULL;
+  if (w != NULL) tb_wire_keep(w, TB_WIRE_IN, buf, (size_t)n);
   if (n >= 0) return (PRInt32)n; /* 0: the peer closed the stream */
   PR_SetError(n == TB_IO_WOULD_BLOCK ? PR_WOULD_BLOCK_ERROR : PR_IO_ERROR, 0);
   return -1;
@@ -203,8 +172,8 @@ static PRInt32 layer_send(PRFileDesc *fd, const void *buf, PRInt32 amount, PRInt
     return -1;
   }
   long n = t->send(t->io, buf, (size_t)amount);
-  cv_watch *w = n > 0 ? layer_watch(fd, 1) : NULL;
-  if (w != NULL) cv_watch_bytes(w, buf, (size_t)n);
+  tb_wire *w = n > 0 ? layer_wire(fd) : NULL;
+  if (w != NULL) tb_wire_keep(w, TB_WIRE_OUT, buf, (size_t)n);
   if (n > 0) return (PRInt32)n;
   PR_SetError(n == 0 || n == TB_IO_WOULD_BLOCK ? PR_WOULD_BLOCK_ERROR : PR_IO_ERROR, 0);
   return -1;
@@ -562,7 +531,7 @@ static tb_status nss_ctx_new(const tb_config *cfg, void **out, char *err) {
                    "external pre-shared keys (NSS would need SSL_AddExternalPsk)");
   /* The check of a mutual run needs the scheme of the client's CertificateVerify, which
    * NSS does not report (SSLChannelInfo.signatureScheme is the server's on both sides). In
-   * TLS 1.2 the adapter reads it off the wire (cv_watch); in TLS 1.3 it is encrypted under
+   * TLS 1.2 the adapter reads it off the wire (cv_seen); in TLS 1.3 it is encrypted under
    * the client's handshake traffic key, and decrypting it (SSL_SecretCallback, then
    * SSL_MakeAead over whole buffered records) is not written. */
   if (cfg->auth == TB_AUTH_MUTUAL && cfg->tls_version == 13)
@@ -649,7 +618,7 @@ struct nss_conn {
   PRUint8 *token; /* client: the newest resumption token NSS handed over */
   unsigned token_len;
   struct nss_session *offered; /* client: the session this connection offered (a reference) */
-  cv_watch watch;              /* the client's CertificateVerify (mutual auth, TLS 1.2) */
+  tb_wire *wire; /* mutual auth, TLS 1.2: the handshake's bytes, for the client's scheme */
 };
 
 static const tb_transport *layer_transport(PRFileDesc *fd) {
@@ -657,10 +626,9 @@ static const tb_transport *layer_transport(PRFileDesc *fd) {
   return c ? &c->transport : NULL;
 }
 
-static cv_watch *layer_watch(PRFileDesc *fd, int sending) {
+static tb_wire *layer_wire(PRFileDesc *fd) {
   nss_conn *c = (nss_conn *)fd->secret;
-  if (c == NULL || !c->watch.on || sending != (c->ctx->role == TB_CLIENT)) return NULL;
-  return &c->watch;
+  return c ? c->wire : NULL;
 }
 
 /* The client's certificate and key, when the server asks (mutual auth). */
@@ -705,6 +673,7 @@ static void nss_conn_free(void *p) {
   if (c->fd) PR_Close(c->fd); /* the SSL layer, then the bottom layer */
   free(c->token);
   nss_session_free(c->offered);
+  tb_wire_free(c->wire);
   free(c);
 }
 
@@ -723,12 +692,12 @@ static tb_status nss_conn_new(void *ctx, const tb_transport *transport, void *se
   if (c == NULL) return tb_fail(err, TB_FAILED, "out of memory");
   c->ctx = x;
   c->transport = *transport;
-  /* A resumed handshake signs nothing; watching costs nothing when there is no message. */
-  c->watch.on = x->tls == 12 && x->auth == TB_AUTH_MUTUAL;
   tb_status st = TB_OK;
-  PRFileDesc *bottom = layer_new(c);
+  if (x->tls == 12 && x->auth == TB_AUTH_MUTUAL && (c->wire = tb_wire_new()) == NULL)
+    st = tb_fail(err, TB_FAILED, "out of memory (the read-back's bytes)");
+  PRFileDesc *bottom = st == TB_OK ? layer_new(c) : NULL;
   c->fd = bottom ? SSL_ImportFD(x->model, bottom) : NULL;
-  if (c->fd == NULL) {
+  if (st == TB_OK && c->fd == NULL) {
     if (bottom) PR_Close(bottom);
     st = nss_fail(err, TB_FAILED, "SSL_ImportFD");
   }
@@ -846,9 +815,20 @@ static tb_status nss_negotiated(void *p, tb_negotiated *out, char *err) {
       snprintf(out->sigalg, sizeof(out->sigalg), "0x%04x", (unsigned)ci.signatureScheme);
   }
   out->peer_verified = !out->resumed && c->verified;
-  /* The client's CertificateVerify, as it went over the wire (TLS 1.2; cv_watch). */
-  if (!out->resumed && c->watch.scheme_have == 2) {
-    unsigned code = tb_get16(c->watch.scheme);
+  /* The client's CertificateVerify, as it went over the wire (TLS 1.2; cv_seen). */
+  cv_seen *seen = c->wire ? tb_wire_extra(c->wire) : NULL;
+  if (seen != NULL && !seen->parsed) {
+    if (tb_wire_overflow(c->wire))
+      return tb_fail(err, TB_FAILED,
+                     "the handshake passed more than the %d bytes a direction the read-back keeps",
+                     TB_WIRE_BYTES);
+    tb_wire_plain_messages(c->wire, c->ctx->role == TB_CLIENT ? TB_WIRE_OUT : TB_WIRE_IN, 0,
+                           cv_message, seen);
+    tb_wire_release(c->wire);
+    seen->parsed = 1;
+  }
+  if (!out->resumed && seen != NULL && seen->found) {
+    unsigned code = tb_get16(seen->scheme);
     const tb_name *s = tb_name_of_code(tb_sigalg_names, code);
     if (s)
       copy_name(out->client_sigalg, sizeof(out->client_sigalg), s->name);
