@@ -29,6 +29,7 @@ def families() -> tuple[Family, ...]:
         firmware,
         interop,
         load,
+        releases,
         scaling,
         tls,
     )
@@ -41,6 +42,7 @@ def families() -> tuple[Family, ...]:
         code_size.FAMILY,  # what a minimal client and server link
         load.FAMILY,  # a server under a load generator
         connections.FAMILY,  # memory per open connection, N held open in one process
+        releases.FAMILY,  # a library's releases side by side, each against the one before
         firmware.FAMILY,  # Cortex-M firmware images under QEMU (claims their variants)
     )
 
