@@ -251,6 +251,8 @@ def load_releases(reader: RunReader) -> dict[str, list[Any]]:
                 if point is None:
                     continue
                 values = _per_repetition(reader, point, figure.source)
+                if not values and reader.ok(point):
+                    continue  # the point ran but has no such figure (code size elsewhere)
                 value = statistics.median(values) * figure.scale if values else None
                 note = "" if values else _point_failure(reader, point)
                 verdict, how, change = "", "", None
