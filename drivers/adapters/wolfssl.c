@@ -656,7 +656,8 @@ static int noted_ecc_verify(WOLFSSL *ssl, const unsigned char *sig, unsigned int
 /* After each handshake step: the side's own choice, while wolfSSL holds it. */
 static void note_own_sigalg(WOLFSSL *ssl) {
   wolf_noted *n = wolfSSL_GetRsaPssVerifyCtx(ssl);
-  if (n != NULL && ssl->suites != NULL) n->own_sig = ssl->suites->sigAlgo, n->own_hash = ssl->suites->hashAlgo;
+  if (n != NULL && ssl->suites != NULL)
+    n->own_sig = ssl->suites->sigAlgo, n->own_hash = ssl->suites->hashAlgo;
 }
 #endif
 

@@ -64,7 +64,8 @@ def test_a_run_gives_each_release_its_figures_and_verdicts(tmp_path: Path) -> No
     [change] = model.release_changes
     assert change.library == "mbedtls" and "mbedtls-3.6.7" in change.newest
     assert change.worse + change.better + change.unchanged + change.inconclusive == len(
-        [r for r in rows if r.variant == "mbedtls-3.6.7"])
+        [r for r in rows if r.variant == "mbedtls-3.6.7"]
+    )
     text = export(model, "markdown")
     assert "Releases: mbedtls" in text and "What each newest release changed" in text
     names = {p.name for p in plots(model)}

@@ -131,8 +131,10 @@ class WolfsslRecipe:
         host = [f"--host={ctx.target.host}"] if cross and ctx.target.host else []
         ctx.log.step("configure")
         if release_configure(ctx.variant):
-            ctx.log.note(f"this release also gets {' '.join(release_configure(ctx.variant))}: "
-                         "the adapter reads its signature schemes through the PK callbacks")
+            ctx.log.note(
+                f"this release also gets {' '.join(release_configure(ctx.variant))}: "
+                "the adapter reads its signature schemes through the PK callbacks"
+            )
         ctx.run(
             [
                 str(ctx.source / "configure"), f"--prefix={ctx.prefix}", "--libdir="

@@ -138,8 +138,9 @@ def verdict_word(kind: str, verdict: str) -> str:
 def version_key(version: str) -> tuple[tuple[int, str], ...]:
     """Natural order of a release: numbers as numbers, letters after ("1.1.1w" < "3.0.22"
     < "3.5.7" < "3.6.3"; a Debian revision "3.7.9-2+deb12u5" sorts by its upstream first)."""
-    return tuple((int(p), "") if p.isdigit() else (-1, p) for p in re.findall(r"\d+|[a-z]+",
-                                                                              version.lower()))
+    return tuple(
+        (int(p), "") if p.isdigit() else (-1, p) for p in re.findall(r"\d+|[a-z]+", version.lower())
+    )
 
 
 @dataclass(frozen=True)
@@ -218,6 +219,16 @@ def _warm_verdict(base: list[float], candidate: list[float]) -> tuple[str, str]:
                                     ab.JITTER.get("heap", 0.0), False)  # fmt: skip
 
 
+def _point_of(reader: RunReader, points: list[Point], figure: Figure) -> Point | None:
+    """A release's point of a figure (its scenario and certificate)."""
+    for p in points:
+        if INNER[p.scenario] == figure.scenario and (
+            figure.cert is None or reader.params(p).get("cert") == figure.cert
+        ):
+            return p
+    return None
+
+
 def load_releases(reader: RunReader) -> dict[str, list[Any]]:
     points = reader.points_of(FAMILY.scenarios, ok=False)
     if not points:
@@ -232,22 +243,12 @@ def load_releases(reader: RunReader) -> dict[str, list[Any]]:
     changes: list[ReleaseChangeRow] = []
     for library, variants in by_library.items():
         ordered = sorted(variants, key=lambda v: (version_key(version[v]), v))
-        # The point of each figure, per variant (matched by name across releases, as ab does).
-        def point_of(variant: str, figure: Figure) -> Point | None:
-            for p in variants[variant]:
-                params = reader.params(p)
-                if INNER[p.scenario] == figure.scenario and (
-                    figure.cert is None or params.get("cert") == figure.cert
-                ):
-                    return p
-            return None
-
         pair_verdicts: dict[tuple[str, str], list[ab.Verdict]] = {}
         library_rows: list[ReleaseRow] = []
         for position, variant in enumerate(ordered):
             previous = ordered[position - 1] if position else ""
             for figure in FIGURES:
-                point = point_of(variant, figure)
+                point = _point_of(reader, variants[variant], figure)
                 if point is None:
                     continue
                 values = _per_repetition(reader, point, figure.source)
@@ -256,7 +257,7 @@ def load_releases(reader: RunReader) -> dict[str, list[Any]]:
                 value = statistics.median(values) * figure.scale if values else None
                 note = "" if values else _point_failure(reader, point)
                 verdict, how, change = "", "", None
-                before = point_of(previous, figure) if previous else None
+                before = _point_of(reader, variants[previous], figure) if previous else None
                 if before is not None:
                     verdict, how, change = _against(reader, before, point, figure, reps,
                                                     pair_verdicts)  # fmt: skip
@@ -290,7 +291,8 @@ def _against(reader: RunReader, before: Point, point: Point, figure: Figure,
     if run:  # a point only one release runs, or that failed: its verdict is the point's
         first = run[0]
         word = {ab.REGRESSION: "no longer supported", ab.IMPROVEMENT: "newly supported"}.get(
-            first.verdict, first.verdict)
+            first.verdict, first.verdict
+        )
         return word, first.how, change
     if not values:  # neither release runs it (both unsupported): nothing to compare
         return "", "", change
@@ -408,8 +410,15 @@ def releases_plots(model: RunModel) -> list[Plot]:
             for x, r in zip(xs, points, strict=True):
                 if r.verdict not in NEUTRAL:
                     color = "tab:red" if r.verdict in WORSE else "tab:green"
-                    ax.annotate(r.verdict, (x, r.value), textcoords="offset points",
-                                xytext=(0, 6), ha="center", fontsize="x-small", color=color)
+                    ax.annotate(
+                        r.verdict,
+                        (x, r.value),
+                        textcoords="offset points",
+                        xytext=(0, 6),
+                        ha="center",
+                        fontsize="x-small",
+                        color=color,
+                    )
             ax.set_xticks(xs, [r.release for r in points], rotation=30, fontsize="small")
             ax.set_title(library)
             ax.set_ylabel(points[0].unit)
