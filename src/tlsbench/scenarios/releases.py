@@ -335,7 +335,9 @@ def _cell(row: ReleaseRow) -> str:
     from tlsbench.report.views import fmt_sig
 
     if row.value is None:
-        return f"- ({row.note or row.verdict or 'no figure'})"
+        # The reason is in the view's details, once per release.
+        status = row.note.split(":", 1)[0] if row.note else "no figure"
+        return f"- ({status})"
     text = fmt_sig(row.value)
     if row.position == 0 or not row.verdict:
         return text
@@ -355,7 +357,8 @@ def releases_views(model: RunModel) -> list[View]:
         variants = list(dict.fromkeys(r.variant for r in sorted(mine, key=lambda r: r.position)))
         release = {r.variant: r.release for r in mine}
         table: list[list[str]] = []
-        for figure in dict.fromkeys(r.figure for r in mine):
+        order = {f.label: i for i, f in enumerate(FIGURES)}
+        for figure in sorted({r.figure for r in mine}, key=lambda label: order[label]):
             cells = {r.variant: r for r in mine if r.figure == figure}
             unit = next(iter(cells.values())).unit
             table.append([figure, unit, *(_cell(cells[v]) if v in cells else "-"
@@ -373,6 +376,8 @@ def releases_views(model: RunModel) -> list[View]:
             ["figure", "unit", *(f"{release[v]} ({v})" for v in variants)],
             [False, False, *(True for _ in variants)],
             table,
+            details=[(f"why {v} has no figure", note) for v, note in dict.fromkeys(
+                (r.variant, r.note) for r in mine if r.value is None and r.note)],
         ))  # fmt: skip
     if model.release_changes:
         out.append(View(
