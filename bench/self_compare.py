@@ -24,7 +24,7 @@ from pathlib import Path
 from tlsbench.core import paths
 from tlsbench.core.stats import NO_DIFFERENCE
 from tlsbench.core.store import Point, Store
-from tlsbench.report.compare import compare_points, compare_runs
+from tlsbench.reportkit.compare import compare_points, compare_runs
 
 EXPERIMENT = """
 question = "Does compare say 'no difference' between two runs of unchanged builds?"

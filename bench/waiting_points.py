@@ -26,7 +26,7 @@ from pathlib import Path
 from tlsbench.core import paths
 from tlsbench.core.stats import NO_DIFFERENCE
 from tlsbench.core.store import Store
-from tlsbench.report.compare import compare_runs
+from tlsbench.reportkit.compare import compare_runs
 
 # A slice of the grid: both groups and every round trip and loss, one client, one cert.
 SLICE = ["variant=openssl-3.5.x", "cert=ecdsa-p256", "chain=1"]

@@ -48,6 +48,28 @@
 /* First byte of every TLS 1.3 cipher suite (RFC 8446 B.4). */
 #define TLS13_SUITE_BYTE 0x13
 
+/* wolfSSL before 5.6 (5.5.4 is pinned) keeps no record of the peer's signature scheme
+ * (Options.peerSigAlgo / peerHashAlgo came later) and frees its own choice (Suites.sigAlgo /
+ * hashAlgo) when the handshake completes. A build of such a release has the PK callbacks
+ * (the recipe adds --enable-pkcallbacks): the verify callbacks below make the call wolfSSL
+ * itself makes (the same wolfCrypt function on the key wolfSSL decoded) and note the scheme
+ * they verified; a side's own choice is noted after each handshake step while wolfSSL still
+ * holds it. 5.7.2 has the fields; releases between are untested. */
+#if defined(TB_WOLF_PRIVATE) && LIBWOLFSSL_VERSION_HEX < 0x05006000
+#define TB_WOLF_BEFORE_5_6 1
+#ifdef HAVE_PK_CALLBACKS
+#define TB_WOLF_NOTED_SIGALGS 1
+#else
+#define TB_WOLF_UNNOTED_SIGALGS 1 /* certificate runs are refused (check_config) */
+#endif
+#endif
+#ifdef TB_WOLF_NOTED_SIGALGS
+typedef struct wolf_noted {
+  byte own_sig, own_hash;   /* Suites.sigAlgo / hashAlgo, as last seen */
+  byte peer_sig, peer_hash; /* what the verify callbacks verified */
+} wolf_noted;
+#endif
+
 /* ------------------------------------------------------------------------- types */
 
 typedef struct wolf_ctx {
@@ -75,6 +97,9 @@ typedef struct wolf_conn {
   tb_role role;
   int expect_hrr;         /* the context's: the server must ask for another key share */
   tb_transport transport; /* a copy: the caller's struct need not outlive conn_new */
+#ifdef TB_WOLF_NOTED_SIGALGS
+  wolf_noted noted; /* the verify callbacks' context (see TB_WOLF_NOTED_SIGALGS) */
+#endif
 } wolf_conn;
 
 typedef struct wolf_aead {
@@ -496,6 +521,14 @@ static const char *ecc_oid_name(word32 oid) {
 
 static const char *group_name(WOLFSSL *ssl, int tls13, int resumed) {
   if (tls13) {
+#ifdef TB_WOLF_BEFORE_5_6
+    /* wolfSSL before 5.6 sets namedGroup on the client only; its server keeps the group of
+     * the key share it derived the secret from in its session (TLSX_KeyShare_Process). */
+    if (WS_NAMED_GROUP(ssl) == 0 && ssl->options.side == WOLFSSL_SERVER_END &&
+        ssl->session != NULL) {
+      return ssl->session->namedGroup == 0 ? "" : named_group(ssl->session->namedGroup);
+    }
+#endif
     return WS_NAMED_GROUP(ssl) == 0 ? "" : named_group(WS_NAMED_GROUP(ssl));
   }
   if (resumed) return "";
@@ -563,6 +596,71 @@ static int sigalg_code(byte sig, byte hash) {
   }
 }
 
+#ifdef TB_WOLF_NOTED_SIGALGS
+/* TypeHash()'s hash (what RsaVerify passes) as wolfCrypt's hash type and the TLS hash. */
+static int pss_hash(int hash, enum wc_HashType *type, byte *mac) {
+  switch (hash) {
+    case SHA256h:
+      *type = WC_HASH_TYPE_SHA256, *mac = sha256_mac;
+      return 1;
+    case SHA384h:
+      *type = WC_HASH_TYPE_SHA384, *mac = sha384_mac;
+      return 1;
+    case SHA512h:
+      *type = WC_HASH_TYPE_SHA512, *mac = sha512_mac;
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+/* RsaVerify's RSA-PSS branch, on the key wolfSSL decoded (wolfSSL 5.5 calls it for the
+ * peer's key only: ServerKeyExchange and both CertificateVerify messages). */
+static int noted_rsa_pss_verify(WOLFSSL *ssl, unsigned char *sig, unsigned int sig_len,
+                                unsigned char **out, int hash, int mgf, const unsigned char *der,
+                                unsigned int der_len, void *ctx) {
+  (void)der, (void)der_len;
+  wolf_noted *n = ctx;
+  enum wc_HashType type;
+  byte mac;
+  if (n == NULL || ssl->peerRsaKey == NULL || !pss_hash(hash, &type, &mac)) return BAD_FUNC_ARG;
+  int ret = wc_RsaPSS_VerifyInline(sig, sig_len, out, type, mgf, ssl->peerRsaKey);
+  n->peer_sig = rsa_pss_sa_algo, n->peer_hash = mac;
+  return ret;
+}
+
+/* EccVerify's own call, on the peer's key as wolfSSL decoded it; the digest's size is the
+ * hash. With the callbacks on, wolfSSL also verifies a chain's ECDSA signatures through
+ * this one, with the issuer's key as DER: that key is decoded here, as wolfSSL would, and
+ * nothing is noted. */
+static int noted_ecc_verify(WOLFSSL *ssl, const unsigned char *sig, unsigned int sig_len,
+                            const unsigned char *digest, unsigned int digest_len,
+                            const unsigned char *der, unsigned int der_len, int *result,
+                            void *ctx) {
+  wolf_noted *n = ctx;
+  if (n != NULL && ssl->peerEccDsaKey != NULL && der == ssl->buffers.peerEccDsaKey.buffer) {
+    n->peer_sig = ecc_dsa_sa_algo;
+    n->peer_hash = digest_len == 64 ? sha512_mac : digest_len == 48 ? sha384_mac : sha256_mac;
+    return wc_ecc_verify_hash(sig, sig_len, digest, digest_len, result, ssl->peerEccDsaKey);
+  }
+  ecc_key key;
+  word32 at = 0;
+  int ret = wc_ecc_init(&key);
+  if (ret != 0) return ret;
+  ret = wc_EccPublicKeyDecode(der, &at, &key, der_len);
+  if (ret == 0) ret = wc_ecc_verify_hash(sig, sig_len, digest, digest_len, result, &key);
+  wc_ecc_free(&key);
+  return ret;
+}
+
+/* After each handshake step: the side's own choice, while wolfSSL holds it. */
+static void note_own_sigalg(WOLFSSL *ssl) {
+  wolf_noted *n = wolfSSL_GetRsaPssVerifyCtx(ssl);
+  if (n != NULL && ssl->suites != NULL)
+    n->own_sig = ssl->suites->sigAlgo, n->own_hash = ssl->suites->hashAlgo;
+}
+#endif
+
 /* The scheme of the server's signature (ServerKeyExchange / CertificateVerify): the server
  * reads the one it chose (options.sigAlgo/hashAlgo, set by PickHashSigAlgo), the client
  * the one it verified (options.peerSigAlgo/peerHashAlgo, set when it processed that
@@ -570,8 +668,14 @@ static int sigalg_code(byte sig, byte hash) {
  * (and wolfSSL still fills those fields in those cases, so they are not read then). */
 static const char *sigalg_name(WOLFSSL *ssl, tb_role role, int tls13, int resumed) {
   if (resumed || (!tls13 && ssl->specs.kea == rsa_kea) || psk_mode_used(ssl, tls13)) return "";
+#ifdef TB_WOLF_NOTED_SIGALGS
+  const wolf_noted *n = wolfSSL_GetRsaPssVerifyCtx(ssl);
+  byte sig = role == TB_SERVER ? n->own_sig : n->peer_sig;
+  byte hash = role == TB_SERVER ? n->own_hash : n->peer_hash;
+#else
   byte sig = role == TB_SERVER ? ssl->options.sigAlgo : ssl->options.peerSigAlgo;
   byte hash = role == TB_SERVER ? ssl->options.hashAlgo : ssl->options.peerHashAlgo;
+#endif
   const char *name = name_of(kSigalgs, sigalg_code(sig, hash));
   return name != NULL ? name : "unknown-sigalg";
 }
@@ -585,8 +689,14 @@ static const char *client_sigalg_name(WOLFSSL *ssl, tb_role role, int resumed) {
   if (resumed) return "";
   if (role == TB_CLIENT && ssl->options.sendVerify != SEND_CERT) return "";
   if (role == TB_SERVER && !ssl->options.havePeerVerify) return "";
+#ifdef TB_WOLF_NOTED_SIGALGS
+  const wolf_noted *n = wolfSSL_GetRsaPssVerifyCtx(ssl);
+  byte sig = role == TB_CLIENT ? n->own_sig : n->peer_sig;
+  byte hash = role == TB_CLIENT ? n->own_hash : n->peer_hash;
+#else
   byte sig = role == TB_CLIENT ? ssl->options.sigAlgo : ssl->options.peerSigAlgo;
   byte hash = role == TB_CLIENT ? ssl->options.hashAlgo : ssl->options.peerHashAlgo;
+#endif
   const char *name = name_of(kSigalgs, sigalg_code(sig, hash));
   return name != NULL ? name : "unknown-sigalg";
 }
@@ -670,10 +780,24 @@ static kx_kind kx_of_suite(int version, const char *suite) {
 /* Exactly one suite, given by its IANA name. set_cipher_list accepts IANA names too, but
  * also wolfSSL's own names and bulk keywords: look the name up first so that only a real
  * IANA name of a suite compiled into this build, of the requested version, is accepted. */
+/* A suite by its IANA name. wolfSSL before 5.6 (5.5.4) looks up its own names only: then
+ * each of its own names is tried for the suite whose IANA name it is. */
+static int suite_from_iana(const char *suite, byte *c0, byte *c1, int *flags) {
+  if (wolfSSL_get_cipher_suite_from_name(suite, c0, c1, flags) == 0) return 0;
+  static char own[8192];
+  if (wolfSSL_get_ciphers(own, (int)sizeof(own)) != WOLFSSL_SUCCESS) return -1;
+  for (char *s = strtok(own, ":"); s != NULL; s = strtok(NULL, ":")) {
+    if (wolfSSL_get_cipher_suite_from_name(s, c0, c1, flags) != 0) continue;
+    const char *iana = wolfSSL_get_cipher_name_iana_from_suite(*c0, *c1);
+    if (iana != NULL && strcmp(iana, suite) == 0) return 0;
+  }
+  return -1;
+}
+
 static tb_status set_suite(WOLFSSL_CTX *ctx, int version, const char *suite, char *err) {
   byte c0 = 0, c1 = 0;
   int flags = 0;
-  if (wolfSSL_get_cipher_suite_from_name(suite, &c0, &c1, &flags) != 0) {
+  if (suite_from_iana(suite, &c0, &c1, &flags) != 0) {
     return tb_fail(err, TB_UNSUPPORTED, "suite %s is not compiled into this wolfSSL", suite);
   }
   const char *iana = wolfSSL_get_cipher_name_iana_from_suite(c0, c1);
@@ -716,6 +840,13 @@ static tb_status set_group(wolf_ctx *w, const tb_config *cfg, char *err) {
     list[1] = group;
     n = 2;
   }
+#ifdef TB_WOLF_BEFORE_5_6
+  /* Its wolfSSL_CTX_set_groups takes TLS 1.3 contexts only. */
+  if (cfg->tls_version != 13) {
+    return tb_fail(err, TB_UNSUPPORTED, "wolfSSL %s pins the key exchange group in TLS 1.3 only",
+                   LIBWOLFSSL_VERSION_STRING);
+  }
+#endif
   int ret = wolfSSL_CTX_set_groups(w->ctx, list, n);
   if (ret != WOLFSSL_SUCCESS) return fail_code(err, TB_FAILED, "set_groups", ret);
   return TB_OK;
@@ -875,6 +1006,29 @@ static tb_status check_config(const tb_config *cfg, char *err) {
   if (cfg->psk.mode != TB_PSK_NONE) return tb_fail(err, TB_UNSUPPORTED, NO_PSK_REASON);
 #endif
   if (check_buffer_release(cfg, err) != TB_OK) return TB_UNSUPPORTED;
+#ifdef TB_WOLF_UNNOTED_SIGALGS
+  if (cfg->psk.mode == TB_PSK_NONE) {
+    return tb_fail(err, TB_UNSUPPORTED,
+                   "wolfSSL %s keeps no record of the signature schemes (before 5.6) and this "
+                   "build has no PK callbacks to note them (configure --enable-pkcallbacks)",
+                   LIBWOLFSSL_VERSION_STRING);
+  }
+#endif
+#ifdef TB_WOLF_NOTED_SIGALGS
+  /* A client signs and finishes in one step, after which wolfSSL has freed its choice; and
+   * an RSA PKCS#1 signature's verify callback is not told its hash. */
+  if (cfg->auth == TB_AUTH_MUTUAL && cfg->psk.mode == TB_PSK_NONE) {
+    return tb_fail(err, TB_UNSUPPORTED,
+                   "wolfSSL %s keeps no record of the client's signature scheme (before 5.6)",
+                   LIBWOLFSSL_VERSION_STRING);
+  }
+  if (cfg->sigalg != NULL && strncmp(cfg->sigalg, "rsa_pkcs1_", 10) == 0) {
+    return tb_fail(err, TB_UNSUPPORTED,
+                   "wolfSSL %s keeps no record of the peer's signature scheme (before 5.6), and "
+                   "its RSA PKCS#1 verify callback is not told the hash",
+                   LIBWOLFSSL_VERSION_STRING);
+  }
+#endif
   if ((cfg->role == TB_SERVER || cfg->auth == TB_AUTH_MUTUAL) && cfg->psk.mode == TB_PSK_NONE) {
     if (cfg->chain_file == NULL || cfg->key_file == NULL) {
       return tb_fail(err, TB_FAILED, "certificate chain and key are required");
@@ -968,7 +1122,7 @@ static tb_status set_psk(wolf_ctx *w, const tb_config *cfg, char *err) {
 #ifdef WOLFSSL_TLS13
   byte c0 = 0, c1 = 0;
   int flags = 0;
-  if (wolfSSL_get_cipher_suite_from_name(cfg->suite, &c0, &c1, &flags) != 0)
+  if (suite_from_iana(cfg->suite, &c0, &c1, &flags) != 0)
     return tb_fail(err, TB_UNSUPPORTED, "suite %s is not compiled into this wolfSSL", cfg->suite);
   copy_name(w->psk_suite, sizeof(w->psk_suite), wolfSSL_get_cipher_name_from_suite(c0, c1));
   if (cfg->role == TB_CLIENT)
@@ -1084,6 +1238,10 @@ static tb_status wolf_ctx_new(const tb_config *cfg, void **out, char *err) {
     wolf_ctx_free(w);
     return st;
   }
+#ifdef TB_WOLF_NOTED_SIGALGS
+  wolfSSL_CTX_SetRsaPssVerifyCb(w->ctx, noted_rsa_pss_verify);
+  wolfSSL_CTX_SetEccVerifyCb(w->ctx, noted_ecc_verify);
+#endif
   *out = w;
   return TB_OK;
 }
@@ -1175,6 +1333,10 @@ static tb_status wolf_conn_new(void *ctx, const tb_transport *transport, void *s
     return tb_fail(err, TB_FAILED, "wolfSSL_new failed");
   }
   derandomize_connection(c->ssl);
+#ifdef TB_WOLF_NOTED_SIGALGS
+  wolfSSL_SetRsaPssVerifyCtx(c->ssl, &c->noted);
+  wolfSSL_SetEccVerifyCtx(c->ssl, &c->noted);
+#endif
   if (transport->fd >= 0) {
     /* --io fd: wolfSSL's built-in socket callbacks (the default) on the descriptor. */
     if (wolfSSL_set_fd(c->ssl, transport->fd) != WOLFSSL_SUCCESS) {
@@ -1218,6 +1380,9 @@ static tb_status wolf_conn_new(void *ctx, const tb_transport *transport, void *s
 static tb_status wolf_handshake(void *conn, char *err) {
   wolf_conn *c = conn;
   int ret = c->role == TB_CLIENT ? wolfSSL_connect(c->ssl) : wolfSSL_accept(c->ssl);
+#ifdef TB_WOLF_NOTED_SIGALGS
+  note_own_sigalg(c->ssl);
+#endif
   if (ret == WOLFSSL_SUCCESS) return TB_OK;
   int e = wolfSSL_get_error(c->ssl, ret);
   if (e == WOLFSSL_ERROR_WANT_READ || e == WOLFSSL_ERROR_WANT_WRITE) return TB_WANT_IO;

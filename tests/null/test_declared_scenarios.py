@@ -85,9 +85,11 @@ def test_the_families_run_what_the_driver_declares(table: Declared) -> None:
            for name in family.driver_scenarios()}  # fmt: skip
     assert set(run) == set(table.scenarios) - {"info"}, run
     # What the families ask the declaration: TLS (certificates, capability checks), heap
-    # figures (both drivers), instruction counts (callgrind), one or two processes.
+    # figures (both drivers), instruction counts (callgrind), one or two processes. (The
+    # releases family runs the tls family's scenarios under names of its own.)
     assert {n for n in table.scenarios if table.scenario(n).has("one_process")} == {
-        n for n, f in run.items() if f in ("tls", "scaling", "connections")}  # fmt: skip
+        n for n, f in run.items() if f in ("tls", "scaling", "connections", "releases")
+    }
     assert table.scenario("peer").has("two_process") and table.scenario("serve").has("heap")
     assert modes.collected_sides("records") == ("client", "server")
     assert modes.collected_sides("aead") == ("client",) and modes.collected_sides("peer") == ()

@@ -14,8 +14,9 @@ import pytest
 from drivers import tlsbench
 from tlsbench.core.errors import UserError
 from tlsbench.core.store import Store
-from tlsbench.report import ab, export, load_run
-from tlsbench.report.compare import compare_runs
+from tlsbench.report import export, load_run
+from tlsbench.reportkit import ab
+from tlsbench.reportkit.compare import compare_runs
 
 ENV = {"cpu": {"model": "Test CPU"}, "cpu_flags": "aes"}
 BASE, CANDIDATE = "mbedtls@/src/mbedtls#main", "mbedtls@/src/mbedtls#HEAD"

@@ -17,7 +17,7 @@ from drivers import tlsbench
 from tlsbench.core.errors import UserError
 from tlsbench.core.stats import MACHINE_DRIFT, NO_DIFFERENCE, SLOWER, TOO_FEW
 from tlsbench.core.store import Store
-from tlsbench.report.compare import compare_runs, run_warnings
+from tlsbench.reportkit.compare import compare_runs, run_warnings
 
 ENV = {"cpu": {"model": "Test CPU"}, "cpu_flags": "aes sse2"}
 BUILD = {"library": "null", "cache_key": "k1"}

@@ -49,7 +49,7 @@ OTHER_PROGRAMS_FLAGS = {
     "--h1", "--log-file",  # h2load
     "--nonce-malloc",  # findings/wolfssl-mbedtls-ticket-nonce.sh
     "--enable-usersettings", "--enable-x", "--disable-x",  # wolfSSL configure, in general
-    "--enable-dh", "--disable-dh",
+    "--enable-dh", "--disable-dh", "--enable-pkcallbacks",
 }  # fmt: skip
 
 

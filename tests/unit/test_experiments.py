@@ -179,7 +179,8 @@ iterations = 9
         (
             "[matrix]\nvariant = ['null']\nscenario = ['info']\n",
             r"exp.toml:\d+: scenario = 'info' .* known: handshake, resume, records, bulk, "
-            r"scaling-handshake, scaling-resume, aead, interop, code-size, load, connections$",
+            r"scaling-handshake, scaling-resume, aead, interop, code-size, load, connections, "
+            r"release-handshake \.\.\. \(16 in all\)$",
         ),
         # A HelloRetryRequest: TLS 1.3, another group than the server's, the client's.
         (

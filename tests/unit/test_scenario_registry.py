@@ -29,7 +29,8 @@ def test_every_scenario_key_and_table_has_one_owner() -> None:
     assert len(names) == len(set(names))
     assert names == ("handshake", "resume", "records", "bulk", "scaling-handshake",
                      "scaling-resume", "aead", "interop", "code-size", "load",
-                     "connections")  # fmt: skip
+                     "connections", "release-handshake", "release-resume", "release-records",
+                     "release-bulk", "release-code-size")  # fmt: skip
     keys = scenarios.experiment_keys()
     assert list(keys)[:3] == ["tls", "suite", "kx"] and list(keys)[-2:] == ["duration_s", "heap"]
     # Interop and load share the server program key: one Key, one check, one name part; load

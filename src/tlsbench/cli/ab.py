@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     from tlsbench.builds.build import Builder
     from tlsbench.builds.variants import Catalog
     from tlsbench.core.store import Store
-    from tlsbench.report import ab
+    from tlsbench.reportkit import ab
     from tlsbench.run import experiments
     from tlsbench.run.runner import Runner, check_results_location, refuse_impossible, tls_variants
 

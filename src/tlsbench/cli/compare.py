@@ -59,7 +59,7 @@ def add_arguments(verb: Verb) -> None:
 def run(args: argparse.Namespace) -> int:
     from tlsbench.core.stats import DEFAULT_THRESHOLD
     from tlsbench.core.store import Store
-    from tlsbench.report.compare import compare_runs, run_warnings, table, to_json
+    from tlsbench.reportkit.compare import compare_runs, run_warnings, table, to_json
 
     if args.threshold is not None and not 0 <= args.threshold < 1:
         raise UserError(

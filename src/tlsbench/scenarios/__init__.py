@@ -11,7 +11,17 @@ from typing import TYPE_CHECKING
 
 from tlsbench.driver.declaration import Declared, OptionDecl, ScenarioDecl, declared
 from tlsbench.reportkit.section import Section
-from tlsbench.scenarios import aead, code_size, connections, firmware, interop, load, scaling, tls
+from tlsbench.scenarios import (
+    aead,
+    code_size,
+    connections,
+    firmware,
+    interop,
+    load,
+    releases,
+    scaling,
+    tls,
+)
 from tlsbench.scenarios.base import COMMON_KEYS, TUNING_KEYS, Family, Key
 from tlsbench.scenarios.modes import instructions_section
 
@@ -32,6 +42,7 @@ def families() -> tuple[Family, ...]:
         code_size.FAMILY,  # what a minimal client and server link
         load.FAMILY,  # a server under a load generator
         connections.FAMILY,  # memory per open connection, N held open in one process
+        releases.FAMILY,  # a library's releases side by side, each against the one before
         firmware.FAMILY,  # Cortex-M firmware images under QEMU (claims their variants)
     )
 

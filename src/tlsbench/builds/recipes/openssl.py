@@ -4,6 +4,7 @@ native builds the `openssl` program too (interop's pinned s_server / s_client pe
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 from tlsbench.builds.recipes.base import BuildContext, LinkInfo, tool_version
 from tlsbench.builds.variants import Variant
@@ -11,8 +12,18 @@ from tlsbench.builds.variants import Variant
 # OpenSSL 1.1.1's Configure refuses these 3.0 options; its `make build_libs` builds neither
 # the apps nor the docs anyway, so leaving them out changes nothing that is built.
 UNKNOWN_TO_1_1_1 = ("no-apps", "no-docs")
+# 3.0 and 3.1's Configure refuse no-docs (3.2 brought it); `make install_dev` installs no docs,
+# so leaving it out changes nothing that is built either.
+UNKNOWN_BEFORE_3_2 = ("no-docs",)
 # Where a build's own `openssl` program is installed (3.x, native builds).
 PROGRAM = "bin/openssl"
+
+
+def release(source: Path) -> tuple[int, int]:
+    """(major, minor) of a 3.x tree, from its VERSION.dat (MAJOR=3, MINOR=0)."""
+    fields = dict(line.split("=", 1) for line in (source / "VERSION.dat").read_text().split()
+                  if "=" in line)  # fmt: skip
+    return int(fields.get("MAJOR", 0)), int(fields.get("MINOR", 0))
 
 
 class OpensslRecipe:
@@ -31,6 +42,8 @@ class OpensslRecipe:
         configure = list(ctx.variant.configure)
         if not (ctx.source / "VERSION.dat").exists():  # 3.0 introduced VERSION.dat
             configure = [option for option in configure if option not in UNKNOWN_TO_1_1_1]
+        elif release(ctx.source) < (3, 2):
+            configure = [option for option in configure if option not in UNKNOWN_BEFORE_3_2]
         # A cross build (armhf) uses the target's ar and ranlib too.
         tools = {"AR": ctx.target.tool("ar", "ar"), "RANLIB": ctx.target.tool("ranlib", "ranlib")}
         ctx.log.step("Configure")

@@ -64,15 +64,34 @@ SEED_FUNCTION = "tlsbench_test_seed"
 SEED_HEADER = "tlsbench_test_seed.h"
 
 
+# wolfSSL before 5.6 keeps no record of the signature schemes a handshake used (Options'
+# sigAlgo / peerSigAlgo came later): the adapter notes them from the PK verify callbacks
+# (drivers/adapters/wolfssl.c, TB_WOLF_NOTED_SIGALGS), which these releases need compiled in.
+PK_CALLBACKS_BEFORE = (5, 6)
+PK_CALLBACKS = ["--enable-pkcallbacks"]
+
+
+def release_configure(variant: Variant) -> list[str]:
+    """Configure flags a pinned release needs beyond variants.toml's (the adapter's needs)."""
+    pin = variant.line.pin
+    if pin is None:
+        return []
+    numbers = tuple(int(n) for n in re.findall(r"\d+", pin.library_version)[:2])
+    return PK_CALLBACKS if numbers < PK_CALLBACKS_BEFORE else []
+
+
 class WolfsslRecipe:
     library = "wolfssl"
 
     def key_inputs(self, variant: Variant) -> dict[str, str]:
         # The configure script is generated here, so the autotools are inputs.
-        return {
+        inputs = {
             tool: tool_version([tool, "--version"])
             for tool in ("autoconf", "automake", "libtoolize")
         }
+        if release_configure(variant):
+            inputs["release configure"] = " ".join(release_configure(variant))
+        return inputs
 
     def _autogen(self, ctx: BuildContext) -> None:
         """The Debian .orig of wolfSSL is a git export without configure: generate it once."""
@@ -111,11 +130,16 @@ class WolfsslRecipe:
         cross = ctx.variant.arch == "i686" or ctx.target.firmware
         host = [f"--host={ctx.target.host}"] if cross and ctx.target.host else []
         ctx.log.step("configure")
+        if release_configure(ctx.variant):
+            ctx.log.note(
+                f"this release also gets {' '.join(release_configure(ctx.variant))}: "
+                "the adapter reads its signature schemes through the PK callbacks"
+            )
         ctx.run(
             [
                 str(ctx.source / "configure"), f"--prefix={ctx.prefix}", "--libdir="
-                + str(ctx.prefix / "lib"), *STATIC_ONLY, *ctx.variant.configure,
-                *usersettings, *host,
+                + str(ctx.prefix / "lib"), *STATIC_ONLY, *release_configure(ctx.variant),
+                *ctx.variant.configure, *usersettings, *host,
                 f"CC={ctx.cc}", f"CFLAGS={cflags}",
             ],
             cwd=ctx.tree,

@@ -5,7 +5,7 @@ shuffles every repetition's points), so that the machine's drift hits both alike
 point of BASE is set against the same point of CANDIDATE, figure by figure, each figure of a
 kind (KINDS) with its own threshold (a fraction of the base's figure):
 
-- time (handshake, record, bulk, AEAD series): `tlsbench.report.compare.compare_points`, the
+- time (handshake, record, bulk, AEAD series): `tlsbench.reportkit.compare.compare_points`, the
   statistics of noisy samples (per-repetition medians, Mann-Whitney U, a 95 % CI of the
   ratio, the TSC's step, machine drift): "slower" is a regression, "faster" an improvement,
   "too few repetitions" and "machine drift" are inconclusive;
@@ -44,7 +44,7 @@ from tlsbench.core.stats import (
     compare_repetitions,
 )
 from tlsbench.core.store import Point, Store
-from tlsbench.report.compare import HIGHER_IS_BETTER_UNITS, TIME_UNITS, compare_points
+from tlsbench.reportkit.compare import HIGHER_IS_BETTER_UNITS, TIME_UNITS, compare_points
 from tlsbench.reportkit.model import describe_source
 
 KINDS = ("time", "instructions", "heap", "stack", "allocations", "wire", "code-size")
