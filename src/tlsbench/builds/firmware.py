@@ -83,7 +83,8 @@ class Core:
     def label(self) -> str:
         return self.arch.replace("cortex-", "Cortex-").replace("-m", "-M")
 
-    def ms(self, instructions: float, mhz: float | None = None) -> tuple[float, float]:
+    def ms(self, instructions: float, mhz: float | None = None, kind: str | None = None
+           ) -> tuple[float, float]:  # fmt: skip
         """The projection of a count to milliseconds: (low, high) over the CPI range."""
         clock = mhz or self.part.mhz
         low, high = self.cpi
@@ -319,6 +320,43 @@ def make_job(
     no_group = exchange == "psk" or exchange == "rsa"
     return Job(name, version, exchange, None if no_group else group, kind, chain or 1,
                record or 16384)  # fmt: skip
+
+
+# ---------------------------------------------------------------------------- operations
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One operation of a library's own crypto API that an image runs in `mode=ops` (fw_ops
+    in the adapters, in this order): `kind` public (public-key arithmetic) or symmetric
+    (ciphers, hashes and key derivation); `per` what one operation processes."""
+
+    name: str  # the image's name for it: p256_sign
+    label: str
+    kind: str  # "public" or "symmetric"
+    per: str = "operation"  # or "KiB": 1024 bytes of payload (FW_OP_BYTES)
+
+
+OPERATIONS: dict[str, Operation] = {
+    op.name: op
+    for op in (
+        Operation("p256_keygen", "P-256 key generation", "public"),
+        Operation("p256_ecdh", "P-256 ECDH shared secret", "public"),
+        Operation("p256_sign", "ECDSA P-256 sign", "public"),
+        Operation("p256_verify", "ECDSA P-256 verify", "public"),
+        Operation("x25519_keygen", "X25519 key generation", "public"),
+        Operation("x25519_shared", "X25519 shared secret", "public"),
+        Operation("rsa2048_public", "RSA-2048 public (encrypt)", "public"),
+        Operation("rsa2048_private", "RSA-2048 private (decrypt)", "public"),
+        Operation("aes128gcm_kib", "AES-128-GCM encrypt", "symmetric", "KiB"),
+        Operation("chacha20poly1305_kib", "ChaCha20-Poly1305 encrypt", "symmetric", "KiB"),
+        Operation("sha256_kib", "SHA-256", "symmetric", "KiB"),
+        Operation("hkdf_sha256", "HKDF-SHA256 (extract + expand, 32 bytes)", "symmetric"),
+    )
+}
+OPERATION_KINDS = {"public": "public-key arithmetic", "symmetric": "symmetric ciphers and hashes"}
+# Calls per measured batch: the timer's tick (tens of instructions) is divided by it.
+OPERATION_BATCH = 4
 
 
 # ---------------------------------------------------------------------------- building
