@@ -17,6 +17,7 @@ from tlsbench.builds.firmware import (
     CORES,
     IMAGE,
     OPERATION_BATCH,
+    OPERATION_KINDS,
     OPERATIONS,
     ROLE_IMAGES,
     SIDES,
@@ -217,14 +218,18 @@ def with_projection(result: dict[str, Any], core: Core) -> dict[str, Any]:
     return result
 
 
-def projection(core: Core) -> dict[str, Any]:
-    return {"part": core.part.name, "clock_mhz": core.part.mhz, "cpi": list(core.cpi)}
+def projection(core: Core, kind: str | None = None) -> dict[str, Any]:
+    """What a projected figure rests on: the part and clock, the CPI range used and its
+    calibration's name, and the manual's range beside it."""
+    cpi, calibration = core.cpi_range(kind)
+    return {"part": core.part.name, "clock_mhz": core.part.mhz, "cpi": list(cpi),
+            "calibration": calibration, "manual_cpi": list(core.cpi)}  # fmt: skip
 
 
 def describe_projection(core: Core, kind: str | None = None) -> str:
-    low, high = core.cpi
+    (low, high), calibration = core.cpi_range(kind)
     return (f"instructions x CPI {low:g}..{high:g} / {core.part.mhz:g} MHz "
-            f"({core.part.name})")  # fmt: skip
+            f"({core.part.name}); {calibration}")  # fmt: skip
 
 
 def measure(image: Path, core: Core, job: Job, runs: int) -> dict[str, Any]:
@@ -305,7 +310,7 @@ def run_ops(image: Path, core: Core | None = None, batch: int = OPERATION_BATCH,
         # A count is exact to the timer's tick divided by the batch.
         "resolution_instructions": per_kticks / 1000 / result["batch"],
         "loop_instructions": loop * per_kticks // 1000, "ops": ops,
-        "projection": projection(core),
+        "projection": {kind: projection(core, kind) for kind in OPERATION_KINDS},
     }  # fmt: skip
 
 
