@@ -127,7 +127,9 @@ def test_cli_refuses_a_variant_without_the_feature_and_prints_figures() -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "TLS 1.3 TLS-AES-128-GCM-SHA256 (PSK)" in done.stdout
-    assert "CPI 0.7..1 / 216 MHz (STM32F746NG)" in done.stdout
+    (low, high), calibration = M7.cpi_range()
+    assert f"CPI {low:g}..{high:g} / 216 MHz (STM32F746NG); {calibration}" in done.stdout
+    assert "calibrated" in calibration and "STM32F777" in calibration
     wrong = subprocess.run(
         [str(paths.REPO / "tlsbench"), "cortex-m", VARIANT, "--suite", ECDHE, "--tls", "1.3"],
         capture_output=True, text=True, check=False,
@@ -446,3 +448,59 @@ def test_wolfssl_client_key_share_is_counted_in_the_handshake_not_the_set_up(bui
     assert psk["handshake_instructions"] < 1.25 * server["handshake_instructions"]
     # psk_dhe_ke costs the client its key generation and ECDH, in the handshake.
     assert hs_named - psk["handshake_instructions"] > 1_000_000
+
+
+# -- per-operation benchmarks (mode=ops) -----------------------------------------------------
+
+
+def test_ops_counts_are_identical_run_to_run_and_independent_of_the_batch(wolfssl_image) -> None:
+    first = qemu.run_ops(wolfssl_image, M7)
+    second = qemu.run_ops(wolfssl_image, M7)
+    assert first["ops"] == second["ops"]
+    ops = {op["name"]: op for op in first["ops"]}
+    assert list(ops) == list(firmware.OPERATIONS)
+    assert not [name for name, op in ops.items() if "instructions" not in op]  # the default build
+    # A batch of 2 counts the same operation: the loop's own cost is subtracted, and what is
+    # left differs by the two batches' resolutions, and by what the keys do to code that needs
+    # not be constant-time (verification): the DRBG has run on differently by then.
+    halves = {op["name"]: op for op in qemu.run_ops(wolfssl_image, M7, batch=2)["ops"]}
+    slack = first["resolution_instructions"] + first["instructions_per_1000_ticks"] / 1000 / 2
+    for name, op in ops.items():
+        difference = abs(op["instructions"] - halves[name]["instructions"])
+        assert difference <= slack + op["instructions"] / 1000, name
+    # wolfSSL's SP code: ECDSA verify (a base-point and a variable-point multiplication) costs
+    # more than sign; an RSA private operation (CRT, 1024-bit exponents) far more than public.
+    assert ops["p256_verify"]["instructions"] > ops["p256_sign"]["instructions"]
+    assert ops["rsa2048_private"]["instructions"] > 10 * ops["rsa2048_public"]["instructions"]
+    for op in ops.values():
+        low, high = op["projected_ms"]
+        assert 0 < low < high and op["stack_high_water"] > 0
+
+
+def test_mbedtls_ops_and_an_operation_the_build_lacks_is_unsupported_with_its_reason(
+    image, build_of
+) -> None:
+    ops = {op["name"]: op for op in qemu.measure_ops(image, M7, runs=2)["ops"]}
+    assert ops["rsa2048_private"]["instructions"] > 10 * ops["rsa2048_public"]["instructions"]
+    assert ops["p256_verify"]["instructions"] > ops["p256_sign"]["instructions"]
+    # mbedTLS allocates its bignums: the heap per operation is seen.
+    assert ops["p256_ecdh"]["heap_peak"] > 0 and ops["p256_ecdh"]["allocations"] > 0
+    small = qemu.run_ops(qemu.image_of(build_of(VARIANT + ",small")), M7)
+    lacking = {op["name"]: op for op in small["ops"]}["chacha20poly1305_kib"]
+    assert "instructions" not in lacking
+    assert "MBEDTLS_CHACHAPOLY_C" in lacking["unsupported"]
+
+
+def test_the_ops_command_prints_instructions_per_operation(build_of) -> None:
+    build_of(WOLFSSL_VARIANT)
+    done = subprocess.run(
+        [str(paths.REPO / "tlsbench"), "cortex-m", WOLFSSL_VARIANT, "--ops", "--quiet"],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "ECDSA P-256 verify" in done.stdout and "SHA-256 per KiB" in done.stdout
+    refused = subprocess.run(
+        [str(paths.REPO / "tlsbench"), "cortex-m", WOLFSSL_VARIANT, "--ops", "--tls", "1.3"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert refused.returncode == 2 and "--tls" in refused.stderr

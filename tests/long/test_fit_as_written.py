@@ -6,6 +6,7 @@ test_own_code.py; the commands that build nothing are in tests/unit.)"""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from documented_commands import Documented, documented, how_to_run, shown_output
-from tlsbench.builds import arches
+from tlsbench.builds import arches, firmware
 from tlsbench.builds.sources import Sources
 from tlsbench.core import paths
 
@@ -28,9 +29,10 @@ FIT = [doc for doc in LONG if doc.written.startswith("fit ")]
 
 
 def test_every_long_command_is_run_somewhere() -> None:
-    """fit and cortex-m here, ab in test_own_code.py, drive in
+    """fit, cortex-m and calibrate here, ab in test_own_code.py, drive in
     tests/libraries/test_threads.py: nothing else needs a build."""
-    assert {how_to_run(doc.written)[1][0] for doc in LONG} == {"fit", "ab", "cortex-m", "drive"}
+    verbs = {how_to_run(doc.written)[1][0] for doc in LONG}
+    assert verbs == {"fit", "ab", "cortex-m", "drive", "calibrate"}
     assert any(doc.page == "README.md" for doc in FIT)
 
 
@@ -76,3 +78,25 @@ def test_cortex_m_runs_as_written_and_prints_what_the_page_shows(
     printed = [line for line in printed if "the platform's macro replaces" not in line]
     assert printed == shown, "\n".join(printed)
     assert done.returncode == (2 if shown[0].startswith("tlsbench: error:") else 0)
+
+
+CALIBRATE = [doc for doc in LONG if doc.written.startswith("calibrate")]
+
+
+@pytest.mark.parametrize("doc", CALIBRATE, ids=lambda doc: doc.id)
+def test_calibrate_runs_as_written_and_agrees_with_the_saved_calibration(
+    doc: Documented, tmp_path: Path
+) -> None:
+    """What the page shows is what `calibrate` prints (its counts are exact), and the saved
+    calibration.json is what the same run derives: nothing projects with a stale range."""
+    _, argv = how_to_run(doc.written)
+    done = subprocess.run([str(paths.REPO / "tlsbench"), *argv], cwd=tmp_path,
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    shown = shown_output(doc)
+    printed = done.stdout.splitlines()
+    summary = printed[printed.index(shown[0]) :]
+    assert summary == shown, "\n".join(summary)
+    as_json = subprocess.run([str(paths.REPO / "tlsbench"), "calibrate", "--json", "--quiet"],
+                             cwd=tmp_path, capture_output=True, text=True, check=True)  # fmt: skip
+    assert json.loads(as_json.stdout) == json.loads(firmware.CALIBRATION_FILE.read_text())

@@ -83,6 +83,25 @@ void fw_read_back(enum fw_side side, fw_negotiated *out);
 /* The library's text for an error code, into buf. */
 void fw_error_text(int error, char *buf, size_t size);
 
+/* ------------------------------------------------------------------ operations (mode=ops) */
+/* One operation of the library's own crypto API (its wolfCrypt or mbedTLS call, not TLS),
+ * which the core runs in a measured batch. prepare() makes what the operation needs (keys,
+ * a signature to verify, a cipher context), unmeasured; run() performs the operation once
+ * (per-KiB operations process 1024 bytes): 0 or the library's error; release() frees what
+ * prepare made. An operation the build lacks has no functions and says why in `missing`. */
+typedef struct {
+  const char *name; /* "p256_sign": the names of builds/firmware.py OPERATIONS */
+  int (*prepare)(void);
+  int (*run)(void);
+  void (*release)(void);
+  const char *missing; /* NULL, or why this build cannot run it */
+} fw_op;
+extern const fw_op fw_ops[];
+extern const size_t fw_op_count;
+/* The payload of the per-KiB operations, and the test bytes keys and messages are made of. */
+#define FW_OP_BYTES 1024
+#define FW_OP_AAD 13 /* additional data of the AEAD operations, as wolfCrypt's benchmark */
+
 /* ------------------------------------------------------------------ the core, for adapters */
 /* The in-memory transport: bytes moved (0: the pipe is empty, or full). */
 size_t fw_send(enum fw_side side, const unsigned char *buf, size_t len);

@@ -8,6 +8,10 @@
  *   tls=1.2|1.3  suite=IANA-NAME-WITH-DASHES  kx=ecdhe|rsa|psk|psk_dhe
  *   group=NAME (the client's only group; default: the library's)  cert=rsa2048|ecdsa-p256
  *   chain=1|2  record=512|1024|2048|4096 (max_fragment_length the client asks for)
+ * or mode=ops [batch=N]: no handshake, but each of the adapter's operations (fw_ops: the
+ * library's own crypto API, one call per operation) run N times in one measured batch, and
+ * a batch of an empty operation timed the same way (the loop's own cost, which the reader
+ * subtracts): timer ticks, heap peak and allocations, and stack high-water per batch.
  *
  * Per side, around every library call made on that side's behalf:
  *  - instructions: QEMU runs with -icount shift=0 (one instruction = one nanosecond of
@@ -320,7 +324,7 @@ static wire_facts read_wire(const fw_job *job) {
 
 /* ---------------------------------------------------------------- the job */
 static const char *const side_names[FW_SIDES + 1] = {"client", "server", "global"};
-static FW_HARNESS char out[2048];
+static FW_HARNESS char out[4096];
 
 static int fail(const char *what, int error) {
   char reason[120] = "";
@@ -428,11 +432,99 @@ static int print_result(uint64_t per_kticks, const uint64_t *hs_ticks, const wir
   return 0;
 }
 
+/* ---------------------------------------------------------------- operations (mode=ops) */
+#define OPS_SLOT FW_CLIENT /* the counters an operation's batch is charged to, reset per batch */
+#define MAX_BATCH 64
+
+static int op_nothing(void) { return 0; }
+
+/* The measured loop: the same for every operation and for the empty one. */
+__attribute__((noinline)) static int op_batch(int (*run)(void), unsigned batch) {
+  for (unsigned i = 0; i < batch; i++) {
+    int ret = run();
+    if (ret != 0) return ret;
+  }
+  return 0;
+}
+
+/* One batch of `run`, its figures appended to out at *n: 0, or the library's error. */
+static int measure_op(const char *name, int (*run)(void), unsigned batch, size_t *n) {
+  live[OPS_SLOT] = peak[OPS_SLOT] = 0;
+  allocations[OPS_SLOT] = 0;
+  stack_high[OPS_SLOT] = 0;
+  ticks[OPS_SLOT] = 0;
+  int ret;
+  MEASURED(OPS_SLOT, op_batch(run, batch), ret);
+  if (ret != 0) return ret;
+  *n += (size_t)snprintf(out + *n, sizeof out - *n,
+                         "{\"name\": \"%s\", \"ticks\": %llu, \"heap_peak\": %lu, "
+                         "\"allocations\": %lu, \"stack_high_water\": %lu}",
+                         name, (unsigned long long)ticks[OPS_SLOT], (unsigned long)peak[OPS_SLOT],
+                         (unsigned long)allocations[OPS_SLOT], (unsigned long)stack_high[OPS_SLOT]);
+  return 0;
+}
+
+static int run_ops(int argc, char **argv) {
+  unsigned batch = 4;
+  for (int i = 2; i < argc; i++) {
+    int n = strncmp(argv[i], "batch=", 6) == 0 ? atoi(argv[i] + 6) : 0;
+    if (n < 1 || n > MAX_BATCH) {
+      snprintf(out, sizeof out, "{\"error\": \"bad argument %s (mode=ops takes batch=1..%d)\"}\n",
+               argv[i], MAX_BATCH);
+      sh_write0(out);
+      return 1;
+    }
+    batch = (unsigned)n;
+  }
+  timer_start();
+  uint64_t per_kticks = calibrate();
+  if (per_kticks == 0) return fail("the timer does not count (is -icount on?)", 0);
+  int ret;
+  MEASURED(FW_GLOBAL, fw_init(), ret);
+  if (ret != 0) return fail("library initialisation", ret);
+  size_t n =
+      (size_t)snprintf(out, sizeof out,
+                       "{\"library\": \"%s\", \"library_version\": \"%s\", "
+                       "\"mode\": \"ops\", \"instructions_per_1000_ticks\": %llu, "
+                       "\"batch\": %u, \"loop\": ",
+                       fw_library, fw_library_version, (unsigned long long)per_kticks, batch);
+  if (measure_op("loop", op_nothing, batch, &n) != 0) return fail("the empty batch", 0);
+  n += (size_t)snprintf(out + n, sizeof out - n, ", \"ops\": [");
+  size_t first = n;
+  for (size_t i = 0; i < fw_op_count; i++) {
+    const fw_op *op = &fw_ops[i];
+    const char *sep = n > first ? ", " : "";
+    if (op->missing != NULL) {
+      n +=
+          (size_t)snprintf(out + n, sizeof out - n, "%s{\"name\": \"%s\", \"unsupported\": \"%s\"}",
+                           sep, op->name, op->missing);
+      continue;
+    }
+    if ((ret = op->prepare()) != 0) {
+      char what[64];
+      snprintf(what, sizeof what, "preparing %s", op->name);
+      return fail(what, ret);
+    }
+    if (n > first) n += (size_t)snprintf(out + n, sizeof out - n, ", ");
+    if ((ret = measure_op(op->name, op->run, batch, &n)) != 0) {
+      char what[64];
+      snprintf(what, sizeof what, "operation %s", op->name);
+      return fail(what, ret);
+    }
+    op->release();
+  }
+  if (n + 4 > sizeof out) return fail("the operations' output is too long", 0);
+  snprintf(out + n, sizeof out - n, "]}\n");
+  sh_write0(out);
+  return 0;
+}
+
 int main(void) {
   char *argv[MAX_ARGS] = {0};
   int argc = read_args(argv);
   fw_job job;
   if (argc < 1) return fail("no command line", 0);
+  if (argc > 1 && strcmp(argv[1], "mode=ops") == 0) return run_ops(argc, argv);
   if (parse_job(argc, argv, &job) != 0) return 1;
 
   timer_start();

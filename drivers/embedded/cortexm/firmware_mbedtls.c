@@ -281,3 +281,283 @@ void fw_error_text(int error, char *buf, size_t size) {
   snprintf(buf, size, "(no error strings in this build)");
 #endif
 }
+
+/* ------------------------------------------------------------------ operations (mode=ops) */
+/* mbedTLS's own crypto modules, the calls its TLS code makes (in 3.6, PSA's built-in
+ * drivers call the same ecp, rsa, gcm, chachapoly and sha256 code): key generation on the
+ * curve's group, ECDH's shared secret, ECDSA's signature as TLS writes and reads it
+ * (deterministic where MBEDTLS_ECDSA_DETERMINISTIC is on), RSA PKCS #1 v1.5 encrypt
+ * ("public") and decrypt ("private", blinded), the AEADs with 13 bytes of additional data
+ * (as wolfCrypt's benchmark), the SHA-256 update of 1 KiB, one HKDF-SHA256. Written for
+ * mbedTLS 3's API: 2.28's signatures differ, and its operations are reported unsupported. */
+#if MBEDTLS_VERSION_MAJOR >= 3
+#include <mbedtls/chachapoly.h>
+#include <mbedtls/ecdh.h>
+#include <mbedtls/ecdsa.h>
+#include <mbedtls/gcm.h>
+#include <mbedtls/hkdf.h>
+#include <mbedtls/rsa.h>
+#include <mbedtls/sha256.h>
+
+static mbedtls_ctr_drbg_context op_drbg;
+static int op_drbg_ready;
+static FW_HARNESS unsigned char op_in[FW_OP_BYTES], op_out[FW_OP_BYTES + 16];
+static unsigned char op_aad[FW_OP_AAD], op_key[32], op_iv[12], op_tag[16], op_hash[32];
+static unsigned char op_sig[MBEDTLS_ECDSA_MAX_LEN], op_secret[64];
+static size_t op_sig_len;
+
+static int op_common(void) {
+  if (op_drbg_ready) return 0;
+  mbedtls_ctr_drbg_init(&op_drbg);
+  int ret = mbedtls_ctr_drbg_seed(&op_drbg, mbedtls_entropy_func, &entropy,
+                                  (const unsigned char *)"ops", 3);
+  if (ret != 0) return ret;
+  op_drbg_ready = 1;
+  unsigned char *parts[] = {op_in, op_key, op_iv, op_aad, op_hash};
+  size_t sizes[] = {sizeof op_in, sizeof op_key, sizeof op_iv, sizeof op_aad, sizeof op_hash};
+  for (size_t i = 0; i < 5 && ret == 0; i++)
+    for (size_t at = 0; at < sizes[i] && ret == 0; at += MBEDTLS_CTR_DRBG_MAX_REQUEST) {
+      size_t n = sizes[i] - at < MBEDTLS_CTR_DRBG_MAX_REQUEST ? sizes[i] - at
+                                                              : MBEDTLS_CTR_DRBG_MAX_REQUEST;
+      ret = mbedtls_ctr_drbg_random(&op_drbg, parts[i] + at, n);
+    }
+  return ret;
+}
+
+static void op_none(void) {}
+#define RNG mbedtls_ctr_drbg_random, &op_drbg
+
+#if defined(MBEDTLS_ECP_C)
+static mbedtls_ecp_keypair op_ec[2];
+static mbedtls_mpi op_z;
+
+static int ec_keygen_prepare(void) {
+  mbedtls_ecp_keypair_init(&op_ec[0]);
+  mbedtls_ecp_keypair_init(&op_ec[1]);
+  mbedtls_mpi_init(&op_z);
+  return op_common();
+}
+
+static int ec_keygen(mbedtls_ecp_group_id curve) {
+  mbedtls_ecp_keypair_free(&op_ec[0]);
+  mbedtls_ecp_keypair_init(&op_ec[0]);
+  return mbedtls_ecp_gen_key(curve, &op_ec[0], RNG);
+}
+
+/* Two key pairs on the curve and their shared secret agreed both ways. */
+static int ec_pair(mbedtls_ecp_group_id curve) {
+  int ret = op_common();
+  mbedtls_mpi other;
+  mbedtls_mpi_init(&op_z);
+  mbedtls_mpi_init(&other);
+  for (int i = 0; i < 2 && ret == 0; i++) {
+    mbedtls_ecp_keypair_init(&op_ec[i]);
+    ret = mbedtls_ecp_gen_key(curve, &op_ec[i], RNG);
+  }
+  if (ret == 0)
+    ret = mbedtls_ecdh_compute_shared(&op_ec[0].MBEDTLS_PRIVATE(grp), &op_z,
+                                      &op_ec[1].MBEDTLS_PRIVATE(Q), &op_ec[0].MBEDTLS_PRIVATE(d),
+                                      RNG);
+  if (ret == 0)
+    ret = mbedtls_ecdh_compute_shared(&op_ec[1].MBEDTLS_PRIVATE(grp), &other,
+                                      &op_ec[0].MBEDTLS_PRIVATE(Q), &op_ec[1].MBEDTLS_PRIVATE(d),
+                                      RNG);
+  if (ret == 0 && mbedtls_mpi_cmp_mpi(&op_z, &other) != 0) ret = MBEDTLS_ERR_ECP_VERIFY_FAILED;
+  mbedtls_mpi_free(&other);
+  return ret;
+}
+
+static int ec_shared(void) {
+  return mbedtls_ecdh_compute_shared(&op_ec[0].MBEDTLS_PRIVATE(grp), &op_z,
+                                     &op_ec[1].MBEDTLS_PRIVATE(Q), &op_ec[0].MBEDTLS_PRIVATE(d),
+                                     RNG);
+}
+
+static void ec_release(void) {
+  mbedtls_ecp_keypair_free(&op_ec[0]);
+  mbedtls_ecp_keypair_free(&op_ec[1]);
+  mbedtls_mpi_free(&op_z);
+}
+#endif
+
+#if defined(MBEDTLS_ECP_C) && defined(MBEDTLS_ECP_DP_SECP256R1_ENABLED)
+static int p256_keygen_run(void) { return ec_keygen(MBEDTLS_ECP_DP_SECP256R1); }
+static int p256_pair_prepare(void) {
+  int ret = ec_pair(MBEDTLS_ECP_DP_SECP256R1);
+#if defined(MBEDTLS_ECDSA_C)
+  if (ret == 0)
+    ret = mbedtls_ecdsa_write_signature(&op_ec[0], MBEDTLS_MD_SHA256, op_hash, sizeof op_hash,
+                                        op_sig, sizeof op_sig, &op_sig_len, RNG);
+#endif
+  return ret;
+}
+#define P256_OP(name, prepare, run) \
+  { name, prepare, run, ec_release, NULL }
+#else
+#define P256_OP(name, prepare, run) \
+  { name, NULL, NULL, NULL, "no P-256 in this build (MBEDTLS_ECP_DP_SECP256R1_ENABLED)" }
+#endif
+
+#if defined(MBEDTLS_ECP_C) && defined(MBEDTLS_ECP_DP_SECP256R1_ENABLED) && defined(MBEDTLS_ECDSA_C)
+static int p256_sign_run(void) {
+  size_t len;
+  return mbedtls_ecdsa_write_signature(&op_ec[0], MBEDTLS_MD_SHA256, op_hash, sizeof op_hash,
+                                       op_sig, sizeof op_sig, &len, RNG);
+}
+static int p256_verify_run(void) {
+  return mbedtls_ecdsa_read_signature(&op_ec[0], op_hash, sizeof op_hash, op_sig, op_sig_len);
+}
+#define ECDSA_OP(name, run) \
+  { name, p256_pair_prepare, run, ec_release, NULL }
+#else
+#define ECDSA_OP(name, run) \
+  { name, NULL, NULL, NULL, "no ECDSA P-256 in this build (MBEDTLS_ECDSA_C)" }
+#endif
+
+#if defined(MBEDTLS_ECP_C) && defined(MBEDTLS_ECP_DP_CURVE25519_ENABLED)
+static int x25519_keygen_run(void) { return ec_keygen(MBEDTLS_ECP_DP_CURVE25519); }
+static int x25519_pair_prepare(void) { return ec_pair(MBEDTLS_ECP_DP_CURVE25519); }
+#define X25519_OP(name, prepare, run) \
+  { name, prepare, run, ec_release, NULL }
+#else
+#define X25519_OP(name, prepare, run) \
+  { name, NULL, NULL, NULL, "no X25519 in this build (MBEDTLS_ECP_DP_CURVE25519_ENABLED)" }
+#endif
+
+#if defined(MBEDTLS_RSA_C) && defined(MBEDTLS_PK_PARSE_C) && defined(MBEDTLS_PKCS1_V15)
+static mbedtls_pk_context op_pk;
+static unsigned char op_rsa_ct[256];
+
+/* The compiled-in RSA-2048 key, a ciphertext of 32 test bytes, decrypted once and compared. */
+static int rsa_prepare(void) {
+  int ret = op_common();
+  mbedtls_pk_init(&op_pk);
+  const fw_credentials *c = &fw_certs[FW_CERT_RSA2048];
+  if (ret != 0 || (ret = mbedtls_pk_parse_key(&op_pk, c->key, c->key_len, NULL, 0, RNG)) != 0)
+    return ret;
+  if (mbedtls_pk_get_type(&op_pk) != MBEDTLS_PK_RSA) return MBEDTLS_ERR_PK_TYPE_MISMATCH;
+  mbedtls_rsa_context *rsa = mbedtls_pk_rsa(op_pk);
+  if ((ret = mbedtls_rsa_pkcs1_encrypt(rsa, RNG, 32, op_in, op_rsa_ct)) != 0) return ret;
+  size_t len = 0;
+  ret = mbedtls_rsa_pkcs1_decrypt(rsa, RNG, &len, op_rsa_ct, op_out, sizeof op_out);
+  if (ret == 0 && (len != 32 || memcmp(op_out, op_in, 32) != 0))
+    ret = MBEDTLS_ERR_RSA_PRIVATE_FAILED;
+  return ret;
+}
+static int rsa_public_run(void) {
+  return mbedtls_rsa_pkcs1_encrypt(mbedtls_pk_rsa(op_pk), RNG, 32, op_in, op_out);
+}
+static int rsa_private_run(void) {
+  size_t len;
+  return mbedtls_rsa_pkcs1_decrypt(mbedtls_pk_rsa(op_pk), RNG, &len, op_rsa_ct, op_out,
+                                   sizeof op_out);
+}
+static void rsa_release(void) { mbedtls_pk_free(&op_pk); }
+#define RSA_OP(name, run) \
+  { name, rsa_prepare, run, rsa_release, NULL }
+#else
+#define RSA_OP(name, run) \
+  { name, NULL, NULL, NULL, "no RSA PKCS#1 v1.5 in this build (MBEDTLS_RSA_C, MBEDTLS_PKCS1_V15)" }
+#endif
+
+#if defined(MBEDTLS_GCM_C) && defined(MBEDTLS_AES_C)
+static mbedtls_gcm_context op_gcm;
+static int gcm_prepare(void) {
+  int ret = op_common();
+  mbedtls_gcm_init(&op_gcm);
+  return ret != 0 ? ret : mbedtls_gcm_setkey(&op_gcm, MBEDTLS_CIPHER_ID_AES, op_key, 128);
+}
+static int gcm_run(void) {
+  return mbedtls_gcm_crypt_and_tag(&op_gcm, MBEDTLS_GCM_ENCRYPT, FW_OP_BYTES, op_iv, sizeof op_iv,
+                                   op_aad, sizeof op_aad, op_in, op_out, sizeof op_tag, op_tag);
+}
+static void gcm_release(void) { mbedtls_gcm_free(&op_gcm); }
+#define GCM_OP(name) \
+  { name, gcm_prepare, gcm_run, gcm_release, NULL }
+#else
+#define GCM_OP(name) \
+  { name, NULL, NULL, NULL, "no AES-GCM in this build (MBEDTLS_GCM_C)" }
+#endif
+
+#if defined(MBEDTLS_CHACHAPOLY_C)
+static mbedtls_chachapoly_context op_chachapoly;
+static int chachapoly_prepare(void) {
+  int ret = op_common();
+  mbedtls_chachapoly_init(&op_chachapoly);
+  return ret != 0 ? ret : mbedtls_chachapoly_setkey(&op_chachapoly, op_key);
+}
+static int chachapoly_run(void) {
+  return mbedtls_chachapoly_encrypt_and_tag(&op_chachapoly, FW_OP_BYTES, op_iv, op_aad,
+                                            sizeof op_aad, op_in, op_out, op_tag);
+}
+static void chachapoly_release(void) { mbedtls_chachapoly_free(&op_chachapoly); }
+#define CHACHAPOLY_OP(name) \
+  { name, chachapoly_prepare, chachapoly_run, chachapoly_release, NULL }
+#else
+#define CHACHAPOLY_OP(name) \
+  { name, NULL, NULL, NULL, "no ChaCha20-Poly1305 in this build (MBEDTLS_CHACHAPOLY_C)" }
+#endif
+
+#if defined(MBEDTLS_SHA256_C)
+static mbedtls_sha256_context op_sha;
+static int sha256_prepare(void) {
+  int ret = op_common();
+  mbedtls_sha256_init(&op_sha);
+  return ret != 0 ? ret : mbedtls_sha256_starts(&op_sha, 0);
+}
+static int sha256_run(void) { return mbedtls_sha256_update(&op_sha, op_in, FW_OP_BYTES); }
+static void sha256_release(void) {
+  mbedtls_sha256_finish(&op_sha, op_hash);
+  mbedtls_sha256_free(&op_sha);
+}
+#define SHA256_OP(name) \
+  { name, sha256_prepare, sha256_run, sha256_release, NULL }
+#else
+#define SHA256_OP(name) \
+  { name, NULL, NULL, NULL, "no SHA-256 in this build (MBEDTLS_SHA256_C)" }
+#endif
+
+#if defined(MBEDTLS_HKDF_C) && defined(MBEDTLS_SHA256_C)
+static int hkdf_run(void) {
+  return mbedtls_hkdf(mbedtls_md_info_from_type(MBEDTLS_MD_SHA256), op_in, 32, op_key, 32,
+                      op_in + 32, 16, op_secret, 32);
+}
+#define HKDF_OP(name) \
+  { name, op_common, hkdf_run, op_none, NULL }
+#else
+#define HKDF_OP(name) \
+  { name, NULL, NULL, NULL, "no HKDF in this build (MBEDTLS_HKDF_C)" }
+#endif
+
+const fw_op fw_ops[] = {
+    P256_OP("p256_keygen", ec_keygen_prepare, p256_keygen_run),
+    P256_OP("p256_ecdh", p256_pair_prepare, ec_shared),
+    ECDSA_OP("p256_sign", p256_sign_run),
+    ECDSA_OP("p256_verify", p256_verify_run),
+    X25519_OP("x25519_keygen", ec_keygen_prepare, x25519_keygen_run),
+    X25519_OP("x25519_shared", x25519_pair_prepare, ec_shared),
+    RSA_OP("rsa2048_public", rsa_public_run),
+    RSA_OP("rsa2048_private", rsa_private_run),
+    GCM_OP("aes128gcm_kib"),
+    CHACHAPOLY_OP("chacha20poly1305_kib"),
+    SHA256_OP("sha256_kib"),
+    HKDF_OP("hkdf_sha256"),
+};
+#else
+#define OLD_API "the operations are written for mbedTLS 3's API (2.28's signatures differ)"
+const fw_op fw_ops[] = {
+    {"p256_keygen", NULL, NULL, NULL, OLD_API},
+    {"p256_ecdh", NULL, NULL, NULL, OLD_API},
+    {"p256_sign", NULL, NULL, NULL, OLD_API},
+    {"p256_verify", NULL, NULL, NULL, OLD_API},
+    {"x25519_keygen", NULL, NULL, NULL, OLD_API},
+    {"x25519_shared", NULL, NULL, NULL, OLD_API},
+    {"rsa2048_public", NULL, NULL, NULL, OLD_API},
+    {"rsa2048_private", NULL, NULL, NULL, OLD_API},
+    {"aes128gcm_kib", NULL, NULL, NULL, OLD_API},
+    {"chacha20poly1305_kib", NULL, NULL, NULL, OLD_API},
+    {"sha256_kib", NULL, NULL, NULL, OLD_API},
+    {"hkdf_sha256", NULL, NULL, NULL, OLD_API},
+};
+#endif
+const size_t fw_op_count = sizeof fw_ops / sizeof fw_ops[0];

@@ -269,3 +269,248 @@ void fw_read_back(enum fw_side side, fw_negotiated *out) {
 void fw_error_text(int error, char *buf, size_t size) {
   wolfSSL_ERR_error_string_n((unsigned long)error, buf, size);
 }
+
+/* ------------------------------------------------------------------ operations (mode=ops) */
+/* wolfCrypt's own API, each call as wolfCrypt's benchmark (wolfcrypt/benchmark/benchmark.c)
+ * makes it: key generation frees and re-initialises the key first; RSA "public" encrypts
+ * and "private" decrypts (PKCS #1 v1.5, with blinding); the AEADs take 13 bytes of
+ * additional data; SHA-256 is the update of 1 KiB, its final once at the end. Keys and
+ * messages come from the build's Hash DRBG (seeded from the core's test stream) and the
+ * compiled-in RSA key. Every result is checked in prepare() or run(). */
+#include <wolfssl/wolfcrypt/aes.h>
+#include <wolfssl/wolfcrypt/asn_public.h>
+#include <wolfssl/wolfcrypt/chacha20_poly1305.h>
+#include <wolfssl/wolfcrypt/curve25519.h>
+#include <wolfssl/wolfcrypt/ecc.h>
+#include <wolfssl/wolfcrypt/hmac.h>
+#include <wolfssl/wolfcrypt/random.h>
+#include <wolfssl/wolfcrypt/rsa.h>
+#include <wolfssl/wolfcrypt/sha256.h>
+
+static WC_RNG op_rng;
+static int op_rng_ready;
+static FW_HARNESS unsigned char op_in[FW_OP_BYTES], op_out[FW_OP_BYTES + 16];
+static unsigned char op_aad[FW_OP_AAD], op_key[32], op_iv[12], op_tag[16], op_hash[32];
+static unsigned char op_sig[80], op_secret[64];
+static word32 op_sig_len;
+
+/* The DRBG and the test bytes every operation reads. */
+static int op_common(void) {
+  if (op_rng_ready) return 0;
+  int ret = wc_InitRng(&op_rng);
+  if (ret != 0) return ret;
+  op_rng_ready = 1;
+  if ((ret = wc_RNG_GenerateBlock(&op_rng, op_in, sizeof op_in)) != 0) return ret;
+  if ((ret = wc_RNG_GenerateBlock(&op_rng, op_key, sizeof op_key)) != 0) return ret;
+  if ((ret = wc_RNG_GenerateBlock(&op_rng, op_iv, sizeof op_iv)) != 0) return ret;
+  if ((ret = wc_RNG_GenerateBlock(&op_rng, op_aad, sizeof op_aad)) != 0) return ret;
+  return wc_RNG_GenerateBlock(&op_rng, op_hash, sizeof op_hash);
+}
+
+static void op_none(void) {}
+
+#if defined(HAVE_ECC)
+static ecc_key op_ecc[2];
+
+static int p256_keygen_prepare(void) {
+  int ret = op_common();
+  return ret != 0 ? ret : wc_ecc_init(&op_ecc[0]);
+}
+static int p256_keygen_run(void) {
+  wc_ecc_free(&op_ecc[0]);
+  int ret = wc_ecc_init(&op_ecc[0]);
+  return ret != 0 ? ret : wc_ecc_make_key_ex(&op_rng, 32, &op_ecc[0], ECC_SECP256R1);
+}
+static void ecc_release(void) {
+  wc_ecc_free(&op_ecc[0]);
+  wc_ecc_free(&op_ecc[1]);
+}
+
+/* Two P-256 key pairs; the shared secret agreed both ways; a signature of op_hash. */
+static int p256_pair_prepare(void) {
+  int ret = op_common();
+  for (int i = 0; i < 2 && ret == 0; i++) {
+    if ((ret = wc_ecc_init(&op_ecc[i])) == 0)
+      ret = wc_ecc_make_key_ex(&op_rng, 32, &op_ecc[i], ECC_SECP256R1);
+#if defined(ECC_TIMING_RESISTANT)
+    if (ret == 0) ret = wc_ecc_set_rng(&op_ecc[i], &op_rng);
+#endif
+  }
+  if (ret != 0) return ret;
+  unsigned char other[32];
+  word32 len = sizeof op_secret, other_len = sizeof other;
+  if ((ret = wc_ecc_shared_secret(&op_ecc[0], &op_ecc[1], op_secret, &len)) != 0) return ret;
+  if ((ret = wc_ecc_shared_secret(&op_ecc[1], &op_ecc[0], other, &other_len)) != 0) return ret;
+  if (len != other_len || memcmp(op_secret, other, len) != 0) return ECC_BAD_ARG_E;
+  op_sig_len = sizeof op_sig;
+  return wc_ecc_sign_hash(op_hash, sizeof op_hash, op_sig, &op_sig_len, &op_rng, &op_ecc[0]);
+}
+static int p256_ecdh_run(void) {
+  word32 len = sizeof op_secret;
+  return wc_ecc_shared_secret(&op_ecc[0], &op_ecc[1], op_secret, &len);
+}
+static int p256_sign_run(void) {
+  word32 len = sizeof op_sig;
+  return wc_ecc_sign_hash(op_hash, sizeof op_hash, op_sig, &len, &op_rng, &op_ecc[0]);
+}
+static int p256_verify_run(void) {
+  int verified = 0;
+  int ret = wc_ecc_verify_hash(op_sig, op_sig_len, op_hash, sizeof op_hash, &verified, &op_ecc[0]);
+  return ret != 0 ? ret : (verified == 1 ? 0 : SIG_VERIFY_E);
+}
+#define ECC_OPS(name, prepare, run) \
+  { name, prepare, run, ecc_release, NULL }
+#else
+#define ECC_OPS(name, prepare, run) \
+  { name, NULL, NULL, NULL, "no ECC in this build (HAVE_ECC)" }
+#endif
+
+#if defined(HAVE_CURVE25519)
+static curve25519_key op_x25519[2];
+
+static int x25519_keygen_prepare(void) {
+  int ret = op_common();
+  return ret != 0 ? ret : wc_curve25519_init(&op_x25519[0]);
+}
+static int x25519_keygen_run(void) {
+  wc_curve25519_free(&op_x25519[0]);
+  int ret = wc_curve25519_init(&op_x25519[0]);
+  return ret != 0 ? ret : wc_curve25519_make_key(&op_rng, 32, &op_x25519[0]);
+}
+static int x25519_pair_prepare(void) {
+  int ret = op_common();
+  for (int i = 0; i < 2 && ret == 0; i++)
+    if ((ret = wc_curve25519_init(&op_x25519[i])) == 0)
+      ret = wc_curve25519_make_key(&op_rng, 32, &op_x25519[i]);
+  return ret;
+}
+static int x25519_shared_run(void) {
+  word32 len = sizeof op_secret;
+  return wc_curve25519_shared_secret(&op_x25519[0], &op_x25519[1], op_secret, &len);
+}
+static void x25519_release(void) {
+  wc_curve25519_free(&op_x25519[0]);
+  wc_curve25519_free(&op_x25519[1]);
+}
+#define X25519_OPS(name, prepare, run) \
+  { name, prepare, run, x25519_release, NULL }
+#else
+#define X25519_OPS(name, prepare, run) \
+  { name, NULL, NULL, NULL, "no X25519 in this build (HAVE_CURVE25519)" }
+#endif
+
+#if !defined(NO_RSA)
+static RsaKey op_rsa;
+static unsigned char op_rsa_ct[256];
+
+/* The compiled-in RSA-2048 key (PKCS #8 DER), a ciphertext of 32 test bytes, decrypted once
+ * and compared. */
+static int rsa_prepare(void) {
+  int ret = op_common();
+  if (ret != 0 || (ret = wc_InitRsaKey(&op_rsa, NULL)) != 0) return ret;
+  const fw_credentials *c = &fw_certs[FW_CERT_RSA2048];
+  word32 at = 0;
+  if (wc_GetPkcs8TraditionalOffset((byte *)c->key, &at, (word32)c->key_len) < 0) at = 0;
+  if ((ret = wc_RsaPrivateKeyDecode(c->key, &at, &op_rsa, (word32)c->key_len)) != 0) return ret;
+#if defined(WC_RSA_BLINDING)
+  if ((ret = wc_RsaSetRNG(&op_rsa, &op_rng)) != 0) return ret;
+#endif
+  ret = wc_RsaPublicEncrypt(op_in, 32, op_rsa_ct, sizeof op_rsa_ct, &op_rsa, &op_rng);
+  if (ret != (int)sizeof op_rsa_ct) return ret < 0 ? ret : RSA_BUFFER_E;
+  ret = wc_RsaPrivateDecrypt(op_rsa_ct, sizeof op_rsa_ct, op_out, sizeof op_out, &op_rsa);
+  if (ret != 32 || memcmp(op_out, op_in, 32) != 0) return ret < 0 ? ret : RSA_BUFFER_E;
+  return 0;
+}
+static int rsa_public_run(void) {
+  int ret = wc_RsaPublicEncrypt(op_in, 32, op_out, sizeof op_out, &op_rsa, &op_rng);
+  return ret == (int)sizeof op_rsa_ct ? 0 : (ret < 0 ? ret : RSA_BUFFER_E);
+}
+static int rsa_private_run(void) {
+  int ret = wc_RsaPrivateDecrypt(op_rsa_ct, sizeof op_rsa_ct, op_out, sizeof op_out, &op_rsa);
+  return ret == 32 ? 0 : (ret < 0 ? ret : RSA_BUFFER_E);
+}
+static void rsa_release(void) { wc_FreeRsaKey(&op_rsa); }
+#define RSA_OPS(name, run) \
+  { name, rsa_prepare, run, rsa_release, NULL }
+#else
+#define RSA_OPS(name, run) \
+  { name, NULL, NULL, NULL, "no RSA in this build (NO_RSA)" }
+#endif
+
+#if defined(HAVE_AESGCM)
+static Aes op_aes;
+static int gcm_prepare(void) {
+  int ret = op_common();
+  if (ret != 0 || (ret = wc_AesInit(&op_aes, NULL, INVALID_DEVID)) != 0) return ret;
+  return wc_AesGcmSetKey(&op_aes, op_key, 16);
+}
+static int gcm_run(void) {
+  return wc_AesGcmEncrypt(&op_aes, op_out, op_in, FW_OP_BYTES, op_iv, sizeof op_iv, op_tag,
+                          sizeof op_tag, op_aad, sizeof op_aad);
+}
+static void gcm_release(void) { wc_AesFree(&op_aes); }
+#define GCM_OP(name) \
+  { name, gcm_prepare, gcm_run, gcm_release, NULL }
+#else
+#define GCM_OP(name) \
+  { name, NULL, NULL, NULL, "no AES-GCM in this build (HAVE_AESGCM)" }
+#endif
+
+#if defined(HAVE_CHACHA) && defined(HAVE_POLY1305)
+static int chachapoly_run(void) {
+  return wc_ChaCha20Poly1305_Encrypt(op_key, op_iv, op_aad, sizeof op_aad, op_in, FW_OP_BYTES,
+                                     op_out, op_tag);
+}
+#define CHACHAPOLY_OP(name) \
+  { name, op_common, chachapoly_run, op_none, NULL }
+#else
+#define CHACHAPOLY_OP(name) \
+  { name, NULL, NULL, NULL, "no ChaCha20-Poly1305 in this build (HAVE_CHACHA, HAVE_POLY1305)" }
+#endif
+
+#if !defined(NO_SHA256)
+static wc_Sha256 op_sha;
+static int sha256_prepare(void) {
+  int ret = op_common();
+  return ret != 0 ? ret : wc_InitSha256(&op_sha);
+}
+static int sha256_run(void) { return wc_Sha256Update(&op_sha, op_in, FW_OP_BYTES); }
+static void sha256_release(void) {
+  wc_Sha256Final(&op_sha, op_hash);
+  wc_Sha256Free(&op_sha);
+}
+#define SHA256_OP(name) \
+  { name, sha256_prepare, sha256_run, sha256_release, NULL }
+#else
+#define SHA256_OP(name) \
+  { name, NULL, NULL, NULL, "no SHA-256 in this build (NO_SHA256)" }
+#endif
+
+#if defined(HAVE_HKDF) && !defined(NO_SHA256)
+/* One HKDF-SHA256 extract and expand: 32 bytes of key material and salt, 16 of info, 32 out
+ * (a TLS 1.3 secret's size). */
+static int hkdf_run(void) {
+  return wc_HKDF(WC_SHA256, op_key, 32, op_in, 32, op_in + 32, 16, op_secret, 32);
+}
+#define HKDF_OP(name) \
+  { name, op_common, hkdf_run, op_none, NULL }
+#else
+#define HKDF_OP(name) \
+  { name, NULL, NULL, NULL, "no HKDF in this build (HAVE_HKDF)" }
+#endif
+
+const fw_op fw_ops[] = {
+    ECC_OPS("p256_keygen", p256_keygen_prepare, p256_keygen_run),
+    ECC_OPS("p256_ecdh", p256_pair_prepare, p256_ecdh_run),
+    ECC_OPS("p256_sign", p256_pair_prepare, p256_sign_run),
+    ECC_OPS("p256_verify", p256_pair_prepare, p256_verify_run),
+    X25519_OPS("x25519_keygen", x25519_keygen_prepare, x25519_keygen_run),
+    X25519_OPS("x25519_shared", x25519_pair_prepare, x25519_shared_run),
+    RSA_OPS("rsa2048_public", rsa_public_run),
+    RSA_OPS("rsa2048_private", rsa_private_run),
+    GCM_OP("aes128gcm_kib"),
+    CHACHAPOLY_OP("chacha20poly1305_kib"),
+    SHA256_OP("sha256_kib"),
+    HKDF_OP("hkdf_sha256"),
+};
+const size_t fw_op_count = sizeof fw_ops / sizeof fw_ops[0];

@@ -28,7 +28,9 @@ the images is src/tlsbench/embedded/.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +49,9 @@ IMAGE = "firmware.elf"
 ROLE_IMAGES = {"client": "client.elf", "server": "server.elf"}
 SIDES = ("client", "server")
 TIMEOUT_SECONDS = 120.0
+# The projection's calibration against real boards, written by `tlsbench calibrate --write`
+# (src/tlsbench/embedded/calibrate.py) from wolfSSL's published STM32 benchmarks.
+CALIBRATION_FILE = Path(__file__).with_name("calibration.json")
 KIB = 1024
 MIB = 1024 * KIB
 
@@ -83,11 +88,62 @@ class Core:
     def label(self) -> str:
         return self.arch.replace("cortex-", "Cortex-").replace("-m", "-M")
 
-    def ms(self, instructions: float, mhz: float | None = None) -> tuple[float, float]:
-        """The projection of a count to milliseconds: (low, high) over the CPI range."""
-        clock = mhz or self.part.mhz
+    @property
+    def calibrated_cpi(self) -> dict[str, Calibration]:
+        """The CPI ranges calibrated on real boards for this core, per operation kind
+        (public, symmetric): empty where no board of this core was measured."""
+        return {kind: Calibration(kind, (float(c["cpi"][0]), float(c["cpi"][1])),
+                                  tuple(c["parts"]), tuple(c["operations"]))
+                for kind, c in _calibrations().get(self.arch, {}).items()}  # fmt: skip
+
+    def cpi_range(self, kind: str | None = None) -> tuple[tuple[float, float], str]:
+        """The CPI range a projection uses, and its calibration's name: the boards' range
+        for an operation `kind`, or for a handshake (None) the span of every kind's range;
+        the manual's range where this core has no board calibration."""
+        calibrated = self.calibrated_cpi
+        if kind in calibrated:
+            return calibrated[kind].cpi, calibrated[kind].label()
+        if kind is None and calibrated:
+            lows, highs = zip(*(c.cpi for c in calibrated.values()), strict=True)
+            label = "; ".join(c.label() for c in calibrated.values())
+            return (min(lows), max(highs)), label
         low, high = self.cpi
+        return self.cpi, (f"manual CPI {low:g}..{high:g} (reference manual cycle counts, "
+                          "CoreMark ratios): no board calibration for this core")  # fmt: skip
+
+    def ms(self, instructions: float, mhz: float | None = None, kind: str | None = None
+           ) -> tuple[float, float]:  # fmt: skip
+        """The projection of a count to milliseconds: (low, high) over the CPI range
+        (`cpi_range`: calibrated on boards where this core has been)."""
+        clock = mhz or self.part.mhz
+        low, high = self.cpi_range(kind)[0]
         return (instructions * low / (clock * 1000.0), instructions * high / (clock * 1000.0))
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A core's CPI range for one kind of operation, calibrated on real boards: the board's
+    cycles (ms x MHz) over tlsbench's instructions for the same operation (calibration.json)."""
+
+    kind: str  # "public" or "symmetric" (OPERATION_KINDS)
+    cpi: tuple[float, float]
+    parts: tuple[str, ...]  # "STM32F437 (160 MHz, wolfSSL 4.4.1)"
+    operations: tuple[str, ...]
+
+    def label(self) -> str:
+        low, high = self.cpi
+        return (f"calibrated CPI {low:g}..{high:g} ({self.kind}) on "
+                f"{', '.join(p.split(' (')[0] for p in self.parts)}: "
+                "wolfSSL's STM32 benchmarks")  # fmt: skip
+
+
+@cache
+def _calibrations() -> dict[str, dict[str, Any]]:
+    """calibration.json's ranges per core and kind ({} before the first calibration)."""
+    if not CALIBRATION_FILE.exists():
+        return {}
+    data = json.loads(CALIBRATION_FILE.read_text())
+    return {core: dict(c["calibrated"]) for core, c in data["cores"].items()}
 
 
 # The AN505's CPU starts in the secure state: its vector table and RAM at the secure alias
@@ -319,6 +375,43 @@ def make_job(
     no_group = exchange == "psk" or exchange == "rsa"
     return Job(name, version, exchange, None if no_group else group, kind, chain or 1,
                record or 16384)  # fmt: skip
+
+
+# ---------------------------------------------------------------------------- operations
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One operation of a library's own crypto API that an image runs in `mode=ops` (fw_ops
+    in the adapters, in this order): `kind` public (public-key arithmetic) or symmetric
+    (ciphers, hashes and key derivation); `per` what one operation processes."""
+
+    name: str  # the image's name for it: p256_sign
+    label: str
+    kind: str  # "public" or "symmetric"
+    per: str = "operation"  # or "KiB": 1024 bytes of payload (FW_OP_BYTES)
+
+
+OPERATIONS: dict[str, Operation] = {
+    op.name: op
+    for op in (
+        Operation("p256_keygen", "P-256 key generation", "public"),
+        Operation("p256_ecdh", "P-256 ECDH shared secret", "public"),
+        Operation("p256_sign", "ECDSA P-256 sign", "public"),
+        Operation("p256_verify", "ECDSA P-256 verify", "public"),
+        Operation("x25519_keygen", "X25519 key generation", "public"),
+        Operation("x25519_shared", "X25519 shared secret", "public"),
+        Operation("rsa2048_public", "RSA-2048 public (encrypt)", "public"),
+        Operation("rsa2048_private", "RSA-2048 private (decrypt)", "public"),
+        Operation("aes128gcm_kib", "AES-128-GCM encrypt", "symmetric", "KiB"),
+        Operation("chacha20poly1305_kib", "ChaCha20-Poly1305 encrypt", "symmetric", "KiB"),
+        Operation("sha256_kib", "SHA-256", "symmetric", "KiB"),
+        Operation("hkdf_sha256", "HKDF-SHA256 (extract + expand, 32 bytes)", "symmetric"),
+    )
+}
+OPERATION_KINDS = {"public": "public-key arithmetic", "symmetric": "symmetric ciphers and hashes"}
+# Calls per measured batch: the timer's tick (tens of instructions) is divided by it.
+OPERATION_BATCH = 4
 
 
 # ---------------------------------------------------------------------------- building

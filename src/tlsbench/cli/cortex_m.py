@@ -48,6 +48,14 @@ def add_arguments(verb: Verb) -> None:
         metavar="BYTES",
         help="max_fragment_length the client asks for: 512, 1024, 2048, 4096 (16384: none)",
     )
+    cortex.add_argument(
+        "--ops",
+        action="store_true",
+        help="in place of handshakes, the library's own crypto API per operation (P-256 key "
+        "generation, ECDH, ECDSA sign and verify, X25519, RSA-2048 public and private, "
+        "AES-128-GCM, ChaCha20-Poly1305 and SHA-256 per KiB, HKDF-SHA256): instructions, heap "
+        "and stack per operation",
+    )
     cortex.add_argument("--runs", type=int, default=2, help="runs per suite (default 2)")
     cortex.add_argument("--json", action="store_true", help="print one JSON object per suite")
     cortex.add_argument("--quiet", action="store_true", help="no build progress lines on stderr")
@@ -65,6 +73,12 @@ def run(args: argparse.Namespace) -> int:
         qemu.check_variant(variant)
     if args.runs < 1:
         raise UserError("--runs must be at least 1")
+    if args.ops:
+        job_flags = ("suite", "tls", "kx", "group", "cert", "chain", "record_size")
+        given = [f"--{f.replace('_', '-')}" for f in job_flags if getattr(args, f) is not None]
+        if given:
+            raise UserError(f"--ops runs no handshake: {', '.join(given)} do not apply to it")
+        return _run_ops(args, variants)
     suites = args.suite or firmware.default_suites(args.tls, args.kx, args.cert)
     jobs = [
         firmware.make_job(suite, tls=args.tls, kx=args.kx, group=args.group, cert=args.cert,
@@ -96,6 +110,51 @@ def run(args: argparse.Namespace) -> int:
             print(f"{arch} ms: {qemu.describe_projection(firmware.core_of(arch))}")
         print(f"every count identical over {args.runs} runs")
     return 3 if not rows else 0
+
+
+def _run_ops(args: argparse.Namespace, variants: list[Any]) -> int:
+    from tlsbench.builds import firmware
+    from tlsbench.builds.build import Builder
+    from tlsbench.embedded import qemu
+
+    builder = Builder(quiet=args.quiet)
+    rows = []
+    for variant in variants:
+        core = firmware.core_of(variant.arch)
+        image = qemu.image_of(builder.build(variant))
+        result = {"variant": variant.name, **qemu.measure_ops(image, core, args.runs)}
+        rows.append(result)
+        if not args.json:
+            _print_ops(result, core)
+    if args.json:
+        json.dump(rows, sys.stdout, indent=2)
+        print()
+    else:
+        print(f"every count identical over {args.runs} runs")
+    return 0
+
+
+def _print_ops(r: dict[str, Any], core: Any) -> None:
+    from tlsbench.embedded import qemu
+
+    print(f"{r['variant']} ({r['library']} {r['library_version']}, {core.arch} on "
+          f"{r['machine']}): instructions per operation, exact to "
+          f"{r['resolution_instructions']:g} (batches of {r['batch']}, less the loop's own "
+          f"{r['loop_instructions']} per batch)")  # fmt: skip
+    print(f"  {'operation':<44} {'instructions':>13} {'ms':>17} {'heap':>7} {'allocs':>7} "
+          f"{'stack':>6}")  # fmt: skip
+    for op in r["ops"]:
+        what = op["label"] + (" per KiB" if op["per"] == "KiB" else "")
+        if "unsupported" in op:
+            print(f"  {what:<44} unsupported: {op['unsupported']}")
+            continue
+        low, high = op["projected_ms"]
+        print(
+            f"  {what:<44} {op['instructions']:>13,} {low:>8.3f}-{high:<8.3f} "
+            f"{op['heap_peak']:>7} {op['allocations']:>7g} {op['stack_high_water']:>6}"
+        )
+    for kind in ("public", "symmetric"):
+        print(f"  ms ({kind}): {qemu.describe_projection(core, kind)}")
 
 
 def _print_cortex_m_row(r: dict[str, Any], header: bool) -> None:

@@ -103,7 +103,9 @@ def run(args: argparse.Namespace) -> int:
     outcomes = fit.measure_all(candidates, quiet=args.quiet)
     if args.json:
         json.dump({"budget": {"core": core.arch, "ram": budget.ram, "flash": budget.flash,
-                              "mhz": budget.mhz, "cpi": list(core.cpi)},
+                              "mhz": budget.mhz, "cpi": list(core.cpi_range()[0]),
+                              "calibration": core.cpi_range()[1],
+                              "manual_cpi": list(core.cpi)},
                    "role": args.role, "job": job.describe(), "notes": notes,
                    "candidates": fit.rows(outcomes, budget, args.role)},
                   sys.stdout, indent=2)  # fmt: skip

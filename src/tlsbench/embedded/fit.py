@@ -285,10 +285,11 @@ def table(
 ) -> str:
     """The answer as a user reads it: the budget and job, one line per candidate, the
     smallest record buffer that fits per configuration, and the Pareto front."""
-    low, high = budget.core.cpi
+    (low, high), calibration = budget.core.cpi_range()
     lines = [
         f"Budget: {budget.describe()} ({role}; ms = instructions x CPI {low:g}..{high:g} / "
         f"{budget.mhz:g} MHz)",
+        f"CPI: {calibration}",
         f"Job: {job.describe().replace(', records 16384', '')}, {role} side",
         "",
         f"{'library':<15} {'configuration':<14} {'records':>7} {'RAM KiB':>8} "

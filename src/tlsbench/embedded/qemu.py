@@ -16,6 +16,9 @@ from tlsbench.builds.firmware import (
     ADAPTERS,
     CORES,
     IMAGE,
+    OPERATION_BATCH,
+    OPERATION_KINDS,
+    OPERATIONS,
     ROLE_IMAGES,
     SIDES,
     SUITES,
@@ -73,9 +76,11 @@ def role_sizes(build: Any, role: str) -> Sizes:
 # ---------------------------------------------------------------------------- running
 
 
-def qemu_command(image: Path, core: Core, job: Job) -> list[str]:
+def qemu_command(image: Path, core: Core, job: Job | list[str]) -> list[str]:
+    """QEMU's command for a run of the image: a job, or the image's own arguments."""
+    args = job if isinstance(job, list) else job.args()
     semihosting = ",".join(["enable=on", "target=native",
-                            *(f"arg={a}" for a in ["firmware", *job.args()])])  # fmt: skip
+                            *(f"arg={a}" for a in ["firmware", *args])])  # fmt: skip
     return [
         "qemu-system-arm", "-M", core.machine, "-display", "none", "-monitor", "none",
         "-serial", "none", "-nodefaults", "-nic", "none",
@@ -107,7 +112,16 @@ def run(
     if isinstance(job, str):
         job = _suite_job(job, group)
     core = core or _core_of_image(image)
-    command = qemu_command(image, core, job)
+    result = _run_image(image, core, job.args(), timeout, job.describe())
+    check_negotiated(result, job)
+    return with_projection(result, core)
+
+
+def _run_image(image: Path, core: Core, args: list[str], timeout: float, what: str
+               ) -> dict[str, Any]:  # fmt: skip
+    """One run of the image with its arguments: the JSON line it printed, or Unsupported or
+    UserError with the image's reason (`what` names the job in the message)."""
+    command = qemu_command(image, core, args)
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
@@ -126,11 +140,10 @@ def run(
             exit_code=1,
         ) from None
     if result.get("unsupported"):
-        raise Unsupported(f"{job.describe()}: {result['error']}")
+        raise Unsupported(f"{what}: {result['error']}")
     if "error" in result or done.returncode != 0:
         raise UserError(f"the firmware image failed: {result.get('error', result)}", exit_code=1)
-    check_negotiated(result, job)
-    return with_projection(result, core)
+    return result
 
 
 def _suite_job(suite: str, group: str | None) -> Job:
@@ -205,14 +218,18 @@ def with_projection(result: dict[str, Any], core: Core) -> dict[str, Any]:
     return result
 
 
-def projection(core: Core) -> dict[str, Any]:
-    return {"part": core.part.name, "clock_mhz": core.part.mhz, "cpi": list(core.cpi)}
+def projection(core: Core, kind: str | None = None) -> dict[str, Any]:
+    """What a projected figure rests on: the part and clock, the CPI range used and its
+    calibration's name, and the manual's range beside it."""
+    cpi, calibration = core.cpi_range(kind)
+    return {"part": core.part.name, "clock_mhz": core.part.mhz, "cpi": list(cpi),
+            "calibration": calibration, "manual_cpi": list(core.cpi)}  # fmt: skip
 
 
-def describe_projection(core: Core) -> str:
-    low, high = core.cpi
+def describe_projection(core: Core, kind: str | None = None) -> str:
+    (low, high), calibration = core.cpi_range(kind)
     return (f"instructions x CPI {low:g}..{high:g} / {core.part.mhz:g} MHz "
-            f"({core.part.name})")  # fmt: skip
+            f"({core.part.name}); {calibration}")  # fmt: skip
 
 
 def measure(image: Path, core: Core, job: Job, runs: int) -> dict[str, Any]:
@@ -249,3 +266,61 @@ def image_of(build: Any) -> Path:
     """The firmware image of a built Cortex-M variant."""
     check_variant(build.variant)
     return Path(build.program(IMAGE))
+
+
+# ---------------------------------------------------------------------------- operations
+
+
+def run_ops(image: Path, core: Core | None = None, batch: int = OPERATION_BATCH,
+            timeout: float = TIMEOUT_SECONDS) -> dict[str, Any]:  # fmt: skip
+    """Runs the image's per-operation benchmarks once (`mode=ops`): per operation of
+    OPERATIONS, the instructions of one call (a batch of `batch` calls, less a batch of an
+    empty call timed the same way, divided by `batch`), its heap peak, allocations and stack
+    high-water, and its projection to milliseconds; an operation the build lacks is
+    `unsupported` with the image's reason."""
+    core = core or _core_of_image(image)
+    result = _run_image(image, core, ["mode=ops", f"batch={batch}"], timeout,
+                        "per-operation benchmarks")  # fmt: skip
+    per_kticks = int(result["instructions_per_1000_ticks"])
+    if per_kticks <= 0:
+        raise UserError("the image's timer calibration failed", exit_code=1)
+    loop = int(result["loop"]["ticks"])
+    names = [op["name"] for op in result["ops"]]
+    if names != list(OPERATIONS):
+        raise UserError(f"the image's operations {names} are not {list(OPERATIONS)}", exit_code=1)
+    ops = []
+    for op in result["ops"]:
+        spec = OPERATIONS[op["name"]]
+        row: dict[str, Any] = {"name": spec.name, "label": spec.label, "kind": spec.kind,
+                               "per": spec.per}  # fmt: skip
+        if "unsupported" in op:
+            row["unsupported"] = op["unsupported"]
+        else:
+            ticks = int(op["ticks"]) - loop
+            row["instructions"] = round(ticks * per_kticks / 1000 / result["batch"])
+            row["heap_peak"] = int(op["heap_peak"])
+            row["allocations"] = int(op["allocations"]) / result["batch"]
+            row["stack_high_water"] = int(op["stack_high_water"])
+            row["projected_ms"] = list(core.ms(row["instructions"], kind=spec.kind))
+        ops.append(row)
+    return {
+        "library": result["library"], "library_version": result["library_version"],
+        "core": core.arch, "machine": core.machine, "batch": result["batch"],
+        "instructions_per_1000_ticks": per_kticks,
+        # A count is exact to the timer's tick divided by the batch.
+        "resolution_instructions": per_kticks / 1000 / result["batch"],
+        "loop_instructions": loop * per_kticks // 1000, "ops": ops,
+        "projection": {kind: projection(core, kind) for kind in OPERATION_KINDS},
+    }  # fmt: skip
+
+
+def measure_ops(image: Path, core: Core, runs: int, batch: int = OPERATION_BATCH
+                ) -> dict[str, Any]:  # fmt: skip
+    """`runs` runs of the per-operation benchmarks; every figure must agree."""
+    results = [run_ops(image, core, batch) for _ in range(runs)]
+    for other in results[1:]:
+        if other["ops"] != results[0]["ops"]:
+            raise UserError("two runs of the per-operation benchmarks differ; the count is not "
+                            "deterministic", exit_code=1)  # fmt: skip
+    results[0]["runs"] = runs
+    return results[0]

@@ -113,6 +113,7 @@ class FirmwareRow:
     part_flash: int
     fits: bool
     failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
+    calibration: str = ""  # the CPI range the ms rest on, named (firmware.Core.cpi_range)
 
 
 def load_firmware(reader: RunReader) -> dict[str, list[Any]]:
@@ -143,6 +144,7 @@ def load_firmware(reader: RunReader) -> dict[str, list[Any]]:
                 ram=ram["total"], text=flash["text"], credentials=flash["credentials"],
                 flash=flash["total"], part_ram=core.part.ram, part_flash=core.part.flash,
                 fits=ram["total"] <= core.part.ram and flash["total"] <= core.part.flash,
+                calibration=core.cpi_range()[1],
             ))  # fmt: skip
     return {"firmware": rows}
 
@@ -161,10 +163,12 @@ def firmware_views(model: RunModel) -> list[View]:
         "needs, measured on its firmware image under QEMU. RAM = heap peak + stack "
         "high-water + .data + .bss of the client-only image; flash = its .text + .data + the "
         "job's credentials (DER); ms = the client's handshake instructions x the core's "
-        "cycles-per-instruction range at the reference part's clock (docs/embedded.md gives "
-        "the sources); fits = within that part's RAM and flash. Reference parts: "
+        "cycles-per-instruction range at the reference part's clock, calibrated on real boards "
+        "where the core has been (the calibration is named per core; docs/embedded.md gives "
+        "the sources and the error on held-out parts); fits = within that part's RAM and "
+        "flash. Reference parts: "
         + "; ".join(f"{core}: {r.part}, {fmt_kib(r.part_ram)} KiB RAM, "
-                    f"{fmt_kib(r.part_flash)} KiB flash"
+                    f"{fmt_kib(r.part_flash)} KiB flash; ms: {r.calibration}"
                     for core, r in sorted(parts.items(), key=lambda kv: _core_order(kv[0])))
         + ". The server's figures are in the detail table below.",
         ["core", "job", "variant", "RAM KiB", "flash KiB", "client ms", "fits the part"],
@@ -244,8 +248,9 @@ def projected_handshake(model: RunModel) -> Plot | None:
     ax.invert_yaxis()
     ax.grid(alpha=0.3, axis="x")
     legend(fig, fontsize="x-small")
-    ax.set_title("Firmware handshake, client: instructions x the core's CPI range at its "
-                 "reference part's clock", fontsize="small")  # fmt: skip
+    ax.set_title("Firmware handshake, client: instructions x the core's CPI range (calibrated "
+                 "on boards where the core has been) at its reference part's clock",
+                 fontsize="small")  # fmt: skip
     return Plot("projected_handshake", "Firmware projected handshake", "firmware", fig)
 
 
