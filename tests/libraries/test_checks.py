@@ -204,7 +204,7 @@ def test_without_a_fault_every_library_passes_the_same_checks(build_of) -> None:
             negotiated = run.output["negotiated"]
             if "mutual" in extra:
                 # Both sides read the client's scheme back and agree with the request.
-                want = held_sigalg(spec, "rsa2048", DEFAULT_SIGALG[tls])
+                want = held_sigalg(spec, "rsa2048", DEFAULT_SIGALG[at])
                 assert negotiated["client_sigalg"] == want, (spec, negotiated)
             else:
                 assert "client_sigalg" not in negotiated, (spec, negotiated)
