@@ -364,6 +364,7 @@ class Builder:
             cc_wrapper, compile_log = _recording_compiler(cc, work)
             ctx = BuildContext(variant, source, work, self.jobs, log, cc=cc_wrapper,
                                tool_path=str(compile_log.parent / "cc-record"),
+                               compile_log=compile_log,
                                builds_on=self._base_builds(variant),
                                companions=companions)  # fmt: skip
             link = recipe_for(variant).build(ctx)

@@ -113,7 +113,7 @@ class Variant:
 
 # Libraries with no configuration-file option (the others' unknown-feature message names
 # theirs).
-NO_CONFIG_OPTIONS = ("null", "hacl", "rustls", "bearssl", "s2n", "nss")
+NO_CONFIG_OPTIONS = ("null", "hacl", "rustls", "bearssl", "s2n", "nss", "botan")
 CONFIG_HINT = (
     "; or a configuration of your own: config=FILE / user-config=FILE (mbedtls), "
     "user-settings=FILE (wolfssl), configure=OPTION / configure-file=FILE"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from tlsbench.builds.recipes.awslc import AwslcRecipe
 from tlsbench.builds.recipes.base import BuildContext, LinkInfo, Recipe
 from tlsbench.builds.recipes.bearssl import BearsslRecipe
+from tlsbench.builds.recipes.botan import BotanRecipe
 from tlsbench.builds.recipes.boringssl import BoringsslRecipe
 from tlsbench.builds.recipes.gnutls import GnutlsRecipe
 from tlsbench.builds.recipes.hacl import HaclRecipe
@@ -29,6 +30,7 @@ RECIPES: dict[str, Recipe] = {
     "bearssl": BearsslRecipe(),
     "s2n": S2nRecipe(),
     "nss": NssRecipe(),
+    "botan": BotanRecipe(),
 }
 
 

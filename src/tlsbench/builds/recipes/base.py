@@ -97,6 +97,9 @@ class BuildContext:
     # A folder put first on PATH for every command (the compiler stand-in that records the
     # flags, build.py), so that a compiler named without a path is found there.
     tool_path: str = ""
+    # The log the compiler stand-in appends each command line to (build.py): a recipe that
+    # compiles with another compiler (Botan's g++) records it there too. None: none is kept.
+    compile_log: Path | None = None
     # What a recipe found out about the build, kept in its manifest (`build_facts`), e.g.
     # the generated files an mbedTLS tree from git lacked.
     facts: dict[str, Any] = field(default_factory=dict)
