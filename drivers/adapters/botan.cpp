@@ -43,6 +43,7 @@
  * driver wraps. A Botan client sends its ClientHello from its constructor (conn_new): its
  * key share is made there, not in the first handshake call.
  */
+#include <botan/aead.h>
 #include <botan/asn1_obj.h>
 #include <botan/dl_group.h>
 #include <botan/auto_rng.h>
@@ -781,23 +782,73 @@ const tb_tls_class kTls = {
 
 /* ------------------------------------------------------------------------- AEAD */
 
-tb_status bt_aead_new(tb_aead_alg, const unsigned char *, size_t, void **out,
-                                 char *err) {
+/* Botan's own AEAD API (Botan::AEAD_Mode), one keyed encryptor and decryptor per context. */
+struct BtAead {
+  std::unique_ptr<Botan::AEAD_Mode> seal, open;
+  Botan::secure_vector<uint8_t> buf;
+};
+
+tb_status bt_aead_new(tb_aead_alg alg, const unsigned char *key, size_t key_len, void **out,
+                      char *err) {
   *out = nullptr;
-  return tb_fail(err, TB_UNSUPPORTED, "the Botan adapter does not carry Botan's AEAD API yet");
+  const char *name = alg == TB_AES_128_GCM   ? "AES-128/GCM"
+                     : alg == TB_AES_256_GCM ? "AES-256/GCM"
+                                             : "ChaCha20Poly1305";
+  try {
+    auto a = std::make_unique<BtAead>();
+    a->seal = Botan::AEAD_Mode::create(name, Botan::Cipher_Dir::Encryption);
+    a->open = Botan::AEAD_Mode::create(name, Botan::Cipher_Dir::Decryption);
+    if (a->seal == nullptr || a->open == nullptr)
+      return tb_fail(err, TB_UNSUPPORTED, "%s is not in this Botan build", name);
+    a->seal->set_key(key, key_len);
+    a->open->set_key(key, key_len);
+    *out = a.release();
+    return TB_OK;
+  } catch (const std::exception &e) {
+    return fail_what(err, TB_FAILED, name, e);
+  }
 }
 
-tb_status bt_aead_none(void *, const unsigned char *, const unsigned char *, size_t,
-                                  const unsigned char *, size_t, unsigned char *, char *err) {
-  return tb_fail(err, TB_UNSUPPORTED, "the Botan adapter does not carry Botan's AEAD API yet");
+/* One message through `mode`: ad, nonce, then the whole input at once (finish). */
+tb_status aead_run(Botan::AEAD_Mode &mode, Botan::secure_vector<uint8_t> &buf,
+                   const unsigned char nonce[TB_AEAD_NONCE_LEN], const unsigned char *ad,
+                   size_t ad_len, const unsigned char *in, size_t len, unsigned char *out,
+                   char *err) {
+  try {
+    mode.set_associated_data(ad, ad_len);
+    mode.start(nonce, TB_AEAD_NONCE_LEN);
+    buf.assign(in, in + len);
+    mode.finish(buf);
+    std::memcpy(out, buf.data(), buf.size());
+    return TB_OK;
+  } catch (const Botan::Invalid_Authentication_Tag &) {
+    return tb_fail(err, TB_FAILED, "the tag does not verify");
+  } catch (const std::exception &e) {
+    return fail_what(err, TB_FAILED, "AEAD", e);
+  }
 }
 
-void bt_aead_free(void *) {}
+tb_status bt_aead_seal(void *aead, const unsigned char nonce[TB_AEAD_NONCE_LEN],
+                       const unsigned char *ad, size_t ad_len, const unsigned char *in, size_t len,
+                       unsigned char *out, char *err) {
+  auto *a = static_cast<BtAead *>(aead);
+  return aead_run(*a->seal, a->buf, nonce, ad, ad_len, in, len, out, err);
+}
+
+tb_status bt_aead_open(void *aead, const unsigned char nonce[TB_AEAD_NONCE_LEN],
+                       const unsigned char *ad, size_t ad_len, const unsigned char *in, size_t len,
+                       unsigned char *out, char *err) {
+  auto *a = static_cast<BtAead *>(aead);
+  /* `len` is the plaintext's: the input carries the tag after it. */
+  return aead_run(*a->open, a->buf, nonce, ad, ad_len, in, len + TB_AEAD_TAG_LEN, out, err);
+}
+
+void bt_aead_free(void *aead) { delete static_cast<BtAead *>(aead); }
 
 const tb_aead_class kAead = {
     .create = bt_aead_new,
-    .seal = bt_aead_none,
-    .open = bt_aead_none,
+    .seal = bt_aead_seal,
+    .open = bt_aead_open,
     .free = bt_aead_free,
 };
 
