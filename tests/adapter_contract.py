@@ -34,8 +34,14 @@ def contract_names() -> set[str]:
             for name in re.findall(r"\btb_\w+", _code(INCLUDE / "tlsbench" / header))}  # fmt: skip
 
 
+def adapter_sources() -> list[Path]:
+    """The adapters' own source files: C, or C++ for a library whose API is C++ (Botan)."""
+    return sorted([*ADAPTERS.glob("*.c"), *ADAPTERS.glob("*.cpp")])
+
+
 def adapter_files() -> list[Path]:
-    return sorted([*ADAPTERS.glob("*.[ch]"), *PROBES.glob("*.[ch]")])
+    return sorted([*ADAPTERS.glob("*.[ch]"), *ADAPTERS.glob("*.cpp"), *PROBES.glob("*.[ch]"),
+                   *PROBES.glob("*.cpp")])  # fmt: skip
 
 
 def core_includes(source: Path) -> list[str]:

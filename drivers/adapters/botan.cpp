@@ -176,13 +176,9 @@ class PinnedPolicy final : public TLS::Policy {
     return cs.ciphersuite_code() == suite;
   }
   std::vector<TLS::Group_Params> key_exchange_groups() const override { return groups; }
-  std::vector<TLS::Group_Params> key_exchange_groups_to_offer() const override {
-    return to_offer;
-  }
+  std::vector<TLS::Group_Params> key_exchange_groups_to_offer() const override { return to_offer; }
   std::vector<TLS::Signature_Scheme> allowed_signature_schemes() const override { return own; }
-  std::vector<TLS::Signature_Scheme> acceptable_signature_schemes() const override {
-    return peer;
-  }
+  std::vector<TLS::Signature_Scheme> acceptable_signature_schemes() const override { return peer; }
   std::optional<std::vector<TLS::Signature_Scheme>> acceptable_certificate_signature_schemes()
       const override {
     return TLS::Signature_Scheme::all_available_schemes();
@@ -247,8 +243,8 @@ struct BtCtx {
 tb_status pin_offer(const tb_config *cfg, PinnedPolicy &p, char *err) {
   p.version = cfg->tls_version;
   const tb_name *s = tb_name_find(tb_suite_names, cfg->suite);
-  const auto cs = s != nullptr ? TLS::Ciphersuite::by_id(static_cast<uint16_t>(s->code))
-                               : std::nullopt;
+  const auto cs =
+      s != nullptr ? TLS::Ciphersuite::by_id(static_cast<uint16_t>(s->code)) : std::nullopt;
   if (!cs) return tb_fail(err, TB_UNSUPPORTED, "Botan 3 has no suite %s", cfg->suite);
   if (s->tls != cfg->tls_version)
     return tb_fail(err, TB_UNSUPPORTED, "%s is not a TLS 1.%d suite", cfg->suite,
@@ -321,8 +317,7 @@ tb_status load_credentials(const tb_config *cfg, Credentials &c, char *err) {
       return tb_fail(err, TB_FAILED, "loading %s and %s: %s", cfg->chain_file, cfg->key_file,
                      e.what());
     }
-    if (c.chain.empty())
-      return tb_fail(err, TB_FAILED, "%s holds no certificate", cfg->chain_file);
+    if (c.chain.empty()) return tb_fail(err, TB_FAILED, "%s holds no certificate", cfg->chain_file);
   }
   return TB_OK;
 }
@@ -435,8 +430,8 @@ class Callbacks final : public TLS::Callbacks {
                              Botan::Usage_Type usage, std::string_view hostname,
                              const TLS::Policy &policy) override;
   std::vector<uint8_t> tls_sign_message(const Botan::Private_Key &key,
-                                        Botan::RandomNumberGenerator &rng,
-                                        std::string_view padding, Botan::Signature_Format format,
+                                        Botan::RandomNumberGenerator &rng, std::string_view padding,
+                                        Botan::Signature_Format format,
                                         const std::vector<uint8_t> &msg) override;
   bool tls_verify_message(const Botan::Public_Key &key, std::string_view padding,
                           Botan::Signature_Format format, const std::vector<uint8_t> &msg,
@@ -520,11 +515,11 @@ Botan::secure_vector<uint8_t> Callbacks::tls_ephemeral_key_agreement(
   return TLS::Callbacks::tls_ephemeral_key_agreement(group, key, peer, rng, policy);
 }
 
-void Callbacks::tls_verify_cert_chain(
-    const std::vector<Botan::X509_Certificate> &chain,
-    const std::vector<std::optional<Botan::OCSP::Response>> &ocsp,
-    const std::vector<Botan::Certificate_Store *> &roots, Botan::Usage_Type usage,
-    std::string_view hostname, const TLS::Policy &policy) {
+void Callbacks::tls_verify_cert_chain(const std::vector<Botan::X509_Certificate> &chain,
+                                      const std::vector<std::optional<Botan::OCSP::Response>> &ocsp,
+                                      const std::vector<Botan::Certificate_Store *> &roots,
+                                      Botan::Usage_Type usage, std::string_view hostname,
+                                      const TLS::Policy &policy) {
   /* A side that does not verify (auth none; a server without mutual auth) accepts any chain:
    * Botan's own validation would refuse it for want of trust anchors. */
   if (!c->ctx->verifies()) return;
@@ -544,11 +539,9 @@ std::vector<uint8_t> Callbacks::tls_sign_message(const Botan::Private_Key &key,
 }
 
 bool Callbacks::tls_verify_message(const Botan::Public_Key &key, std::string_view padding,
-                                   Botan::Signature_Format format,
-                                   const std::vector<uint8_t> &msg,
+                                   Botan::Signature_Format format, const std::vector<uint8_t> &msg,
                                    const std::vector<uint8_t> &sig) {
-  std::snprintf(c->rb->verified_algo, sizeof(c->rb->verified_algo), "%s",
-                key.algo_name().c_str());
+  std::snprintf(c->rb->verified_algo, sizeof(c->rb->verified_algo), "%s", key.algo_name().c_str());
   std::snprintf(c->rb->verified_padding, sizeof(c->rb->verified_padding), "%.*s",
                 static_cast<int>(padding.size()), padding.data());
   return TLS::Callbacks::tls_verify_message(key, padding, format, msg, sig);
@@ -556,8 +549,8 @@ bool Callbacks::tls_verify_message(const Botan::Public_Key &key, std::string_vie
 
 void bt_conn_free(void *p) { delete static_cast<BtConn *>(p); }
 
-tb_status bt_conn_new(void *ctx, const tb_transport *transport, void *session,
-                                 void **out, char *err) {
+tb_status bt_conn_new(void *ctx, const tb_transport *transport, void *session, void **out,
+                      char *err) {
   auto *x = static_cast<BtCtx *>(ctx);
   *out = nullptr;
   if (transport->fd >= 0)
@@ -573,8 +566,8 @@ tb_status bt_conn_new(void *ctx, const tb_transport *transport, void *session,
     c->callbacks = std::make_shared<Callbacks>(c.get());
     if (x->role == TB_SERVER) {
       c->sessions = x->sessions;
-      c->channel = std::make_unique<TLS::Server>(c->callbacks, c->sessions, x->creds, x->policy,
-                                                 x->rng);
+      c->channel =
+          std::make_unique<TLS::Server>(c->callbacks, c->sessions, x->creds, x->policy, x->rng);
     } else {
       /* The client's sessions: none (no resumption), or one store per connection holding the
        * one session it is asked to resume, and the ticket it gets. */
@@ -591,10 +584,9 @@ tb_status bt_conn_new(void *ctx, const tb_transport *transport, void *session,
       const auto version =
           x->version == 13 ? TLS::Protocol_Version::TLS_V13 : TLS::Protocol_Version::TLS_V12;
       /* The ClientHello is written from the constructor, through tls_emit_data. */
-      c->channel = std::make_unique<TLS::Client>(c->callbacks, c->sessions, x->creds, x->policy,
-                                                 x->rng,
-                                                 TLS::Server_Information(x->server_name, 443),
-                                                 version);
+      c->channel =
+          std::make_unique<TLS::Client>(c->callbacks, c->sessions, x->creds, x->policy, x->rng,
+                                        TLS::Server_Information(x->server_name, 443), version);
     }
     if (c->io_error) return tb_fail(err, TB_FAILED, "the transport failed");
     *out = c.release();
@@ -658,8 +650,7 @@ tb_status bt_handshake(void *conn, char *err) {
   }
 }
 
-tb_status bt_write(void *conn, const unsigned char *buf, size_t len, size_t *done,
-                              char *err) {
+tb_status bt_write(void *conn, const unsigned char *buf, size_t len, size_t *done, char *err) {
   auto *c = static_cast<BtConn *>(conn);
   *done = 0;
   try {
@@ -675,8 +666,7 @@ tb_status bt_write(void *conn, const unsigned char *buf, size_t len, size_t *don
   }
 }
 
-tb_status bt_read(void *conn, unsigned char *buf, size_t len, size_t *done,
-                             char *err) {
+tb_status bt_read(void *conn, unsigned char *buf, size_t len, size_t *done, char *err) {
   auto *c = static_cast<BtConn *>(conn);
   *done = 0;
   try {

@@ -382,7 +382,7 @@ def test_the_file_map_names_files_that_exist() -> None:
 def test_the_file_map_names_every_module_and_c_source() -> None:
     named = mapped_paths()
     sources = [*REPO.glob("src/tlsbench/**/*.py"), *REPO.glob("drivers/**/*.[ch]"),
-               *REPO.glob("drivers/**/*.ld")]  # fmt: skip
+               *REPO.glob("drivers/**/*.cpp"), *REPO.glob("drivers/**/*.ld")]  # fmt: skip
     unnamed = sorted(
         str(p.relative_to(REPO))
         for p in sources

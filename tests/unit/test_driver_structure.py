@@ -15,6 +15,7 @@ import pytest
 from adapter_contract import (
     ADAPTERS,
     adapter_files,
+    adapter_sources,
     core_includes,
     object_violations,
     source_violations,
@@ -107,9 +108,7 @@ def test_no_adapter_includes_a_core_header(source) -> None:
     assert not core_includes(source), f"{source.name} includes {core_includes(source)}"
 
 
-@pytest.mark.parametrize(
-    "source", sorted(ADAPTERS.glob("*.c")), ids=lambda p: p.name
-)  # fmt: skip
+@pytest.mark.parametrize("source", adapter_sources(), ids=lambda p: p.name)
 def test_every_tb_name_an_adapter_uses_is_the_contracts(source) -> None:
     """Read from the source, for every adapter (their libraries are not built here)."""
     assert not source_violations(source), (
