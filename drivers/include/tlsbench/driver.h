@@ -339,6 +339,10 @@ extern const tb_adapter tb_adapter_impl;
  *    CertificateVerify or ServerKeyExchange with, from a message callback that reads a few
  *    bytes at known offsets of that one message (no record framing, no copy) into the
  *    adapter's connection (a few bytes, counted with it);
+ *  - Botan, which reports what it negotiated only through its callbacks, while they run: its
+ *    session summary (version, suite, resumption, TLS 1.3 group), the group it agrees a key
+ *    in, the key type and padding it signs and verifies with; the adapter notes these few
+ *    values into tb_readback_alloc memory and maps them to names in negotiated();
  *  - HACL* (no TLS) and null: nothing to read back.
  */
 

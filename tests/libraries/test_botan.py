@@ -1,0 +1,71 @@
+"""The Botan 3 line (botan-3.x): real handshakes through Botan's C++ TLS API, with what was
+negotiated read back from Botan and checked by the driver; a wrong CA fails the handshake.
+
+One build of the line (a minimized static Botan, several minutes on two cores: see
+docs/libraries.md), shared by every test here through the session's `build_of`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from drivers import run_driver
+from tlsbench.builds.sources import load_pins
+
+pytestmark = pytest.mark.slow
+
+SPEC = "botan-3.x"
+# What each run asks for (the driver's defaults for the certificate and version) and must
+# read back: TLS 1.2 ECDSA needs the certificate's curve among the groups (RFC 8422).
+EXPECTED = {
+    ("1.3", "rsa2048"): ("TLS_AES_128_GCM_SHA256", "x25519", "rsa_pss_rsae_sha256"),
+    ("1.3", "ecdsa-p256"): ("TLS_AES_128_GCM_SHA256", "x25519", "ecdsa_secp256r1_sha256"),
+    ("1.2", "rsa2048"): ("TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "x25519", "rsa_pkcs1_sha256"),
+    ("1.2", "ecdsa-p256"): (
+        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+        "secp256r1",
+        "ecdsa_secp256r1_sha256",
+    ),
+}
+
+
+@pytest.mark.parametrize(("tls", "cert"), list(EXPECTED))
+def test_a_handshake_negotiates_what_was_asked(tls: str, cert: str, build_of) -> None:
+    suite, group, sigalg = EXPECTED[(tls, cert)]
+    run = run_driver(build_of(SPEC), "handshake", "--tls", tls, "--cert", cert, "--auth",
+                     "server", "--iterations", "3", "--warmup", "1", measure="heap")  # fmt: skip
+    assert run.code == 0, run.stderr
+    out = run.output
+    assert out is not None
+    # The pinned release was built and Botan says so at run time.
+    assert load_pins()[SPEC].library_version in out["version"], out["version"]
+    negotiated = out["negotiated"]
+    assert (negotiated["version"], negotiated["suite"]) == (tls, suite)
+    assert (negotiated["group"], negotiated["sigalg"]) == (group, sigalg)
+    assert negotiated["peer_verified"] == {"client": True, "server": False}
+    assert negotiated["resumed"] is False
+    # Botan allocates through malloc (operator new, calloc for secrets): the heap driver sees
+    # each side's connection.
+    for side in ("client", "server"):
+        heap = out["heap"][side]
+        assert heap["conn_peak"] > 0 and heap["peak"] >= heap["retained"] >= heap["start"]
+
+
+def test_a_wrong_ca_fails_the_handshake(build_of) -> None:
+    run = run_driver(build_of(SPEC), "handshake", "--auth", "server", "--wrong-ca",
+                     "--iterations", "1", "--warmup", "0")  # fmt: skip
+    assert run.code == 5, (run.code, run.stderr)
+    assert run.output is not None and "samples" not in run.output
+    assert run.output["error"]["message"]  # Botan's own words
+
+
+def test_what_the_build_lacks_is_refused_with_the_reason(build_of) -> None:
+    """TLS 1.2 CBC suites and ML-KEM are not in the minimized build: unsupported (exit 3),
+    never a sample."""
+    build = build_of(SPEC)
+    cbc = run_driver(build, "handshake", "--tls", "1.2", "--suite",
+                     "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256", "--iterations", "1")  # fmt: skip
+    assert cbc.code == 3, (cbc.code, cbc.stderr)
+    assert "tls_cbc" in cbc.output["error"]["message"]
+    pq = run_driver(build, "handshake", "--group", "X25519MLKEM768", "--iterations", "1")
+    assert pq.code == 3, (pq.code, pq.stderr)
