@@ -50,6 +50,8 @@ OTHER_PROGRAMS_FLAGS = {
     "--nonce-malloc",  # findings/wolfssl-mbedtls-ticket-nonce.sh
     "--enable-usersettings", "--enable-x", "--disable-x",  # wolfSSL configure, in general
     "--enable-dh", "--disable-dh", "--enable-pkcallbacks",
+    "--minimized-build", "--enable-modules", "--build-targets", "--disable-shared-library",
+    "--without-documentation", "--with-build-dir",  # Botan's configure.py
 }  # fmt: skip
 
 
