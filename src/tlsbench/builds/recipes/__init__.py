@@ -5,8 +5,8 @@ from __future__ import annotations
 from tlsbench.builds.recipes.awslc import AwslcRecipe
 from tlsbench.builds.recipes.base import BuildContext, LinkInfo, Recipe
 from tlsbench.builds.recipes.bearssl import BearsslRecipe
-from tlsbench.builds.recipes.botan import BotanRecipe
 from tlsbench.builds.recipes.boringssl import BoringsslRecipe
+from tlsbench.builds.recipes.botan import BotanRecipe
 from tlsbench.builds.recipes.gnutls import GnutlsRecipe
 from tlsbench.builds.recipes.hacl import HaclRecipe
 from tlsbench.builds.recipes.mbedtls import MbedtlsRecipe
