@@ -638,7 +638,9 @@ tb_status bt_handshake(void *conn, char *err) {
     for (;;) {
       tb_status st = flush(c, err);
       if (st == TB_FAILED) return st;
-      if (c->channel->is_active()) return st == TB_OK ? TB_OK : TB_WANT_IO;
+      /* Complete, not only active: a TLS 1.3 server is active (may send) once its Finished
+       * is out, before the client's Finished has arrived. */
+      if (c->channel->is_handshake_complete()) return st == TB_OK ? TB_OK : TB_WANT_IO;
       if (c->channel->is_closed() || c->peer_closed) {
         return tb_fail(err, TB_FAILED, "the handshake ended: %s",
                        c->rb->alert[0] != '\0' ? c->rb->alert : "the connection closed");
