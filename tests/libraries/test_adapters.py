@@ -28,6 +28,7 @@ LIBRARIES = [
     "bearssl-0.6",
     "s2n-tls-1.7.6",
     "nss-3.110",
+    "botan-3.x",
 ]
 # What a build cannot do, with the reason the driver must give (exit 3, never a sample).
 UNSUPPORTED = {("mbedtls-2.28.x", "1.3"): "TLS 1.3", ("bearssl-0.6", "1.3"): "no TLS 1.3"}
