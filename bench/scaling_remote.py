@@ -30,7 +30,8 @@ Usage:
   .venv/bin/python bench/scaling_remote.py pack --out DIR [--variants V,...]
       [--certs rsa2048,...] [--scenarios scaling-handshake,...] [--repetitions N]
   python3 bench/scaling_remote.py play DIR --out RESULTS [--deadline S] [--timeout S]
-  python3 bench/scaling_remote.py table DIR RESULTS
+  python3 bench/scaling_remote.py table RUN [RUN ...]   (RUN: a folder of plan.json and
+      results.jsonl, or their .xz; bench/data/scaling-16core/ holds the figures of docs/results.md)
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ import concurrent.futures
 import dataclasses
 import hashlib
 import json
+import lzma
 import os
 import platform
 import random
@@ -52,6 +54,9 @@ from pathlib import Path
 from typing import Any
 
 MODELS = ("shared", "per-thread", "processes")
+# The series a played run keeps whole: the rates. The per-handshake series (T x iterations
+# values each) stay in the driver's summary as medians.
+KEPT_SERIES = ("total_handshakes_per_s", "thread_handshakes_per_s")
 ACQUIRING = ("mutex", "rwlock_read", "rwlock_write")
 # Shared libraries every machine of the x86-64 Linux family has; any other a driver links
 # to travels in the bundle's lib/ folder.
@@ -122,7 +127,8 @@ def pack(opts: argparse.Namespace) -> int:
                            "version": build.manifest.get("version"),
                            "source": build.manifest.get("source"),
                            "driver_sha256": sha256(program),
-                           "bundled_sha256": sha256(out / "bin" / folder / "tlsbench-driver")}  # fmt: skip
+                           "bundled_sha256": sha256(out / "bin" / folder / "tlsbench-driver"),
+                           }  # fmt: skip
     cert_root = None
     for point in points:
         build = builder.build(catalog.resolve(point.variant))
@@ -171,9 +177,12 @@ def machine() -> dict[str, Any]:
 
 def run_one(command: list[str], bundle: Path, timeout: float) -> dict[str, Any]:
     # As the runner does (driver/drive.py): no stray library or allocator switch.
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OPENSSL_", "GNUTLS_", "NETTLE_", "WOLFSSL_", "MBEDTLS_", "MALLOC_"))
-           and k not in ("GLIBC_TUNABLES", "LD_PRELOAD", "LD_BIND_NOW", "SSLKEYLOGFILE")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OPENSSL_", "GNUTLS_", "NETTLE_", "WOLFSSL_", "MBEDTLS_", "MALLOC_"))
+        and k not in ("GLIBC_TUNABLES", "LD_PRELOAD", "LD_BIND_NOW", "SSLKEYLOGFILE")
+    }
     env["LD_LIBRARY_PATH"] = str(bundle / "lib")
     started = time.monotonic()
     try:
@@ -190,7 +199,7 @@ def run_one(command: list[str], bundle: Path, timeout: float) -> dict[str, Any]:
         # Per-handshake series (T x iterations values) would make the file too large to
         # bring back; the summary keeps their medians, the rates keep every value.
         samples = result["output"].pop("samples", {})
-        result["output"]["samples"] = {k: v for k, v in samples.items() if "per_s" in k}
+        result["output"]["samples"] = {k: v for k, v in samples.items() if k in KEPT_SERIES}
     result["status"] = "ok" if proc.returncode == 0 and result["output"] else "failed"
     if result["status"] != "ok":
         result["stderr"] = proc.stderr[-2000:]
@@ -240,25 +249,40 @@ def play(opts: argparse.Namespace) -> int:
 
 
 def negotiated_as_asked(output: dict[str, Any]) -> str | None:
-    """Why a run's negotiated parameters differ from its own request, or None."""
+    """Why a run's negotiated parameters differ from its own request, or None (a resumed
+    handshake signs nothing: no signature scheme to compare)."""
     asked, got = output.get("params", {}), output.get("negotiated") or {}
-    for key in ("version", "suite", "group", "sigalg"):
+    resumed = output.get("scenario") == "resume"
+    for key in ("version", "suite", "group") + (() if resumed else ("sigalg",)):
         want = asked.get("tls" if key == "version" else key)
         if want and got.get(key) != want:
             return f"{key}: asked {want}, negotiated {got.get(key)}"
-    if output.get("scenario") == "resume" and not got.get("resumed"):
+    if resumed and not got.get("resumed"):
         return "the resumption did not resume"
     return None
 
 
-def total_rate(record: dict[str, Any]) -> float | None:
-    """The point's total handshakes/s, or None if a run failed or negotiated otherwise."""
+def same_point(output: dict[str, Any], point: dict[str, Any]) -> str | None:
+    """Why a run's own parameters are not its plan point's (a results file read against
+    another plan), or None."""
+    params, options = output.get("params", {}), point["options"]
+    threads = 1 if point["model"] == "processes" else point["threads"]
+    if params.get("threads") != threads or params.get("cert") != options.get("cert", "rsa2048"):
+        return f"ran threads={params.get('threads')} cert={params.get('cert')}"
+    if output.get("variant") != point["variant"]:
+        return f"ran {output.get('variant')}"
+    return None
+
+
+def total_rate(record: dict[str, Any], point: dict[str, Any]) -> float | None:
+    """The point's total handshakes/s, or None if a run failed; a run that negotiated
+    something else than asked, or that is not the plan's point, stops the table."""
     runs = record.get("processes") or [record.get("timed")]
     rates = []
     for run in runs:
         if not run or run.get("status") != "ok":
             return None
-        why = negotiated_as_asked(run["output"])
+        why = negotiated_as_asked(run["output"]) or same_point(run["output"], point)
         if why:
             raise SystemExit(f"point {record['point']}: {why}: an error, never a sample")
         rates.append(run["output"]["summary"]["total_handshakes_per_s"]["median"])
@@ -273,29 +297,55 @@ def acquisitions(record: dict[str, Any], side: str) -> float | None:
     return sum(counts[side][k]["calls"] for k in ACQUIRING) / counts["iterations"]
 
 
+def contended(record: dict[str, Any]) -> float | None:
+    """Lock calls of every kind, both sides, that found the lock held, per handshake."""
+    counts = ((record.get("locks") or {}).get("output", {}) or {}).get("locks")
+    if not counts:
+        return None
+    total = sum(v["contended"] for side in ("client", "server") for v in counts[side].values())
+    return total / counts["iterations"]
+
+
+def read_text(path: Path) -> str:
+    """A file of a run folder, as played or as committed (xz-compressed)."""
+    packed = path.with_name(path.name + ".xz")
+    return lzma.decompress(packed.read_bytes()).decode() if packed.exists() else path.read_text()
+
+
 def table(opts: argparse.Namespace) -> int:
-    bundle = Path(opts.bundle)
-    plan = json.loads((bundle / "plan.json").read_text())
-    lines = [json.loads(line) for line in Path(opts.results).read_text().splitlines()]
-    facts = next(line for line in lines if "machine" in line)
-    records = [line for line in lines if "point" in line]
-    failed = [r for r in records if total_rate(r) is None]
     rates: dict[tuple[str, str, str, int], list[float]] = {}
     locks: dict[tuple[str, str, str, int], list[tuple[float | None, float | None]]] = {}
-    for record in records:
-        point = plan["points"][record["point"]]
-        case = f"{point['scenario'].removeprefix('scaling-')} {point['options'].get('cert', '')}"
-        key = (point["variant"], case, point["model"], point["threads"])
-        rate = total_rate(record)
-        if rate is not None:
+    contention: dict[tuple[str, str, str, int], list[float]] = {}
+    builds: dict[str, Any] = {}
+    for folder in map(Path, opts.runs):
+        plan = json.loads(read_text(folder / "plan.json"))
+        lines = [json.loads(line) for line in read_text(folder / "results.jsonl").splitlines()]
+        facts = next(line for line in lines if "machine" in line)
+        records = [line for line in lines if "point" in line]
+        failed = 0
+        for record in records:
+            point = plan["points"][record["point"]]
+            case = f"{point['scenario'].removeprefix('scaling-')} {point['options'].get('cert')}"
+            key = (point["variant"], case, point["model"], point["threads"])
+            rate = total_rate(record, point)
+            if rate is None:
+                failed += 1
+                continue
             rates.setdefault(key, []).append(rate)
             locks.setdefault(key, []).append(
-                (acquisitions(record, "client"), acquisitions(record, "server")))
-    print(f"machine: {facts['machine']}; tlsbench {facts['commit']}; runs that failed: "
-          f"{len(failed)}\n")  # fmt: skip
-    print("| variant | job | model | T | handshakes/s | efficiency | threads / processes "
-          "| lock acq. per handshake, client / server | repetitions |")
-    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+                (acquisitions(record, "client"), acquisitions(record, "server"))
+            )
+            held = contended(record)
+            if held is not None:
+                contention.setdefault(key, []).append(held)
+        builds.update(plan["builds"])
+        print(f"{folder.name}: {facts['machine']}; tlsbench {facts['commit']}; "
+              f"{len(records)} point runs, {failed} failed")  # fmt: skip
+    print(
+        "\n| variant | job | model | T | handshakes/s | efficiency | threads / processes "
+        "| lock acq. per handshake, client / server | contended per handshake | repetitions |"
+    )
+    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for key in sorted(rates, key=lambda k: (k[0], k[1], MODELS.index(k[2]), k[3])):
         variant, case, model, threads = key
         median = statistics.median(rates[key])
@@ -303,15 +353,39 @@ def table(opts: argparse.Namespace) -> int:
         efficiency = median / (threads * statistics.median(one)) if one else None
         base = rates.get((variant, case, "processes", threads))
         versus = median / statistics.median(base) if base and model != "processes" else None
-        acq = [a for a in locks[key] if a[0] is not None]
-        acq_text = (f"{statistics.median(a[0] for a in acq):,.0f} / "
-                    f"{statistics.median(a[1] for a in acq):,.0f}") if acq else ""  # fmt: skip
-        print(f"| {variant} | {case} | {model} | {threads} | {median:,.0f} | "
-              f"{'' if efficiency is None else f'{efficiency:.2f}'} | "
-              f"{'' if versus is None else f'{versus:.2f}'} | {acq_text} | {len(rates[key])} |")
+        clients = [c for c, s in locks[key] if c is not None and s is not None]
+        servers = [s for c, s in locks[key] if c is not None and s is not None]
+        acq_text = (f"{statistics.median(clients):,.0f} / "
+                    f"{statistics.median(servers):,.0f}") if clients else ""  # fmt: skip
+        print(
+            f"| {variant} | {case} | {model} | {threads} | {median:,.0f} | "
+            f"{'' if efficiency is None else f'{efficiency:.2f}'} | "
+            f"{'' if versus is None else f'{versus:.2f}'} | {acq_text} | "
+            f"{f'{statistics.median(contention[key]):.3f}' if key in contention else ''} | "
+            f"{len(rates[key])} |"
+        )
+    print(
+        "\nSpeed-up at the most threads measured (T = 16 on a 16-CPU machine): the total "
+        "rate over the same model's T = 1 rate; handshakes/s at T = 1 from the processes model.\n"
+    )
+    print("| variant | job | T = 1, handshakes/s | T | shared | per-thread | processes |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    for variant, case in dict.fromkeys((k[0], k[1]) for k in sorted(rates)):
+        top = max(k[3] for k in rates if k[:2] == (variant, case))
+        cells = []
+        for model in MODELS:
+            one, most = rates.get((variant, case, model, 1)), rates.get((variant, case, model, top))
+            cells.append(f"x{statistics.median(most) / statistics.median(one):.1f}"
+                         if one and most else "")  # fmt: skip
+        single = rates.get((variant, case, "processes", 1))
+        print(
+            f"| {variant} | {case} | {statistics.median(single) if single else 0:,.0f} | {top} | "
+            + " | ".join(cells)
+            + " |"
+        )
     print("\nbuilds: " + "; ".join(f"{v} {b['version']} key {b['key'][:16]} driver sha256 "
                                    f"{b['driver_sha256'][:16]}"
-                                   for v, b in plan["builds"].items()))  # fmt: skip
+                                   for v, b in builds.items()))  # fmt: skip
     return 0
 
 
@@ -330,8 +404,7 @@ def main() -> int:
     p.add_argument("--deadline", type=float, default=420.0)
     p.add_argument("--timeout", type=float, default=60.0)
     p = verbs.add_parser("table")
-    p.add_argument("bundle")
-    p.add_argument("results")
+    p.add_argument("runs", nargs="+", help="folders of plan.json and results.jsonl (or .xz)")
     opts = parser.parse_args()
     return {"pack": pack, "play": play, "table": table}[opts.verb](opts)
 
