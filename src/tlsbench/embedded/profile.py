@@ -41,7 +41,6 @@ from tlsbench.core.errors import UserError
 from tlsbench.embedded import qemu
 
 PLUGIN_SOURCE = paths.DRIVERS / "embedded" / "profile_plugin.c"
-TOOLS_PINS = paths.REPO / "sources" / "tools.toml"
 QEMU_PIN = "qemu-7.2"
 PLUGIN_HEADER = "include/qemu/qemu-plugin.h"
 MEASURED_CALL = "fw_step"  # firmware_core.c's measured handshake step, per side
@@ -69,7 +68,9 @@ GROUPS = {
 GROUP_RULES: tuple[tuple[str, str, str], ...] = (
     ("memory", "symbol", r"__wrap_(malloc|calloc|realloc|free)|_?(malloc|calloc|realloc|free)"
      r"(_r)?|_malloc_trim_r|__malloc_(lock|unlock)|_sbrk(_r)?|_?sbrk"),  # fmt: skip
-    ("memory", "file", r"memory\.c|platform\.c"),  # wolfSSL XMALLOC, mbedTLS calloc hooks
+    # wolfSSL's XMALLOC, mbedTLS's calloc hooks, newlib's allocator (its static helpers too)
+    ("memory", "file", r"memory\.c|platform\.c|lib_a-(mallocr|freer|callocr|reallocr|malloc|"
+     r"free|calloc|realloc|mlock|sbrkr|sbrk|nano-malloc.*)\.c"),  # fmt: skip
     ("public_key", "file", r"ecc\.c|sp_.*\.c|tfm\.c|integer\.c|wolfmath\.c|curve25519\.c|"
      r"fe_.*\.c|ge_.*\.c|ed25519\.c|rsa.*\.c|dhm?\.c|bignum.*\.c|ecp.*\.c|ecdh\.c|"
      r"ecdsa\.c|pk\.c|pk_wrap\.c|pk_ecc\.c|psa_crypto_ecp\.c|psa_crypto_rsa\.c|"
@@ -193,9 +194,15 @@ def functions(image: Path, library_archives: list[Path], core: Core) -> list[Fun
             file, origin = libc[name], "libc"
         else:
             file, origin = "", "firmware"
-        found.append(Function(start, start + max(length, 1), name, file, origin))
-    found.sort(key=lambda f: f.start)
-    return found
+        found.append(Function(start, start + length, name, file, origin))
+    found.sort(key=lambda f: (f.start, f.start - f.end))
+    # Assembly functions without a size (libgcc's __aeabi_uldivmod) reach the next function.
+    return [
+        f if f.end > f.start else
+        Function(f.start, next((g.start for g in found[i + 1:] if g.start > f.start), f.start + 2),
+                 f.name, f.source, f.origin)
+        for i, f in enumerate(found)
+    ]  # fmt: skip
 
 
 class Symbolizer:
@@ -216,7 +223,7 @@ class Symbolizer:
 
 
 def _tools_sources() -> Sources:
-    return Sources(pins=load_pins(TOOLS_PINS))
+    return Sources(pins=load_pins(paths.TOOLS_PINS_FILE))
 
 
 def plugin() -> Path:
