@@ -104,8 +104,8 @@ static void on_quit(qemu_plugin_id_t id, void *p) {
   fclose(f);
 }
 
-QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
-                                           int argc, char **argv) {
+QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc,
+                                           char **argv) {
   (void)info;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import json
 import re
 import shutil
 import subprocess
@@ -65,26 +66,27 @@ GROUPS = {
 # base name of the source file the function was compiled from (wolfSSL's and mbedTLS's own
 # file names); `origin` is where the function was linked from: "libc" (the toolchain's C
 # library and libgcc) or "firmware" (the image's own sources, drivers/embedded/cortexm).
+# fmt: off
 GROUP_RULES: tuple[tuple[str, str, str], ...] = (
-    ("memory", "symbol", r"__wrap_(malloc|calloc|realloc|free)|_?(malloc|calloc|realloc|free)"
-     r"(_r)?|_malloc_trim_r|__malloc_(lock|unlock)|_sbrk(_r)?|_?sbrk"),  # fmt: skip
+    ("memory", "symbol", r"__wrap_(malloc|calloc|realloc|free)|_?(malloc|calloc|realloc|free)(_r)?"
+                         r"|_malloc_trim_r|__malloc_(lock|unlock)|_?sbrk(_r)?"),
     # wolfSSL's XMALLOC, mbedTLS's calloc hooks, newlib's allocator (its static helpers too)
-    ("memory", "file", r"memory\.c|platform\.c|lib_a-(mallocr|freer|callocr|reallocr|malloc|"
-     r"free|calloc|realloc|mlock|sbrkr|sbrk|nano-malloc.*)\.c"),  # fmt: skip
-    ("public_key", "file", r"ecc\.c|sp_.*\.c|tfm\.c|integer\.c|wolfmath\.c|curve25519\.c|"
-     r"fe_.*\.c|ge_.*\.c|ed25519\.c|rsa.*\.c|dhm?\.c|bignum.*\.c|ecp.*\.c|ecdh\.c|"
-     r"ecdsa\.c|pk\.c|pk_wrap\.c|pk_ecc\.c|psa_crypto_ecp\.c|psa_crypto_rsa\.c|"
-     r"psa_util\.c"),  # fmt: skip
-    ("hashing", "file", r"sha\d*\.c|md5?\.c|hmac.*\.c|hash\.c|hkdf\.c|kdf\.c|"
-     r"psa_crypto_hash\.c|psa_crypto_mac\.c"),  # fmt: skip
-    ("symmetric", "file", r"aes.*\.c|gcm\.c|ccm\.c|chacha.*\.c|poly1305\.c|cipher.*\.c|"
-     r"psa_crypto_aead\.c|psa_crypto_cipher\.c|block_cipher\.c"),  # fmt: skip
-    ("asn1_x509", "file", r"asn.*\.c|x509.*\.c|pkparse\.c|pk_parse.*\.c|pkwrite\.c|oid\.c|"
-     r"pem\.c|base64\.c|coding\.c"),  # fmt: skip
+    ("memory", "file", r"memory\.c|platform\.c|lib_a-(mallocr|freer|callocr|reallocr|malloc|free"
+                       r"|calloc|realloc|mlock|sbrkr|sbrk|nano-malloc.*)\.c"),
+    ("public_key", "file", r"ecc\.c|sp_.*\.c|tfm\.c|integer\.c|wolfmath\.c|curve25519\.c|fe_.*\.c"
+                           r"|ge_.*\.c|ed25519\.c|rsa.*\.c|dhm?\.c|bignum.*\.c|ecp.*\.c|ecdh\.c"
+                           r"|ecdsa\.c|pk\.c|pk_wrap\.c|pk_ecc\.c|psa_crypto_(ecp|rsa)\.c|psa_util\.c"),
+    ("hashing", "file", r"sha\d*\.c|md5?\.c|hmac.*\.c|hash\.c|hkdf\.c|kdf\.c"
+                        r"|psa_crypto_(hash|mac)\.c"),
+    ("symmetric", "file", r"aes.*\.c|gcm\.c|ccm\.c|chacha.*\.c|poly1305\.c|cipher.*\.c"
+                          r"|block_cipher\.c|psa_crypto_(aead|cipher)\.c"),
+    ("asn1_x509", "file", r"asn.*\.c|x509.*\.c|pkparse\.c|pk_parse.*\.c|pkwrite\.c|oid\.c|pem\.c"
+                          r"|base64\.c|coding\.c"),
     ("tls", "file", r"ssl.*\.c|tls.*\.c|internal\.c|keys\.c|wolfio\.c|mps_.*\.c"),
     ("libc", "origin", r"libc"),
     ("harness", "origin", r"firmware"),
 )
+# fmt: on
 
 
 def group_of(name: str, source: str, origin: str) -> str:
@@ -299,13 +301,16 @@ def _run_profiled(image: Path, core: Core, job: Job, calls: dict[str, int], out:
     entry, returns = measured_call_sites(image)
     plugin_args = [f"out={out}", f"open={entry:x}", *(f"close={r:x}" for r in returns),
                    f"order={call_order(calls)}"]  # fmt: skip
-    command = [*qemu.qemu_command(image, core, job),
-               "-plugin", ",".join([str(plugin()), *(f"arg={a}" for a in plugin_args)])]  # fmt: skip
+    loaded = ",".join([str(plugin()), *(f"arg={a}" for a in plugin_args)])
+    command = [*qemu.qemu_command(image, core, job), "-plugin", loaded]
     try:
         done = subprocess.run(command, capture_output=True, text=True, check=False,
                               timeout=TIMEOUT_SECONDS)  # fmt: skip
     except subprocess.TimeoutExpired:
-        raise UserError("the profiled firmware run did not finish in time", exit_code=1) from None
+        raise UserError(
+            f"the profiled firmware run did not finish within {TIMEOUT_SECONDS:.0f} s",
+            exit_code=1,
+        ) from None
     lines = [line for line in (done.stdout + done.stderr).splitlines() if line.startswith("{")]
     if done.returncode != 0 or not lines or not out.exists():
         raise UserError(
@@ -313,8 +318,6 @@ def _run_profiled(image: Path, core: Core, job: Job, calls: dict[str, int], out:
             f"{(done.stdout + done.stderr)[-1000:]}",
             exit_code=1,
         )
-    import json
-
     return dict(json.loads(lines[-1]))
 
 
