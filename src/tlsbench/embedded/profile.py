@@ -2,8 +2,9 @@
 its measured handshake calls, attributed to a function of the image and grouped by the
 library source file the function comes from (`tlsbench cortex-m --split`).
 
-How: a QEMU TCG plugin (drivers/embedded/profile_plugin.c, built here against the plugin API
-header of the pinned QEMU source, sources/tools.toml) counts the instructions of every
+How: a QEMU TCG plugin (profile_plugin.c beside this module: a host program, kept out of
+drivers/, whose every file is part of every variant's drivers key; built here against the
+plugin API header of the pinned QEMU source, sources/tools.toml) counts the instructions of every
 translation block run between the entry of the image's measured call (`fw_step`) and its
 return to the caller, per side and per instruction address; the image's symbol table (its
 FILE symbols for static functions, the library's archives for global ones, the toolchain's
@@ -41,7 +42,7 @@ from tlsbench.core import paths
 from tlsbench.core.errors import UserError
 from tlsbench.embedded import qemu
 
-PLUGIN_SOURCE = paths.DRIVERS / "embedded" / "profile_plugin.c"
+PLUGIN_SOURCE = Path(__file__).with_name("profile_plugin.c")
 QEMU_PIN = "qemu-7.2"
 PLUGIN_HEADER = "include/qemu/qemu-plugin.h"
 MEASURED_CALL = "fw_step"  # firmware_core.c's measured handshake step, per side

@@ -2,7 +2,7 @@
  * A QEMU TCG plugin (QEMU 7.2's plugin API, version 1) that counts the instructions a
  * firmware image executes inside its measured handshake calls, per side and per instruction
  * address: what `tlsbench cortex-m --split` attributes to the image's functions
- * (src/tlsbench/embedded/profile.py builds and runs it).
+ * (profile.py beside it builds and runs it).
  *
  * Arguments (-plugin profile.so,arg=...):
  *   out=PATH     where the counts are written when QEMU exits
