@@ -232,6 +232,7 @@ def _tools_sources() -> Sources:
 def plugin() -> Path:
     """The profiler plugin, built once per plugin source and QEMU pin under the cache."""
     pin = _tools_sources().pin(QEMU_PIN)
+    _check_qemu_matches(pin.upstream)
     key = hashlib.sha256(PLUGIN_SOURCE.read_bytes() + pin.sha256.encode()).hexdigest()[:16]
     folder = paths.cache_root() / "tools" / f"qemu-profile-{key}"
     built = folder / "profile.so"
@@ -252,11 +253,33 @@ def plugin() -> Path:
         if done.returncode != 0:
             raise UserError(f"building the QEMU profiler plugin failed:\n{done.stderr}", 1)
         folder.parent.mkdir(parents=True, exist_ok=True)
-        shutil.rmtree(folder, ignore_errors=True)
-        tmp.rename(folder)
+        try:
+            tmp.rename(folder)
+        except OSError:
+            if not built.exists():  # else another process built the same plugin first
+                raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return built
+
+
+def _check_qemu_matches(upstream: str) -> None:
+    """A plugin loads only into the QEMU whose API it was built against: the installed
+    qemu-system-arm must be the pinned release (7.2.x for the pin 7.2+dfsg)."""
+    release = upstream.split("+", 1)[0]
+    try:
+        done = subprocess.run(["qemu-system-arm", "--version"], capture_output=True, text=True,
+                              check=False)  # fmt: skip
+    except OSError:
+        raise UserError("qemu-system-arm is not installed (make deps installs it)") from None
+    found = re.search(r"version (\d+\.\d+)", done.stdout)
+    if found is None or found.group(1) != release:
+        raise UserError(
+            f"qemu-system-arm is {found.group(1) if found else 'of no known version'}, the "
+            f"profiler plugin's QEMU source is pinned at {release} ({QEMU_PIN} in "
+            f"{paths.TOOLS_PINS_FILE.name}): pin the installed QEMU's source there",
+            exit_code=1,
+        )
 
 
 def _extract_header(archive: Path, dest: Path) -> Path:
