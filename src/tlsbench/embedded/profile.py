@@ -296,16 +296,17 @@ def _extract_header(archive: Path, dest: Path) -> Path:
 
 
 def measured_call_sites(image: Path) -> tuple[int, list[int]]:
-    """The measured call's entry and the return addresses of its calls (the instruction
-    after each `bl fw_step`)."""
+    """The measured call's entry and the return addresses of its calls: the instruction
+    after each `bl fw_step` in the disassembly (whatever the call's length)."""
     text = _output([_tool("objdump"), "-d", "--no-show-raw-insn", str(image)])
     entry = re.search(rf"^([0-9a-f]+) <{MEASURED_CALL}>:", text, flags=re.M)
-    calls = re.findall(rf"^\s*([0-9a-f]+):\s+bl(?:x)?\s+[0-9a-f]+ <{MEASURED_CALL}>", text,
-                       flags=re.M)  # fmt: skip
-    if entry is None or not calls:
+    instructions = re.findall(r"^\s*([0-9a-f]+):\s+(.*)$", text, flags=re.M)
+    call = re.compile(rf"blx?\s+[0-9a-f]+ <{MEASURED_CALL}>")
+    returns = [int(instructions[i + 1][0], 16) for i, (_, asm) in enumerate(instructions[:-1])
+               if call.match(asm)]  # fmt: skip
+    if entry is None or not returns:
         raise UserError(f"{image}: no {MEASURED_CALL} and calls to it to profile", exit_code=1)
-    # Thumb-2 BL is 4 bytes: the call returns to the next instruction.
-    return int(entry.group(1), 16), [int(c, 16) + 4 for c in calls]
+    return int(entry.group(1), 16), returns
 
 
 def call_order(calls: dict[str, int]) -> str:
@@ -372,6 +373,9 @@ def split(image: Path, core: Core, job: Job, library_archives: list[Path], runs:
           ) -> dict[str, Any]:  # fmt: skip
     """The handshake's instructions per side by group (and the top functions), beside the
     count the normal run reports; raises UserError where they do not add up."""
+    if not core.arch.startswith("cortex-m"):
+        raise UserError(f"--split profiles Cortex-M images (qemu-system-arm, the "
+                        f"{arches.CORTEX_M_TRIPLET} tools); {core.arch} is none")  # fmt: skip
     result = qemu.measure(image, core, job, runs)
     calls = {side: int(result[side]["handshake_calls"]) for side in SIDES}
     per_tick = int(result["instructions_per_1000_ticks"]) / 1000
