@@ -172,6 +172,7 @@ def functions(image: Path, library_archives: list[Path], core: Core) -> list[Fun
     libc = _archive_members(toolchain_archives(core))
     own_files = {p.name for p in (paths.DRIVERS / "embedded" / "cortexm").glob("*.c")}
     library_files = set(library.values())
+    libc_files = set(libc.values())
     found = []
     source = ""
     for line in _output([_tool("readelf"), "-sW", str(image)]).splitlines():
@@ -189,8 +190,11 @@ def functions(image: Path, library_archives: list[Path], core: Core) -> list[Fun
         length = int(size, 0) if size.isdigit() or size.startswith("0x") else 0
         if bind == "LOCAL":
             file = source
+            # A file the toolchain's libraries have and the library's do not is libc's;
+            # anything else unknown is the library's (a file of static functions only).
             origin = ("firmware" if file in own_files else
-                      "library" if file in library_files else "libc")  # fmt: skip
+                      "libc" if file in libc_files and file not in library_files else
+                      "library")  # fmt: skip
         elif name in library:
             file, origin = library[name], "library"
         elif name in libc:
@@ -238,7 +242,7 @@ def plugin() -> Path:
     built = folder / "profile.so"
     if built.exists():
         return built
-    archive = _tools_sources().archive(QEMU_PIN)  # downloaded once, hash-checked every time
+    archive = _tools_sources().archive(QEMU_PIN)  # downloaded once, hash-checked before use
     compiler = shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
         raise UserError("no host C compiler (cc) to build the QEMU profiler plugin", exit_code=1)
