@@ -12,6 +12,7 @@ import pytest
 
 from tlsbench.builds import arches, firmware
 from tlsbench.core import paths
+from tlsbench.core.errors import UserError
 from tlsbench.embedded import profile, qemu
 
 VARIANT = "wolfssl-5.7.2:cortex-m4"
@@ -68,3 +69,14 @@ def test_cli_split_wants_one_handshake() -> None:
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert done.returncode != 0 and "--ops runs none" in done.stderr
+
+
+def test_a_profile_that_does_not_match_the_run_is_refused(build_of, monkeypatch) -> None:
+    # One window fewer than the image's measured calls: the plugin sees the extra call and
+    # the split refuses, rather than charge that call to no side or to the wrong one.
+    build = build_of(VARIANT)
+    archives = sorted((build.folder / "prefix" / "lib").glob("*.a"))
+    order = profile.call_order
+    monkeypatch.setattr(profile, "call_order", lambda calls: order(calls)[:-1])
+    with pytest.raises(UserError, match="more measured calls than its run reported"):
+        profile.split(qemu.image_of(build), M4, JOB, archives)
