@@ -63,7 +63,8 @@ def add_arguments(verb: Verb) -> None:
         "--cert that fits one): per side, the instructions of the library's functions grouped "
         "into public-key arithmetic, hashing, symmetric crypto, ASN.1 and certificates, the TLS "
         "state machine, memory management, the C library and the rest, counted by a QEMU "
-        "plugin; their sum is the handshake's count",
+        "plugin; with the timer's rounding (a few instructions per call) they sum to the "
+        "handshake's count",
     )
     cortex.add_argument("--runs", type=int, default=2, help="runs per suite (default 2)")
     cortex.add_argument("--json", action="store_true", help="print one JSON object per suite")
