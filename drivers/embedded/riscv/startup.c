@@ -4,6 +4,7 @@
  * otherwise those of the Cortex-M image (drivers/embedded/cortexm). */
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "semihost.h"
@@ -44,3 +45,17 @@ void fw_reset(void) {
 }
 
 void _exit(int status) { sh_exit(status); }
+
+/* picolibc leaves stdin, stdout and stderr to the application. A library's stray print
+ * (mbedTLS's platform layer links printf) reaches QEMU's output, outside the JSON line. */
+static int semihost_putc(char c, FILE *file) {
+  (void)file;
+  char text[2] = {c, '\0'};
+  sh_write0(text);
+  return (unsigned char)c;
+}
+
+static FILE semihost_stream = FDEV_SETUP_STREAM(semihost_putc, NULL, NULL, _FDEV_SETUP_WRITE);
+FILE *const stdin = &semihost_stream;
+__strong_reference(stdin, stdout);
+__strong_reference(stdin, stderr);
