@@ -1,8 +1,8 @@
 /*
- * The core of the firmware image (firmware.h), Cortex-M and RISC-V alike: reads the job from the command line,
- * sets up both sides through the library's adapter, pumps their handshakes in lockstep over
- * two in-memory pipes, reads back what was negotiated from the library and from the wire,
- * and prints one JSON line over semihosting.
+ * The core of the firmware image (firmware.h), Cortex-M and RISC-V alike: reads the job
+ * from the command line, sets up both sides through the library's adapter, pumps their
+ * handshakes in lockstep over two in-memory pipes, reads back what was negotiated from the
+ * library and from the wire, and prints one JSON line over semihosting.
  *
  * Arguments (QEMU -semihosting-config arg=...): the program name, then KEY=VALUE:
  *   tls=1.2|1.3  suite=IANA-NAME-WITH-DASHES  kx=ecdhe|rsa|psk|psk_dhe
@@ -195,9 +195,10 @@ static void timer_start(void) {}
 static uint64_t timer_now(void) {
   uint32_t high, low, again;
   do {
-    __asm__ volatile(".option push\n\t.option arch, +zicsr\n\tcsrr %0, minstreth\n\t"
-                     "csrr %1, minstret\n\tcsrr %2, minstreth\n\t.option pop"
-                     : "=r"(high), "=r"(low), "=r"(again));
+    __asm__ volatile(
+        ".option push\n\t.option arch, +zicsr\n\tcsrr %0, minstreth\n\t"
+        "csrr %1, minstret\n\tcsrr %2, minstreth\n\t.option pop"
+        : "=r"(high), "=r"(low), "=r"(again));
   } while (high != again);
   return ((uint64_t)high << 32) | low;
 }

@@ -470,9 +470,7 @@ def build_commands(
     one-role images. `config_headers` are force-included into the image's own sources: the
     hook for a user's configuration file, which the library build itself must also see."""
     if library not in ADAPTERS:
-        raise UserError(
-            f"firmware images exist for {', '.join(sorted(ADAPTERS))}, not {library}"
-        )
+        raise UserError(f"firmware images exist for {', '.join(sorted(ADAPTERS))}, not {library}")
     core = core_of(arch)
     generated = folder / "generated"
     generated.mkdir(parents=True, exist_ok=True)
