@@ -252,8 +252,8 @@ def check_variant(variant: Any) -> None:
     """Refuses, before anything is built, a variant that yields no firmware image."""
     if not arches.arch(variant.arch).firmware:
         raise UserError(
-            f"{variant.name} is no firmware variant: add a core's feature "
-            f"({variant.line.name}:cortex-m4; cores: {', '.join(CORES)})"
+            f"{variant.name} is no firmware variant: add a Cortex-M feature or the RISC-V "
+            f"one ({variant.line.name}:cortex-m4; cores: {', '.join(CORES)})"
         )
     if variant.library not in ADAPTERS:
         raise UserError(
