@@ -61,12 +61,12 @@ check: venv
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/pytest -q -p no:cacheprovider tests/unit/test_layers.py
-	clang-format --dry-run -Werror $$(find drivers -name '*.[ch]')
+	clang-format --dry-run -Werror $$(find drivers src -name '*.[ch]')
 
 format: venv
 	$(VENV)/bin/ruff format src tests
 	$(VENV)/bin/ruff check --fix src tests
-	clang-format -i $$(find drivers -name '*.[ch]')
+	clang-format -i $$(find drivers src -name '*.[ch]')
 
 # Installs only the Debian packages that are missing; needs root for that.
 deps:
