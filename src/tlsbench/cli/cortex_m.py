@@ -18,13 +18,15 @@ def add_arguments(verb: Verb) -> None:
         "cortex-m",
         "TLS handshakes of Cortex-M firmware images under QEMU: instructions, heap and stack "
         "per side",
-        "Builds each variant's firmware image (a variant with a Cortex-M feature, e.g. "
-        "mbedtls-3.6.6:cortex-m4; cores cortex-m0, -m3, -m4, -m7, -m33, -m55), runs each suite "
+        "Builds each variant's firmware image (a variant with a core's feature, e.g. "
+        "mbedtls-3.6.6:cortex-m4; cores cortex-m0, -m3, -m4, -m7, -m33, -m55, and the RISC-V "
+        "rv32imc), runs each suite "
         "--runs times on the core's QEMU board with -icount (refusing counts that differ "
         "between runs), and projects instructions to milliseconds as a range: the core's "
         "cycles per instruction at a reference part's clock (docs/embedded.md).",
     )
-    cortex.add_argument("variants", nargs="+", metavar="VARIANT", help="Cortex-M variants")
+    cortex.add_argument("variants", nargs="+", metavar="VARIANT",
+                        help="firmware variants (Cortex-M or rv32imc)")  # fmt: skip
     cortex.add_argument(
         "--suite",
         action="append",
