@@ -42,7 +42,11 @@ from tlsbench.core import paths
 from tlsbench.core.errors import UserError
 
 FIRMWARE = paths.DRIVERS / "embedded" / "cortexm"
-ADAPTERS = {"mbedtls": "firmware_mbedtls.c", "wolfssl": "firmware_wolfssl.c"}
+ADAPTERS = {
+    "mbedtls": "firmware_mbedtls.c",
+    "wolfssl": "firmware_wolfssl.c",
+    "bearssl": "firmware_bearssl.c",
+}
 COMMON = ("startup.c", "semihost.c", "firmware_core.c")
 LINKER_TEMPLATE = FIRMWARE / "firmware.ld.in"
 IMAGE = "firmware.elf"
