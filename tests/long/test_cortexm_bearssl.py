@@ -122,3 +122,27 @@ def test_fit_says_why_bearssl_is_left_out_of_tls13_without_building() -> None:
                     "--line", "bearssl-0.6", "--quiet", "--plot", "none")  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "bearssl-0.6: no TLS 1.3 (BearSSL 0.6 implements TLS 1.0 to 1.2)" in done.stdout
+
+
+def test_the_m4_image_runs_bearssls_31_bit_code(image) -> None:
+    """A core with a one-cycle UMULL gets BearSSL's defaults without BR_LOMUL: m31 curves and
+    i31 big integers (the M0 and M3 builds set BR_ARMEL_CORTEXM_GCC for i15 / m15)."""
+    client = symbols(image.parent / "client.elf")
+    assert "br_ec_all_m31" in client and "br_i31_modpow_opt" in client
+    assert "br_ec_all_m15" not in client and "br_i15_montymul" not in client
+
+
+def test_every_operation_runs_through_bearssls_own_api_with_no_heap(image) -> None:
+    """`cortex-m --ops`: every operation of OPERATIONS is counted (none unsupported), exactly
+    alike in two runs, with no allocation; and the costs keep their known order."""
+    m4 = firmware.core_of("cortex-m4")
+    result = qemu.measure_ops(image, m4, runs=2)
+    ops = {op["name"]: op for op in result["ops"]}
+    assert list(ops) == list(firmware.OPERATIONS)
+    for op in ops.values():
+        assert "unsupported" not in op, op
+        assert op["heap_peak"] == 0 and op["allocations"] == 0
+        assert op["instructions"] > 1_000
+    assert ops["rsa2048_private"]["instructions"] > 10 * ops["rsa2048_public"]["instructions"]
+    assert ops["p256_verify"]["instructions"] > ops["p256_sign"]["instructions"]
+    assert ops["x25519_shared"]["instructions"] < ops["p256_ecdh"]["instructions"]
