@@ -90,7 +90,8 @@ def test_what_bearssl_cannot_do_is_unsupported_with_its_reason(image) -> None:
     for job, reason in [
         (firmware.make_job("TLS-AES-128-GCM-SHA256", tls="1.3"), "no TLS 1.3"),
         (firmware.make_job("TLS-PSK-WITH-AES-128-GCM-SHA256", kx="psk"), "no PSK cipher suites"),
-        (firmware.make_job(ECDSA, cert="ecdsa-p256", record=512), "build the variant with records-512"),
+        (firmware.make_job(ECDSA, cert="ecdsa-p256", record=512), "build the variant with "
+                                                                   "records-512"),
     ]:  # fmt: skip
         with pytest.raises(qemu.Unsupported, match=reason):
             qemu.run(image, job, timeout=120)

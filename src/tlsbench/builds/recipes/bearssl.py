@@ -27,7 +27,6 @@ from pathlib import Path
 from tlsbench.builds.recipes.base import BuildContext, LinkInfo, tool_version
 from tlsbench.builds.variants import Variant
 
-
 # Macros of the firmware image, not of the library (see the top of the file).
 IMAGE_MACROS = frozenset({"TLSBENCH_BEARSSL_RECORD"})
 
