@@ -147,3 +147,11 @@ def test_every_operation_runs_through_bearssls_own_api_with_no_heap(image) -> No
     assert ops["rsa2048_private"]["instructions"] > 10 * ops["rsa2048_public"]["instructions"]
     assert ops["p256_verify"]["instructions"] > ops["p256_sign"]["instructions"]
     assert ops["x25519_shared"]["instructions"] < ops["p256_ecdh"]["instructions"]
+
+
+def test_a_records_feature_without_a_core_is_refused_with_the_reason() -> None:
+    """records-N sizes the firmware image's buffer: on a native build it would change
+    nothing, so the build says what to do instead of silently ignoring it."""
+    done = tlsbench("build", "bearssl-0.6:records-512")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "add a cortex-m feature" in done.stderr and "--record-size" in done.stderr

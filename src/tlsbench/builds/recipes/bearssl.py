@@ -55,6 +55,11 @@ class BearsslRecipe:
         assert ctx.source is not None
         image_only = {n: v for n, v in ctx.variant.macros.items() if n in IMAGE_MACROS}
         library_macros = {n: v for n, v in ctx.variant.macros.items() if n not in image_only}
+        if image_only and not ctx.target.firmware:
+            raise ctx.log.fail(
+                f"{', '.join(image_only)} sizes a firmware image's I/O buffer (the records-N "
+                "features): add a cortex-m feature; a native driver takes --record-size instead"
+            )
         unknown = sorted(set(library_macros) - known_macros(ctx.source))
         if unknown:
             raise ctx.log.fail(
