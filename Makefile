@@ -11,7 +11,8 @@ DEBIAN_PACKAGES := gcc g++ gcc-multilib make cmake ninja-build autoconf automake
 	nettle-dev libgmp-dev libtasn1-6-dev libunistring-dev libssl-dev libgnutls28-dev \
 	clang-format openssl gnutls-bin chromium nginx-light nghttp2-client curl iproute2 \
 	clang-14 binutils-arm-linux-gnueabihf libc6-dev-armhf-cross libgcc-12-dev-armhf-cross qemu-user \
-	gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm postgresql openssh-server
+	gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm postgresql openssh-server \
+	gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf qemu-system-misc
 
 # rustup's cargo and rustc, where rustup installs them: rustls-ffi is built with cargo, and
 # Debian 12's cargo (0.66) cannot read crates.io's index.
@@ -60,12 +61,12 @@ check: venv
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/pytest -q -p no:cacheprovider tests/unit/test_layers.py
-	clang-format --dry-run -Werror $$(find drivers -name '*.[ch]')
+	clang-format --dry-run -Werror $$(find drivers src -name '*.[ch]')
 
 format: venv
 	$(VENV)/bin/ruff format src tests
 	$(VENV)/bin/ruff check --fix src tests
-	clang-format -i $$(find drivers -name '*.[ch]')
+	clang-format -i $$(find drivers src -name '*.[ch]')
 
 # Installs only the Debian packages that are missing; needs root for that.
 deps:

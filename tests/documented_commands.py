@@ -33,6 +33,7 @@ FIT_PLACEHOLDERS = {"SIZE": None, "CORE": "m4"}
 FIT_NARROWING = {
     "m4": ["--line", "wolfssl-5.7.2", "--config", "small", "--records", "16384"],
     "m0": ["--line", "wolfssl-5.7.2", "--config", "small", "--records", "512"],
+    "rv32imc": ["--line", "wolfssl-5.7.2", "--config", "small", "--records", "16384"],
 }
 # `ab` narrowed to the TLS 1.3 handshake of experiments/ab.toml.
 AB_NARROWING = ["--only", "scenario=handshake", "--only", "tls=1.3"]

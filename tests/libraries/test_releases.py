@@ -1,20 +1,23 @@
 """The newer and older releases pinned beside each library's main line (sources/pins.toml:
-mbedtls-3.6.7, wolfssl-5.9.2, wolfssl-5.5.4, openssl-3.6.x, openssl-3.0.x): each builds
-from its pinned archive, states the release it was built from, and runs real TLS 1.3
+mbedtls-3.6.7, wolfssl-5.9.2, wolfssl-5.5.4, gnutls-3.8.13, openssl-3.6.x, openssl-3.0.x):
+each builds from its pinned archive, states the release it was built from, and runs real TLS 1.3
 handshakes (RSA-2048 and ECDSA P-256) and resumptions whose negotiated parameters are read
 back from the library and equal what was asked; records are read back byte for byte; a
 wrong CA fails the handshake.
 
 Only the cheap builds run here, to keep `make test` within its budget: mbedtls-3.6.7 and
-the two wolfSSL releases take about a minute each on a 2-core machine (see
+the two wolfSSL releases take about a minute each on a 2-core machine, gnutls-3.8.13 (with
+the nettle 3.10 it builds first, the only line with a `with` pin of its own crypto) about
+4.5 CPU minutes (see
 bench/build_times.py and docs/results.md), an OpenSSL release several minutes, and `make
 test` runs every tier. The OpenSSL lines (openssl-3.6.x, openssl-3.0.x) are checked by the
 `releases` experiment (`./tlsbench run releases`, which fails a point that negotiates other
-than it asked) and by `./tlsbench drive LINE handshake|resume --json`. The gnutls-3.8.x pin,
-moved to 3.8.13, is the same line as before: every existing test of it runs the new release.
+than it asked) and by `./tlsbench drive LINE handshake|resume --json`.
 """
 
 from __future__ import annotations
+
+import subprocess
 
 import pytest
 
@@ -24,7 +27,7 @@ from tlsbench.builds.sources import load_pins
 pytestmark = pytest.mark.slow
 
 # The cheap new lines (see the docstring for the OpenSSL ones).
-CHEAP = ["mbedtls-3.6.7", "wolfssl-5.9.2", "wolfssl-5.5.4"]
+CHEAP = ["mbedtls-3.6.7", "wolfssl-5.9.2", "wolfssl-5.5.4", "gnutls-3.8.13"]
 SIGALG = {"rsa2048": "rsa_pss_rsae_sha256", "ecdsa-p256": "ecdsa_secp256r1_sha256"}
 JOB = ["--tls", "1.3", "--suite", "TLS_AES_128_GCM_SHA256", "--group", "x25519"]
 
@@ -65,3 +68,15 @@ def check_release(build_of, spec: str) -> None:
 @pytest.mark.parametrize("spec", CHEAP)
 def test_a_new_release_builds_handshakes_resumes_and_reads_back(build_of, spec: str) -> None:
     check_release(build_of, spec)
+
+
+def test_gnutls_3_8_13_runs_on_its_pinned_nettle_not_the_machines(build_of) -> None:
+    """GnuTLS 3.8.13 needs nettle 3.10 (Debian 12 has 3.8): the recipe builds the `with`
+    pin and links its archives; the driver must load no shared nettle of the machine's."""
+    build = build_of("gnutls-3.8.13")
+    linked = build.manifest["link"]["libraries"]
+    assert any(lib.endswith("/lib/libnettle.a") for lib in linked), linked
+    assert not any(lib in ("-lnettle", "-lhogweed") for lib in linked), linked
+    loaded = subprocess.run(["ldd", str(build.program("tlsbench-driver"))],
+                            capture_output=True, text=True, check=True).stdout  # fmt: skip
+    assert "libnettle" not in loaded and "libhogweed" not in loaded, loaded

@@ -287,6 +287,62 @@ def test_a_handshake_on_each_core(arch, build_of) -> None:
         assert "sp_cortexm.o" in members and "sp_arm32.o" not in members
 
 
+# ---------------------------------------------------------------------------- the RISC-V core
+# One image per library on rv32imc (riscv64-unknown-elf-gcc, picolibc, qemu-system-riscv32's
+# virt board): its code is RV32IMC's, a TLS 1.3 handshake's counts agree in two runs, and
+# wolfSSL's per-operation benchmarks run in its portable C maths.
+ELF_MACHINE_RISCV = 243
+EF_RISCV_RVC, EF_RISCV_FLOAT_ABI = 0x1, 0x6
+RV32IMC = firmware.core_of("rv32imc")
+needs_riscv = pytest.mark.skipif(
+    bool(arches.missing_tools("rv32imc")),
+    reason=f"missing {arches.missing_tools('rv32imc')} (make deps installs them)",
+)
+
+
+@needs_riscv
+@pytest.mark.parametrize("line", ["mbedtls-3.6.6", "wolfssl-5.7.2"])
+def test_a_handshake_on_rv32imc(line, build_of) -> None:
+    build = build_of(f"{line}:rv32imc")
+    image = qemu.image_of(build)
+    header = image.read_bytes()[:40]
+    assert header[:4] == b"\x7fELF" and header[4] == 1  # ELFCLASS32
+    assert int.from_bytes(header[18:20], "little") == ELF_MACHINE_RISCV
+    flags = int.from_bytes(header[36:40], "little")
+    assert flags & EF_RISCV_RVC and not flags & EF_RISCV_FLOAT_ABI  # compressed, soft-float
+    job = firmware.make_job(TLS13, tls="1.3", cert="ecdsa-p256", group="x25519")
+    result = qemu.measure(image, RV32IMC, job, runs=2)
+    assert result["machine"] == "virt" and result["core"] == "rv32imc"
+    # minstret counts instructions themselves: the calibration loop reads one per tick.
+    assert result["instructions_per_1000_ticks"] == 1000
+    assert result["wire"]["group"] == "x25519" and result["client"]["verified"] == 1
+    for side in firmware.SIDES:
+        assert result[side]["handshake_instructions"] > 1_000_000
+        assert result[side]["heap_peak"] > 0 and 0 < result[side]["stack_high_water"] < 64 * 1024
+    assert "uncalibrated" in result["projection"]["calibration"]
+    sizes = {role: qemu.role_sizes(build, role) for role in firmware.SIDES}
+    assert all(50_000 < s.text < 1_000_000 and s.bss > 0 for s in sizes.values())
+    if line.startswith("wolfssl"):
+        # The portable C single-precision maths, no ARM assembly.
+        members = subprocess.run(
+            ["riscv64-unknown-elf-ar", "t", build.manifest["link"]["library_files"][0]],
+            capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+        assert "sp_c32.o" in members and "sp_cortexm.o" not in members
+
+
+@needs_riscv
+def test_ops_on_rv32imc_are_exact_to_the_instruction(build_of) -> None:
+    image = qemu.image_of(build_of("wolfssl-5.7.2:rv32imc"))
+    result = qemu.measure_ops(image, RV32IMC, runs=2)
+    assert result["resolution_instructions"] == 1 / firmware.OPERATION_BATCH
+    ops = {op["name"]: op for op in result["ops"]}
+    assert not [name for name, op in ops.items() if "instructions" not in op]
+    assert ops["rsa2048_private"]["instructions"] > 10 * ops["rsa2048_public"]["instructions"]
+    assert ops["p256_verify"]["instructions"] > ops["p256_sign"]["instructions"]
+    assert all("uncalibrated" in p["calibration"] for p in result["projection"].values())
+
+
 TINY = """
 question = "Does a firmware point run and store like the others?"
 repetitions = 2

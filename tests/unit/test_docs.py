@@ -45,7 +45,7 @@ OTHER_PROGRAMS_FLAGS = {
     "--peak-inaccuracy", "--heap-admin",  # valgrind massif
     "--print-uris",  # apt-get source
     "--locked", "--offline", "--release", "--print",  # cargo, rustc
-    "--specs",  # gcc (newlib)
+    "--specs", "--picolibc-buildtype",  # gcc (newlib; picolibc's specs)
     "--h1", "--log-file",  # h2load
     "--nonce-malloc",  # findings/wolfssl-mbedtls-ticket-nonce.sh
     "--enable-usersettings", "--enable-x", "--disable-x",  # wolfSSL configure, in general

@@ -4,11 +4,14 @@ tests/long/test_cortexm.py builds and runs the images."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tlsbench.builds import arches, firmware
 from tlsbench.builds.variants import Catalog
 from tlsbench.core.errors import UserError
+from tlsbench.embedded import qemu
 
 VARIANT = "mbedtls-3.6.6:cortex-m7"
 
@@ -26,10 +29,11 @@ def test_feature_is_bare_metal_with_a_test_entropy_source(catalog: Catalog) -> N
     assert variant.macros["MBEDTLS_FS_IO"] == "!" and variant.macros["MBEDTLS_NET_C"] == "!"
     assert "MBEDTLS_DEBUG_C" not in variant.macros  # the library's default: debug module on
     assert catalog.resolve(VARIANT + ",no-debug").macros["MBEDTLS_DEBUG_C"] == "!"
-    # Every core has its own -mcpu (and FPU where it has one).
+    # Every core has its own -mcpu (and FPU where it has one); the RISC-V one its -march.
     for arch, core in firmware.CORES.items():
         flags = arches.arch(arch).flags
-        assert f"-mcpu={arch}" in flags and core.arch == arch
+        option = "-mcpu" if core.family is firmware.ARM else "-march"
+        assert f"{option}={arch}" in flags and core.arch == arch
         assert catalog.resolve(f"mbedtls-3.6.6:{arch}").arch == arch
     assert "-mfpu=fpv4-sp-d16" in arches.arch("cortex-m4").flags
     assert "-mfloat-abi=soft" in arches.arch("cortex-m0").flags
@@ -61,3 +65,36 @@ def test_wolfssl_feature_is_bare_metal_with_a_test_seed(catalog: Catalog) -> Non
     assert arches.arch("cortex-m7").host == "armv7m-none-eabi"
     assert "--with-arm-target=thumb" in catalog.resolve("wolfssl-5.7.2:cortex-m0").configure
     assert "-DWOLFSSL_SP_NO_UMAAL" in catalog.resolve("wolfssl-5.7.2:cortex-m3").cflags
+
+
+def test_rv32imc_is_a_risc_v_core_with_its_own_toolchain_board_and_uncalibrated_range(
+    catalog: Catalog,
+) -> None:
+    """The RISC-V core: named as fit's --core takes it, built with the riscv64 toolchain for
+    RV32IMC (soft-float ABI) and picolibc, run on qemu-system-riscv32's virt board from the
+    start of its RAM, projected with a range that says it is uncalibrated."""
+    core = firmware.core_named("rv32imc")
+    assert core is firmware.core_named("RV32IMC") and core.family is firmware.RISCV
+    target = arches.arch("rv32imc")
+    assert target.firmware and target.compiler == "riscv64-unknown-elf-gcc"
+    assert {"-march=rv32imc", "-mabi=ilp32", "--specs=picolibc.specs"} <= set(target.flags)
+    assert arches.PACKAGES["rv32imc"]["qemu-system-riscv32"] == "qemu-system-misc"
+    command = qemu.qemu_command(Path("image.elf"), core, ["mode=ops"])
+    assert command[:3] == ["qemu-system-riscv32", "-bios", "none"]
+    assert command[command.index("-M") + 1] == "virt" and "shift=0" in " ".join(command)
+    script = firmware.linker_script(core)
+    assert "ORIGIN = 0x80000000" in script and "@" not in script.split("*/", 1)[1]
+    assert "KEEP(*(.init))" in script  # the reset vector jumps to the start of RAM
+    (low, high), label = core.cpi_range()
+    assert (low, high) == core.cpi and low < high and "uncalibrated" in label
+    assert core.part.mhz == 160.0 and core.part.ram == 400 * 1024
+    # The ARM cores keep their board, emulator and script.
+    m4 = firmware.core_of("cortex-m4")
+    assert qemu.qemu_command(Path("x"), m4, [])[0] == "qemu-system-arm"
+    assert "VECTORS" in firmware.linker_script(m4) and m4.label == "Cortex-M4"
+    # wolfSSL's portable C maths on RISC-V: no --enable-sp-asm (its Cortex-M features have).
+    wolfssl = catalog.resolve("wolfssl-5.7.2:rv32imc")
+    assert "--enable-sp" in wolfssl.configure and "--enable-sp-asm" not in wolfssl.configure
+    assert "--enable-sp-asm" in catalog.resolve(WOLFSSL_VARIANT).configure
+    mbedtls = catalog.resolve("mbedtls-3.6.6:rv32imc,small")
+    assert mbedtls.arch == "rv32imc" and "MBEDTLS_ENTROPY_HARDWARE_ALT" in mbedtls.macros

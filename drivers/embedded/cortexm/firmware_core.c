@@ -1,8 +1,8 @@
 /*
- * The core of the Cortex-M firmware image (firmware.h): reads the job from the command line,
- * sets up both sides through the library's adapter, pumps their handshakes in lockstep over
- * two in-memory pipes, reads back what was negotiated from the library and from the wire,
- * and prints one JSON line over semihosting.
+ * The core of the firmware image (firmware.h), Cortex-M and RISC-V alike: reads the job
+ * from the command line, sets up both sides through the library's adapter, pumps their
+ * handshakes in lockstep over two in-memory pipes, reads back what was negotiated from the
+ * library and from the wire, and prints one JSON line over semihosting.
  *
  * Arguments (QEMU -semihosting-config arg=...): the program name, then KEY=VALUE:
  *   tls=1.2|1.3  suite=IANA-NAME-WITH-DASHES  kx=ecdhe|rsa|psk|psk_dhe
@@ -16,8 +16,8 @@
  * Per side, around every library call made on that side's behalf:
  *  - instructions: QEMU runs with -icount shift=0 (one instruction = one nanosecond of
  *    virtual time); SysTick counts that virtual time at the board's CPU clock, its wraps
- *    counted by its interrupt; the image calibrates instructions per tick against a loop
- *    of known length;
+ *    counted by its interrupt (on RISC-V: minstret, one tick per instruction); the image
+ *    calibrates instructions per tick against a loop of known length;
  *  - heap: calloc/malloc/realloc/free are wrapped (-Wl,--wrap) and charged to the side
  *    whose call is running (setup included: configuration, credentials, contexts); library-
  *    wide set-up is charged to "global"; peak of live bytes (requested sizes) and what is
@@ -53,6 +53,7 @@ void fw_test_entropy(unsigned char *out, size_t len) {
 }
 
 /* ---------------------------------------------------------------- virtual-time counter */
+#if !defined(__riscv)
 /* SysTick, on every M-profile core: a 24-bit down counter at the CPU clock; its interrupt
  * counts the wrap-arounds, so that a long call is timed whole. The handler's few
  * instructions are counted too, identically on every run. */
@@ -64,6 +65,7 @@ void fw_test_entropy(unsigned char *out, size_t len) {
 static volatile uint32_t timer_wraps;
 
 void fw_systick_handler(void) { timer_wraps++; }
+#endif
 
 /* ---------------------------------------------------------------- heap per side */
 static int current = -1; /* the side whose library call is running, -1: none */
@@ -185,6 +187,27 @@ int main(void) {
 }
 #else
 /* ---------------------------------------------------------------- virtual-time counter, cont. */
+#if defined(__riscv)
+/* RISC-V: the 64-bit minstret counter, which QEMU 7.2 derives from its instruction counter
+ * under -icount (one tick per instruction: the calibration below reads 1000 per 1000). No
+ * interrupt is needed; the high word is read twice so that a carry between the reads is
+ * seen. Zicsr is named here: GCC 12's -march=rv32imc leaves it out. */
+static void timer_start(void) {}
+
+static uint64_t timer_now(void) {
+  uint32_t high, low, again;
+  do {
+    __asm__ volatile(
+        ".option push\n\t.option arch, +zicsr\n\tcsrr %0, minstreth\n\t"
+        "csrr %1, minstret\n\tcsrr %2, minstreth\n\t.option pop"
+        : "=r"(high), "=r"(low), "=r"(again));
+  } while (high != again);
+  return ((uint64_t)high << 32) | low;
+}
+
+/* Turns of exactly two instructions each (compressed or not, two instructions). */
+#define COUNT_LOOP(n) __asm__ volatile("1: addi %0, %0, -1\n\tbnez %0, 1b" : "+r"(n))
+#else
 static void timer_start(void) {
   SYST_RVR = SYST_MAX;
   SYST_CVR = 0;
@@ -203,13 +226,17 @@ static uint64_t timer_now(void) {
   return ((uint64_t)wraps << 24) + (SYST_MAX - value);
 }
 
+#define COUNT_LOOP(n) \
+  __asm__ volatile(".syntax unified\n1: subs %0, %0, #1\n\tbne 1b" : "+r"(n) : : "cc")
+#endif
+
 #define CALIBRATION_LOOPS 4000000u /* two instructions each: 8 M instructions */
 
 /* Instructions per 1000 timer ticks: a loop of exactly 2 instructions per turn. */
 static uint64_t calibrate(void) {
   uint32_t n = CALIBRATION_LOOPS;
   uint64_t t0 = timer_now();
-  __asm__ volatile(".syntax unified\n1: subs %0, %0, #1\n\tbne 1b" : "+r"(n) : : "cc");
+  COUNT_LOOP(n);
   uint64_t ticks = timer_now() - t0;
   return ticks == 0 ? 0 : (2ull * CALIBRATION_LOOPS * 1000ull + ticks / 2) / ticks;
 }

@@ -1,5 +1,5 @@
-/* Arm semihosting (the debugger's channel, served by QEMU's -semihosting): text out,
- * the command line in, and exit with a status. */
+/* Arm semihosting (the debugger's channel, served by QEMU's -semihosting; RISC-V's is the
+ * same protocol): text out, the command line in, and exit with a status. */
 #ifndef TLSBENCH_SEMIHOST_H
 #define TLSBENCH_SEMIHOST_H
 

@@ -18,6 +18,11 @@ TLS libraries themselves do no floating point): their variants yield no driver p
 firmware images (builds/firmware.py), run under qemu-system-arm on the core's board
 (embedded/qemu.py).
 
+rv32imc is a RISC-V microcontroller core (the ESP32-C3 class), built the same way with
+Debian's gcc-riscv64-unknown-elf (`-march=rv32imc -mabi=ilp32`) and picolibc (its rv32im
+multilib: the C extension only compresses encodings, so rv32im library code runs on it),
+its firmware images run under qemu-system-riscv32 (qemu-system-misc) on the virt board.
+
 Heap figures are exact under emulation (the program does the same allocations as on a real
 ARM board); time is not (qemu translates the code, so its clocks measure the translator on
 this machine), so no timing series of an emulated target is ever run, stored or reported.
@@ -89,6 +94,23 @@ CORTEX_M_FLAGS = {
 # no Cortex-M runs) for plain "arm". ARMv8-M Mainline runs the same Thumb-2 code.
 CORTEX_M_HOSTS = {name: "armv7m-none-eabi" for name in CORTEX_M_FLAGS if name != "cortex-m0"}
 
+# The RISC-V microcontroller core: gcc's riscv64 toolchain is multilib, and picolibc's specs
+# give the C library (and, like nosys.specs on ARM, a program that links with no system).
+# picolibc's release build: its default one is built for size, with a memcpy and memset
+# that move a byte per turn (6 instructions a byte), where newlib's on ARM move words; the
+# record layer's copies would be counted against the TLS library.
+RISCV_TRIPLET = "riscv64-unknown-elf"
+RISCV_FLAGS = {
+    "rv32imc": ("-march=rv32imc", "-mabi=ilp32", "--specs=picolibc.specs",
+                "--picolibc-buildtype=release"),
+}  # fmt: skip
+# The autoconf host: a 32-bit RISC-V with no operating system (wolfSSL then builds its
+# portable C maths: it has no RV32 assembly for its single-precision code).
+RISCV_HOST = "riscv32-unknown-elf"
+PICOLIBC_SPECS = f"/usr/lib/picolibc/{RISCV_TRIPLET}/picolibc.specs"
+# Firmware targets: the arm-none-eabi cores and the RISC-V one.
+FIRMWARE_FLAGS = {**CORTEX_M_FLAGS, **RISCV_FLAGS}
+
 ARCHES: dict[str, Arch] = {
     "x86_64": Arch("x86_64", label="x86-64"),
     "i686": Arch(
@@ -110,6 +132,13 @@ ARCHES: dict[str, Arch] = {
         )
         for name, flags in CORTEX_M_FLAGS.items()
     },
+    **{
+        name: Arch(
+            name, flags=flags, cross=RISCV_TRIPLET, host=RISCV_HOST, cmake_processor="riscv32",
+            timing=False, label=name, compiler=f"{RISCV_TRIPLET}-gcc", firmware=True,
+        )
+        for name, flags in RISCV_FLAGS.items()
+    },
 }  # fmt: skip
 
 # What each cross target needs: commands -> Debian package, files -> Debian package.
@@ -126,6 +155,13 @@ PACKAGES = {
         }
         for name in CORTEX_M_FLAGS
     },
+    **{
+        name: {
+            f"{RISCV_TRIPLET}-gcc": "gcc-riscv64-unknown-elf",
+            "qemu-system-riscv32": "qemu-system-misc",
+        }
+        for name in RISCV_FLAGS
+    },
 }
 FILES = {
     "armhf": {
@@ -136,6 +172,7 @@ FILES = {
         name: {f"/usr/lib/{CORTEX_M_TRIPLET}/newlib/libc.a": "libnewlib-arm-none-eabi"}
         for name in CORTEX_M_FLAGS
     },
+    **{name: {PICOLIBC_SPECS: "picolibc-riscv64-unknown-elf"} for name in RISCV_FLAGS},
 }
 
 NO_TIMING = (

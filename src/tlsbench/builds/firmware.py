@@ -1,10 +1,12 @@
-"""Cortex-M firmware images: a TLS client and server in one image, run under QEMU.
+"""Firmware images (Cortex-M and RISC-V): a TLS client and server in one image, run under QEMU.
 
 A variant with a Cortex-M feature (cortex-m0, -m3, -m4, -m7, -m33, -m55) is cross-built with
-arm-none-eabi-gcc and newlib for that core; in place of the driver programs it gets firmware
-images (drivers/embedded/cortexm: a core, one adapter per library, own startup code, linker
-script and semihosting), with the test credentials compiled in as DER (RSA 2048 and ECDSA
-P-256 chains of one and two certificates, their CA, and a pre-shared key):
+arm-none-eabi-gcc and newlib for that core, one with the rv32imc feature with
+riscv64-unknown-elf-gcc and picolibc; in place of the driver programs it gets firmware
+images (drivers/embedded/cortexm: a core, one adapter per library, semihosting, and the
+Cortex-M startup code and linker script; drivers/embedded/riscv: RISC-V's startup code and
+linker script: an architecture's Family), with the test credentials compiled in as DER (RSA
+2048 and ECDSA P-256 chains of one and two certificates, their CA, and a pre-shared key):
 
   firmware.elf   client and server; runs one TLS job on the core's QEMU board and prints
                  one JSON line: what was negotiated (read back from the library and from the
@@ -14,8 +16,8 @@ P-256 chains of one and two certificates, their CA, and a pre-shared key):
                  that role flashes (.text + .data) and keeps in RAM (.data + .bss).
 
 Instructions: QEMU runs the image with `-icount shift=0`, so that every instruction
-advances the virtual clock by exactly one nanosecond; SysTick counts that clock and the
-image calibrates instructions per tick against a loop of known length. The count is
+advances the virtual clock by exactly one nanosecond; SysTick (RISC-V: minstret) counts that
+clock and the image calibrates instructions per tick against a loop of known length. The count is
 deterministic (the entropy is a fixed test stream and nothing reads a clock), but it is a
 count of instructions, not of cycles: the projection to milliseconds multiplies it by a
 range of cycles per instruction for the core (CORES, justified in docs/embedded.md) at the
@@ -47,8 +49,7 @@ ADAPTERS = {
     "wolfssl": "firmware_wolfssl.c",
     "bearssl": "firmware_bearssl.c",
 }
-COMMON = ("startup.c", "semihost.c", "firmware_core.c")
-LINKER_TEMPLATE = FIRMWARE / "firmware.ld.in"
+COMMON = ("semihost.c", "firmware_core.c")  # every architecture's, in FIRMWARE
 IMAGE = "firmware.elf"
 ROLE_IMAGES = {"client": "client.elf", "server": "server.elf"}
 SIDES = ("client", "server")
@@ -72,9 +73,36 @@ class Part:
 
 
 @dataclass(frozen=True)
+class Family:
+    """An instruction-set architecture's part of an image: its startup code and linker script
+    (the rest of the sources are every family's), the QEMU system emulator that runs it, and
+    the sections its size tool reports as code."""
+
+    name: str  # "arm", "riscv"
+    folder: Path  # startup.c and firmware.ld.in
+    qemu: tuple[str, ...]  # the emulator and the arguments every board of the family needs
+    text_sections: tuple[str, ...]  # what counts as code and constants (with .text)
+
+    @property
+    def startup(self) -> Path:
+        return self.folder / "startup.c"
+
+    @property
+    def linker_template(self) -> Path:
+        return self.folder / "firmware.ld.in"
+
+
+ARM = Family("arm", FIRMWARE, ("qemu-system-arm",), (".vectors", ".text", ".ARM.exidx"))
+# QEMU's virt board with -bios none jumps from its reset vector to the start of RAM, where
+# the image's .init lies (no firmware of QEMU's runs first).
+RISCV = Family("riscv", paths.DRIVERS / "embedded" / "riscv",
+               ("qemu-system-riscv32", "-bios", "none"), (".init", ".text"))  # fmt: skip
+
+
+@dataclass(frozen=True)
 class Core:
-    """A Cortex-M core, the QEMU 7.2 board its images run on, and how its instruction counts
-    are projected to time (docs/embedded.md gives the sources of every figure)."""
+    """A microcontroller core, the QEMU 7.2 board its images run on, and how its instruction
+    counts are projected to time (docs/embedded.md gives the sources of every figure)."""
 
     arch: str  # the variant's target (arches.py): cortex-m4
     short: str  # `tlsbench fit --core m4`
@@ -87,10 +115,14 @@ class Core:
     ram_origin: int = 0x400
     ram_length: int = 4 * MIB - 0x400
     board_note: str = ""
+    family: Family = ARM
+    # Where the manual CPI range comes from, in projections' labels.
+    cpi_source: str = "reference manual cycle counts, CoreMark ratios"
+    name: str = ""  # how reports name it; default: Cortex-M4 from cortex-m4
 
     @property
     def label(self) -> str:
-        return self.arch.replace("cortex-", "Cortex-").replace("-m", "-M")
+        return self.name or self.arch.replace("cortex-", "Cortex-").replace("-m", "-M")
 
     @property
     def calibrated_cpi(self) -> dict[str, Calibration]:
@@ -112,8 +144,8 @@ class Core:
             label = "; ".join(c.label() for c in calibrated.values())
             return (min(lows), max(highs)), label
         low, high = self.cpi
-        return self.cpi, (f"manual CPI {low:g}..{high:g} (reference manual cycle counts, "
-                          "CoreMark ratios): no board calibration for this core")  # fmt: skip
+        return self.cpi, (f"manual CPI {low:g}..{high:g} ({self.cpi_source}): no board "
+                          "calibration for this core")  # fmt: skip
 
     def ms(self, instructions: float, mhz: float | None = None, kind: str | None = None
            ) -> tuple[float, float]:  # fmt: skip
@@ -176,6 +208,13 @@ CORES: dict[str, Core] = {
              part=Part("a 160 MHz M55 part (Alif Ensemble's high-efficiency core)", 160.0,
                        256 * KIB, 1024 * KIB),
              vectors=0x10000000, ram_origin=0x11000000, ram_length=2 * MIB),
+        # The ESP32-C3 class: RV32IMC on QEMU's virt board (RAM at 0x80000000). No board of
+        # this core has been measured against tlsbench's counts: its range is uncalibrated.
+        Core("rv32imc", "rv32imc", "virt", cpi=(1.0, 2.0),
+             part=Part("ESP32-C3", 160.0, 400 * KIB, 4 * MIB),
+             ram_origin=0x80000000, family=RISCV, name="RV32IMC",
+             cpi_source="uncalibrated: the pipeline's floor of 1, and the M4's 1.5 times the "
+             "M4's CoreMark/MHz over the ESP32-C3's, 3.40 / 2.55"),
     )
 }  # fmt: skip
 
@@ -188,7 +227,7 @@ def core_named(name: str) -> Core:
     """A core from `m4`, `cortex-m4` or `M4`: a usage error naming the choices otherwise."""
     wanted = name.strip().lower().removeprefix("cortex-")
     for core in CORES.values():
-        if core.short == wanted:
+        if wanted in (core.short, core.arch):
             return core
     raise UserError(
         f"--core {name}: not a core tlsbench builds firmware for; choose one of "
@@ -435,19 +474,19 @@ def build_commands(
     one-role images. `config_headers` are force-included into the image's own sources: the
     hook for a user's configuration file, which the library build itself must also see."""
     if library not in ADAPTERS:
-        raise UserError(
-            f"Cortex-M firmware images exist for {', '.join(sorted(ADAPTERS))}, not {library}"
-        )
+        raise UserError(f"firmware images exist for {', '.join(sorted(ADAPTERS))}, not {library}")
+    core = core_of(arch)
     generated = folder / "generated"
     generated.mkdir(parents=True, exist_ok=True)
     (generated / "certs.c").write_text(credentials_source())
     script = generated / "firmware.ld"
-    script.write_text(linker_script(core_of(arch)))
+    script.write_text(linker_script(core))
     common = [cc, *flags, "-Os", "-g", "-Wall", "-ffunction-sections", "-fdata-sections"]
     common += [f"-I{d}" for d in link.get("include_dirs", [])]
     common += [f"-D{d}" for d in link.get("defines", [])]
     common += [f"-I{FIRMWARE}", *(a for h in config_headers for a in ("-include", str(h)))]
-    sources = [str(FIRMWARE / name) for name in (*COMMON, ADAPTERS[library])]
+    sources = [str(core.family.startup)]
+    sources += [str(FIRMWARE / name) for name in (*COMMON, ADAPTERS[library])]
     sources.append(str(generated / "certs.c"))
     tail = ["-T", str(script), "-nostartfiles", "-Wl,--gc-sections"]
     tail += ["-Wl,--wrap=malloc,--wrap=free,--wrap=calloc,--wrap=realloc"]
@@ -468,7 +507,7 @@ def linker_script(core: Core) -> str:
         "@RAM_ORIGIN@": f"0x{core.ram_origin:08X}",
         "@RAM_LENGTH@": f"0x{core.ram_length:X}",
     }
-    text = LINKER_TEMPLATE.read_text()
+    text = core.family.linker_template.read_text()
     for key, value in values.items():
         text = text.replace(key, value)
     return text

@@ -18,13 +18,15 @@ def add_arguments(verb: Verb) -> None:
         "cortex-m",
         "TLS handshakes of Cortex-M firmware images under QEMU: instructions, heap and stack "
         "per side",
-        "Builds each variant's firmware image (a variant with a Cortex-M feature, e.g. "
-        "mbedtls-3.6.6:cortex-m4; cores cortex-m0, -m3, -m4, -m7, -m33, -m55), runs each suite "
+        "Builds each variant's firmware image (a variant with a core's feature, e.g. "
+        "mbedtls-3.6.6:cortex-m4; cores cortex-m0, -m3, -m4, -m7, -m33, -m55, and the RISC-V "
+        "rv32imc), runs each suite "
         "--runs times on the core's QEMU board with -icount (refusing counts that differ "
         "between runs), and projects instructions to milliseconds as a range: the core's "
         "cycles per instruction at a reference part's clock (docs/embedded.md).",
     )
-    cortex.add_argument("variants", nargs="+", metavar="VARIANT", help="Cortex-M variants")
+    cortex.add_argument("variants", nargs="+", metavar="VARIANT",
+                        help="firmware variants (Cortex-M or rv32imc)")  # fmt: skip
     cortex.add_argument(
         "--suite",
         action="append",
@@ -56,6 +58,16 @@ def add_arguments(verb: Verb) -> None:
         "AES-128-GCM, ChaCha20-Poly1305 and SHA-256 per KiB, HKDF-SHA256): instructions, heap "
         "and stack per operation",
     )
+    cortex.add_argument(
+        "--split",
+        action="store_true",
+        help="where one handshake's instructions go (one job: give one --suite or a --tls/--kx/"
+        "--cert that fits one): per side, the instructions of the library's functions grouped "
+        "into public-key arithmetic, hashing, symmetric crypto, ASN.1 and certificates, the TLS "
+        "state machine, memory management, the C library and the rest, counted by a QEMU "
+        "plugin; with the timer's rounding (a few instructions per call) they sum to the "
+        "handshake's count",
+    )
     cortex.add_argument("--runs", type=int, default=2, help="runs per suite (default 2)")
     cortex.add_argument("--json", action="store_true", help="print one JSON object per suite")
     cortex.add_argument("--quiet", action="store_true", help="no build progress lines on stderr")
@@ -73,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
         qemu.check_variant(variant)
     if args.runs < 1:
         raise UserError("--runs must be at least 1")
+    if args.split and args.ops:
+        raise UserError("--split profiles a handshake; --ops runs none")
     if args.ops:
         job_flags = ("suite", "tls", "kx", "group", "cert", "chain", "record_size")
         given = [f"--{f.replace('_', '-')}" for f in job_flags if getattr(args, f) is not None]
@@ -88,6 +102,11 @@ def run(args: argparse.Namespace) -> int:
     for variant in variants:  # what a config file leaves out, before anything is built
         for job in jobs:
             needs.refuse_unfit(variant, job)
+    if args.split:
+        if len(jobs) != 1:
+            raise UserError(f"--split profiles one handshake; {len(jobs)} suites were asked "
+                            "(give one --suite)")  # fmt: skip
+        return _run_split(args, variants, jobs[0])
     builder = Builder(quiet=args.quiet)
     rows = []
     for variant in variants:
@@ -132,6 +151,47 @@ def _run_ops(args: argparse.Namespace, variants: list[Any]) -> int:
     else:
         print(f"every count identical over {args.runs} runs")
     return 0
+
+
+def _run_split(args: argparse.Namespace, variants: list[Any], job: Any) -> int:
+    from tlsbench.builds import firmware
+    from tlsbench.builds.build import Builder
+    from tlsbench.embedded import profile, qemu
+
+    builder = Builder(quiet=args.quiet)
+    rows = []
+    for variant in variants:
+        core = firmware.core_of(variant.arch)
+        build = builder.build(variant)
+        archives = sorted((build.folder / "prefix" / "lib").glob("*.a"))
+        try:
+            result = profile.split(qemu.image_of(build), core, job, archives, args.runs)
+        except qemu.Unsupported as exc:
+            print(f"{variant.name}: unsupported: {exc}", file=sys.stderr)
+            continue
+        rows.append({"variant": variant.name, "job": job.describe(), **result})
+        if not args.json:
+            _print_split(rows[-1])
+    if args.json:
+        json.dump(rows, sys.stdout, indent=2)
+        print()
+    return 3 if not rows else 0
+
+
+def _print_split(r: dict[str, Any]) -> None:
+    print(f"{r['variant']} ({r['library']} {r['library_version']}, {r['core']} on "
+          f"{r['machine']}): {r['job']}, group {r['wire']['group']}")  # fmt: skip
+    for side in ("client", "server"):
+        s = r[side]
+        print(f"  {side}: {s['handshake_instructions']:,} instructions in "
+              f"{s['handshake_calls']} measured calls")  # fmt: skip
+        for g in s["groups"]:
+            print(f"    {g['label']:<44} {g['instructions']:>12,} {100 * g['share']:>6.1f} %")
+        print(f"    {'timer rounding (reported less profiled)':<44} {s['timer_rounding']:>12,} "
+              f"(within +-{s['timer_rounding_bound']:g})")  # fmt: skip
+        print(f"    {'total (as cortex-m reports it)':<44} {s['handshake_instructions']:>12,}")
+        top = ", ".join(f"{f['function']} {f['instructions']:,}" for f in s["top_functions"][:5])
+        print(f"    top functions: {top}")
 
 
 def _print_ops(r: dict[str, Any], core: Any) -> None:

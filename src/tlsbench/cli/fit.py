@@ -27,7 +27,7 @@ def add_arguments(verb: Verb) -> None:
     )
     fitting.add_argument("--ram", required=True, metavar="SIZE", help="RAM budget: 64K, 1M, ...")
     fitting.add_argument("--flash", required=True, metavar="SIZE", help="flash budget: 256K, ...")
-    fitting.add_argument("--core", required=True, help="m0, m3, m4, m7, m33 or m55")
+    fitting.add_argument("--core", required=True, help="m0, m3, m4, m7, m33, m55 or rv32imc")
     fitting.add_argument("--tls", choices=["1.2", "1.3"], default="1.3", help="default 1.3")
     fitting.add_argument("--auth", default="server", help="server (the only one the images run)")
     fitting.add_argument(

@@ -8,6 +8,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[3]
 DRIVERS = REPO / "drivers"
 PINS_FILE = REPO / "sources" / "pins.toml"
+# Source archives of tools tlsbench builds pieces from (no library lines): QEMU's plugin API.
+TOOLS_PINS_FILE = REPO / "sources" / "tools.toml"
 PIN_MOVES_LOG = REPO / "sources" / "pin-moves.log"
 APT_SOURCES_LIST = REPO / "sources" / "debian-src.list"
 VARIANTS_FILE = REPO / "variants.toml"

@@ -150,6 +150,11 @@ def candidates(
         if why:
             notes.append(f"{line}: {why}")
             continue
+        try:
+            catalog.resolve(f"{line}:{core.arch}")
+        except UserError:  # no firmware of this line for the core (BearSSL: Cortex-M only)
+            notes.append(f"{line}: no firmware build for {core.arch} (variants.toml)")
+            continue
         for configuration in CONFIGURATIONS[base.library]:
             if (configuration or "default") not in configurations:
                 continue

@@ -54,21 +54,21 @@ class Sizes:
 
 def role_sizes(build: Any, role: str) -> Sizes:
     image = Path(build.program(ROLE_IMAGES[role]))
-    done = subprocess.run(
-        [arches.CORTEX_M_SIZE, "-A", str(image)], capture_output=True, text=True, check=False
-    )
+    size = arches.arch(build.variant.arch).tool("size", "size")
+    done = subprocess.run([size, "-A", str(image)], capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise UserError(f"{arches.CORTEX_M_SIZE} -A {image} failed: {done.stderr}", exit_code=1)
+        raise UserError(f"{size} -A {image} failed: {done.stderr}", exit_code=1)
     sections: dict[str, int] = {}
     for line in done.stdout.splitlines():
         fields = line.split()
         if len(fields) == 3 and fields[1].isdigit():
             sections[fields[0]] = int(fields[1])
+    family = core_of(build.variant.arch).family
+    # Thread-local variables (picolibc's errno) are initialised and zeroed data as others are.
     return Sizes(
-        text=sections.get(".vectors", 0) + sections.get(".text", 0)
-        + sections.get(".ARM.exidx", 0),
-        data=sections.get(".data", 0),
-        bss=sections.get(".bss", 0),
+        text=sum(sections.get(name, 0) for name in family.text_sections),
+        data=sections.get(".data", 0) + sections.get(".tdata", 0),
+        bss=sections.get(".bss", 0) + sections.get(".tbss", 0),
         certs=sections.get(".certs", 0),
     )  # fmt: skip
 
@@ -82,7 +82,7 @@ def qemu_command(image: Path, core: Core, job: Job | list[str]) -> list[str]:
     semihosting = ",".join(["enable=on", "target=native",
                             *(f"arg={a}" for a in ["firmware", *args])])  # fmt: skip
     return [
-        "qemu-system-arm", "-M", core.machine, "-display", "none", "-monitor", "none",
+        *core.family.qemu, "-M", core.machine, "-display", "none", "-monitor", "none",
         "-serial", "none", "-nodefaults", "-nic", "none",
         # One instruction = one virtual nanosecond; no sleeping or aligning to the host.
         "-icount", "shift=0,align=off,sleep=off",
@@ -252,18 +252,17 @@ def check_variant(variant: Any) -> None:
     """Refuses, before anything is built, a variant that yields no firmware image."""
     if not arches.arch(variant.arch).firmware:
         raise UserError(
-            f"{variant.name} is no firmware variant: add a Cortex-M feature "
-            f"({variant.line.name}:cortex-m4; cores: {', '.join(CORES)})"
+            f"{variant.name} is no firmware variant: add a Cortex-M feature or the RISC-V "
+            f"one ({variant.line.name}:cortex-m4; cores: {', '.join(CORES)})"
         )
     if variant.library not in ADAPTERS:
         raise UserError(
-            f"Cortex-M firmware images exist for {', '.join(sorted(ADAPTERS))}, "
-            f"not {variant.library}"
+            f"firmware images exist for {', '.join(sorted(ADAPTERS))}, not {variant.library}"
         )
 
 
 def image_of(build: Any) -> Path:
-    """The firmware image of a built Cortex-M variant."""
+    """The firmware image of a built firmware variant."""
     check_variant(build.variant)
     return Path(build.program(IMAGE))
 

@@ -38,6 +38,10 @@ LINE_COLOURS = {
     "rustls": "#bcbd22",
     "hacl-libcrux": "#7b4173",
     "hacl": "#8c6d31",
+    "bearssl": "#393b79",
+    "s2n-tls": "#ffbb78",
+    "nss": "#c5b0d5",
+    "botan": "#98df8a",
     "null": "#7f7f7f",
     "nginx": "#000000",  # a server program under load, beside the libraries' own servers
 }

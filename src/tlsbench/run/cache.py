@@ -18,7 +18,9 @@ from pathlib import Path
 
 from tlsbench.builds import arches
 from tlsbench.builds.build import Builder
+from tlsbench.builds.sources import load_pins
 from tlsbench.builds.variants import Catalog, Variant
+from tlsbench.core import paths
 from tlsbench.core.errors import UserError
 from tlsbench.run import experiments
 
@@ -97,6 +99,8 @@ def plan(builder: Builder, catalog: Catalog) -> list[Stale]:
             if entry.name not in keep_src and not _pid_alive(entry.name):
                 stale.append(Stale(entry, "not a pinned source", _size(entry)))
     keep_archives = {pin.file for pin in pins.values()}
+    # Tools' archives (QEMU's, for the profiler plugin's header) are pinned too.
+    keep_archives |= {pin.file for pin in load_pins(paths.TOOLS_PINS_FILE).values()}
     archives = builder.sources.archives
     if archives.exists():
         for entry in sorted(archives.iterdir()):
