@@ -76,6 +76,9 @@ int fw_init(void);
 int fw_setup(enum fw_side side, const fw_job *job);
 #define FW_UNSUPPORTED (-0x7F00)
 #define FW_NO_SUITE (-0x7F01)
+/* Why fw_setup returned FW_UNSUPPORTED, where the adapter says (NULL: "not in this build"):
+ * a library that lacks a feature in every build names it (BearSSL 0.6: no PSK). */
+extern const char *fw_unsupported_reason;
 /* One handshake call of a side: FW_DONE, FW_AGAIN (waits for the peer) or FW_FAILED with
  * the library's error in *error. */
 int fw_step(enum fw_side side, int *error);

@@ -171,6 +171,8 @@ const char *fw_group_name(uint16_t id) {
   return NULL;
 }
 
+const char *fw_unsupported_reason;
+
 /* ---------------------------------------------------------------- one run */
 #if defined(TLSBENCH_ROLE)
 /* A one-role image is linked for its sizes, never run: one side's set-up and handshake, so
@@ -360,7 +362,9 @@ static int fail(const char *what, int error) {
   for (char *c = reason; *c; c++)
     if (*c == '"' || *c == '\\') *c = '\'';
   if (error == FW_NO_SUITE) snprintf(reason, sizeof reason, "cipher suite not in this build");
-  if (error == FW_UNSUPPORTED) snprintf(reason, sizeof reason, "not in this build");
+  if (error == FW_UNSUPPORTED)
+    snprintf(reason, sizeof reason, "%s",
+             fw_unsupported_reason != NULL ? fw_unsupported_reason : "not in this build");
   snprintf(out, sizeof out, "{\"error\": \"%s: %d (-0x%04x) %s\"%s}\n", what, error,
            (unsigned)(error < 0 ? -error : error), reason,
            error == FW_UNSUPPORTED || error == FW_NO_SUITE ? ", \"unsupported\": true" : "");

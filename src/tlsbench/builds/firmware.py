@@ -44,7 +44,11 @@ from tlsbench.core import paths
 from tlsbench.core.errors import UserError
 
 FIRMWARE = paths.DRIVERS / "embedded" / "cortexm"
-ADAPTERS = {"mbedtls": "firmware_mbedtls.c", "wolfssl": "firmware_wolfssl.c"}
+ADAPTERS = {
+    "mbedtls": "firmware_mbedtls.c",
+    "wolfssl": "firmware_wolfssl.c",
+    "bearssl": "firmware_bearssl.c",
+}
 COMMON = ("semihost.c", "firmware_core.c")  # every architecture's, in FIRMWARE
 IMAGE = "firmware.elf"
 ROLE_IMAGES = {"client": "client.elf", "server": "server.elf"}

@@ -49,7 +49,7 @@ def add_arguments(verb: Verb) -> None:
         help="configurations to try (repeatable): default, no-debug (mbedTLS), small; default all",
     )  # fmt: skip
     fitting.add_argument("--line", action="append", metavar="LINE",
-                         help="library lines to try (repeatable; default all three)")  # fmt: skip
+                         help="library lines to try (repeatable; default all four)")  # fmt: skip
     fitting.add_argument(
         "--variant", action="append", metavar="SPEC",
         help="a further candidate variant built for the core (repeatable), e.g. one with a "

@@ -32,15 +32,21 @@ if TYPE_CHECKING:  # matplotlib loads only when a chart is drawn
     from matplotlib.figure import Figure
 
 KIB = 1024
-LINES = ("mbedtls-3.6.6", "mbedtls-2.28.x", "wolfssl-5.7.2")
+LINES = ("mbedtls-3.6.6", "mbedtls-2.28.x", "wolfssl-5.7.2", "bearssl-0.6")
 # Named configurations tried per library, beside its default: features of variants.toml
 # (no-debug: mbedTLS's debug module compiled out; small: what a device build leaves out).
-CONFIGURATIONS = {"mbedtls": ("", "no-debug", "small"), "wolfssl": ("", "small")}
+CONFIGURATIONS = {"mbedtls": ("", "no-debug", "small"), "wolfssl": ("", "small"), "bearssl": ("",)}
 CONFIGURATION_NAMES = ("default", "no-debug", "small")
 # mbedTLS's record buffers are build options (MBEDTLS_SSL_IN/OUT_CONTENT_LEN: a feature per
 # size); wolfSSL's grow as records arrive, so its size is the max_fragment_length asked.
 MBEDTLS_RECORD_FEATURES = {512: "records-512", 1024: "records-1024", 2048: "records-2048",
                            4096: "records-4096", 16384: ""}  # fmt: skip
+# BearSSL's I/O buffer is the caller's, declared by the image: its size is a feature too
+# (records-N: N + 325 bytes, half duplex), counted in the one-role image's .bss.
+RECORD_FEATURES = {"mbedtls": MBEDTLS_RECORD_FEATURES, "bearssl": MBEDTLS_RECORD_FEATURES}
+# What a library line cannot do in any build: left out of the fit with the reason.
+NEVER = {"bearssl": {"1.3": "no TLS 1.3 (BearSSL 0.6 implements TLS 1.0 to 1.2)",
+                     "psk": "no PSK suites (BearSSL 0.6 has none)"}}  # fmt: skip
 
 
 def parse_bytes(text: str, what: str) -> int:
@@ -77,7 +83,7 @@ class Candidate:
     library: str
     line: str
     configuration: str  # "default", "no-debug", or a user's variant
-    record: int  # record buffer (mbedTLS) / max_fragment_length (wolfSSL) in bytes
+    record: int  # record buffer (mbedTLS, BearSSL) / max_fragment_length (wolfSSL) in bytes
     job: firmware.Job
 
 
@@ -139,13 +145,23 @@ def candidates(
         if tls == "1.3" and line.startswith("mbedtls-2."):
             notes.append(f"{line}: no TLS 1.3 (the 2.x line has none)")
             continue
+        never = NEVER.get(base.library, {})
+        why = never.get(tls) or (never.get("psk") if kx in ("psk", "psk_dhe") else None)
+        if why:
+            notes.append(f"{line}: {why}")
+            continue
+        try:
+            catalog.resolve(f"{line}:{core.arch}")
+        except UserError:  # no firmware of this line for the core (BearSSL: Cortex-M only)
+            notes.append(f"{line}: no firmware build for {core.arch} (variants.toml)")
+            continue
         for configuration in CONFIGURATIONS[base.library]:
             if (configuration or "default") not in configurations:
                 continue
             for record in records:
                 features = [core.arch, configuration]
-                if base.library == "mbedtls":
-                    features.append(MBEDTLS_RECORD_FEATURES[record])
+                if base.library in RECORD_FEATURES:
+                    features.append(RECORD_FEATURES[base.library][record])
                 spec = f"{line}:{','.join(f for f in features if f)}"
                 variant = catalog.resolve(spec)
                 out.append(Candidate(variant.name, base.library, line, configuration or "default",

@@ -11,6 +11,11 @@ T0-generated C files (ssl_hs_client.c, x509_minimal.c, ...) ship in the tree; th
 compiler (C#) is not run.
 
 The library itself allocates no memory at all: every context and buffer is the caller's.
+
+Cortex-M builds (the cortex-m* features) compile the same sources with arm-none-eabi-gcc, the
+core's flags and no -fPIC (position-independent code would cost a GOT indirection that no
+firmware build has). `TLSBENCH_BEARSSL_RECORD` is no BearSSL option but the firmware image's
+record size (the I/O buffer it declares, builds/firmware.py): it reaches the image only.
 """
 
 from __future__ import annotations
@@ -21,6 +26,9 @@ from pathlib import Path
 
 from tlsbench.builds.recipes.base import BuildContext, LinkInfo, tool_version
 from tlsbench.builds.variants import Variant
+
+# Macros of the firmware image, not of the library (see the top of the file).
+IMAGE_MACROS = frozenset({"TLSBENCH_BEARSSL_RECORD"})
 
 
 def known_macros(source: Path) -> set[str]:
@@ -45,7 +53,14 @@ class BearsslRecipe:
 
     def build(self, ctx: BuildContext) -> LinkInfo:
         assert ctx.source is not None
-        unknown = sorted(set(ctx.variant.macros) - known_macros(ctx.source))
+        image_only = {n: v for n, v in ctx.variant.macros.items() if n in IMAGE_MACROS}
+        library_macros = {n: v for n, v in ctx.variant.macros.items() if n not in image_only}
+        if image_only and not ctx.target.firmware:
+            raise ctx.log.fail(
+                f"{', '.join(image_only)} sizes a firmware image's I/O buffer (the records-N "
+                "features): add a cortex-m feature; a native driver takes --record-size instead"
+            )
+        unknown = sorted(set(library_macros) - known_macros(ctx.source))
         if unknown:
             raise ctx.log.fail(
                 f"{', '.join(unknown)} is not an option of this BearSSL (src/config.h and "
@@ -53,9 +68,10 @@ class BearsslRecipe:
             )
         macros = [
             f"-D{name}" if value == "" else f"-D{name}={value}"
-            for name, value in ctx.variant.macros.items()
+            for name, value in library_macros.items()
         ]
-        flags = ["-W", "-Wall", "-fPIC", *ctx.variant.cflags, *macros, *ctx.m32]
+        pic = [] if ctx.target.firmware else ["-fPIC"]
+        flags = ["-W", "-Wall", *pic, *ctx.variant.cflags, *macros, *ctx.m32]
         ctx.tree.mkdir(parents=True, exist_ok=True)
         ctx.log.step("make lib")
         ctx.run(
@@ -78,6 +94,7 @@ class BearsslRecipe:
             # release, which the tree states nowhere (no version macro, no version call).
             defines=[
                 *(m.removeprefix("-D") for m in macros),
+                *(f"{n}={v}" if v else n for n, v in image_only.items()),
                 f'TB_BEARSSL_VERSION="{release(ctx.variant)}"',
             ],
             c_flags=list(ctx.m32),
