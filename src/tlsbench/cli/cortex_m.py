@@ -95,15 +95,19 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--runs must be at least 1")
     modes = [m for m in ("ops", "library_bench", "split") if getattr(args, m)]
     if len(modes) > 1:
-        raise UserError(f"{' and '.join('--' + m.replace('_', '-') for m in modes)}: choose one "
-                        "(--split profiles a handshake; --ops and --library-bench run none)")
+        raise UserError(
+            f"{' and '.join('--' + m.replace('_', '-') for m in modes)}: choose one "
+            "(--split profiles a handshake; --ops and --library-bench run none)"
+        )
     if args.ops or args.library_bench:
         job_flags = ("suite", "tls", "kx", "group", "cert", "chain", "record_size")
         given = [f"--{f.replace('_', '-')}" for f in job_flags if getattr(args, f) is not None]
         if given:
             raise UserError(f"--{modes[0].replace('_', '-')} runs no handshake: "
                             f"{', '.join(given)} do not apply to it")  # fmt: skip
-        return _run_library_bench(args, variants) if args.library_bench else _run_ops(args, variants)
+        return (
+            _run_library_bench(args, variants) if args.library_bench else _run_ops(args, variants)
+        )
     suites = args.suite or firmware.default_suites(args.tls, args.kx, args.cert)
     jobs = [
         firmware.make_job(suite, tls=args.tls, kx=args.kx, group=args.group, cert=args.cert,

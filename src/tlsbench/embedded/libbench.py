@@ -54,8 +54,10 @@ WOLFCRYPT = Program(
     port=Path(__file__).with_name("libbench_wolfcrypt.c"),
     # The firmware build's options.h says HAVE_THREAD_LS (configure's default), which makes
     # the benchmark's statics thread-local; the board has one thread and no TLS block.
-    wrapper=("#include <wolfssl/options.h>\n#undef HAVE_THREAD_LS\n"
-             '#include "wolfcrypt/benchmark/benchmark.c"\n'),  # fmt: skip
+    wrapper=(
+        "#include <wolfssl/options.h>\n#undef HAVE_THREAD_LS\n"
+        '#include "wolfcrypt/benchmark/benchmark.c"\n'
+    ),
     defines=(
         "NO_MAIN_FUNCTION",  # the port's main() reads the arguments over semihosting
         "WOLFSSL_USER_CURRTIME",  # the port's current_time(): the emulated clock
@@ -64,8 +66,16 @@ WOLFCRYPT = Program(
         "USE_CERT_BUFFERS_2048",  # keys compiled in: the image has no file system
         "USE_CERT_BUFFERS_256",
     ),
-    switches=("-ecc-kg", "-ecc", "-curve25519-kg", "-x25519", "-rsa", "-aes-gcm",
-              "-chacha20-poly1305", "-sha256"),  # fmt: skip
+    switches=(
+        "-ecc-kg",
+        "-ecc",
+        "-curve25519-kg",
+        "-x25519",
+        "-rsa",
+        "-aes-gcm",
+        "-chacha20-poly1305",
+        "-sha256",
+    ),
     rows={
         "ECC SECP256R1 256 key gen": "p256_keygen",
         "ECDHE SECP256R1 256 agree": "p256_ecdh",
@@ -155,8 +165,10 @@ def image(build: Any, core: Core) -> Path:
     return built
 
 
-_SYM = re.compile(r"^(?P<name>\S.*?)\s+(?P<amount>\d+) (?P<unit>bytes|KiB|MiB) took "
-                  r"(?P<secs>[\d.]+) seconds,\s+(?P<rate>[\d.]+) (?P<rate_unit>bytes|KiB|MiB)/s")
+_SYM = re.compile(
+    r"^(?P<name>\S.*?)\s+(?P<amount>\d+) (?P<unit>bytes|KiB|MiB) took "
+    r"(?P<secs>[\d.]+) seconds,\s+(?P<rate>[\d.]+) (?P<rate_unit>bytes|KiB|MiB)/s"
+)
 _ASYM = re.compile(r"^(?P<name>\S.*?)\s+(?P<count>\d+) ops took (?P<secs>[\d.]+) sec, avg "
                    r"(?P<ms>[\d.]+) ms")  # fmt: skip
 _KIB = {"bytes": 1 / 1024, "KiB": 1.0, "MiB": 1024.0}
@@ -182,11 +194,17 @@ def parse(output: str, program: Program) -> dict[str, Any]:
         name = program.rows[_row_name(match.group("name"))]
         if sym is not None:
             kib_per_second = float(sym.group("rate")) * _KIB[sym.group("rate_unit")]
-            found[name] = {"instructions": unit / kib_per_second, "line": line.strip(),
-                           "amount": f"{sym.group('amount')} {sym.group('unit')}"}  # fmt: skip
+            found[name] = {
+                "instructions": unit / kib_per_second,
+                "line": line.strip(),
+                "amount": f"{sym.group('amount')} {sym.group('unit')}",
+            }
         elif asym is not None:
-            found[name] = {"instructions": float(asym.group("ms")) / 1000 * unit,
-                           "line": line.strip(), "amount": f"{asym.group('count')} ops"}  # fmt: skip
+            found[name] = {
+                "instructions": float(asym.group("ms")) / 1000 * unit,
+                "line": line.strip(),
+                "amount": f"{asym.group('count')} ops",
+            }
     missing = [n for n in program.rows.values() if n not in found]
     if missing:
         raise UserError(f"the library's benchmark printed no row for {', '.join(missing)}:\n"
@@ -203,7 +221,9 @@ def run(image_path: Path, core: Core, program: Program,
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
                               check=False)  # fmt: skip
     except subprocess.TimeoutExpired:
-        raise UserError(f"the library's benchmark did not finish within {timeout:.0f} s", 1) from None
+        raise UserError(
+            f"the library's benchmark did not finish within {timeout:.0f} s", 1
+        ) from None
     return parse(done.stdout + done.stderr, program)
 
 

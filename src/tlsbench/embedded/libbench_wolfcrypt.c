@@ -9,8 +9,8 @@
  * drivers/embedded/cortexm/firmware_core.c does. One benchmark "second" is 10^6 instructions
  * (printed first, for the parser), so that the program's figures, printed to 3 decimals of
  * seconds and milliseconds, keep every instruction of an operation; they convert back to
- * instructions per operation in src/tlsbench/embedded/libbench.py. Its arguments come over semihosting; what it prints
- * goes out over semihosting as well.
+ * instructions per operation in src/tlsbench/embedded/libbench.py. Its arguments come over
+ * semihosting; what it prints goes out over semihosting as well.
  */
 #include <stdint.h>
 #include <stdio.h>
