@@ -59,6 +59,14 @@ def add_arguments(verb: Verb) -> None:
         "and stack per operation",
     )
     cortex.add_argument(
+        "--library-bench",
+        action="store_true",
+        help="in place of handshakes, the library's own benchmark program (wolfCrypt's "
+        "wolfcrypt/benchmark, built with the variant's configuration) on the same board and "
+        "clock, its figures converted to instructions per operation beside --ops' counts of "
+        "the same operations and their ratio (wolfSSL Cortex-M variants)",
+    )
+    cortex.add_argument(
         "--split",
         action="store_true",
         help="where one handshake's instructions go (one job: give one --suite or a --tls/--kx/"
@@ -85,14 +93,21 @@ def run(args: argparse.Namespace) -> int:
         qemu.check_variant(variant)
     if args.runs < 1:
         raise UserError("--runs must be at least 1")
-    if args.split and args.ops:
-        raise UserError("--split profiles a handshake; --ops runs none")
-    if args.ops:
+    modes = [m for m in ("ops", "library_bench", "split") if getattr(args, m)]
+    if len(modes) > 1:
+        raise UserError(
+            f"{' and '.join('--' + m.replace('_', '-') for m in modes)}: choose one "
+            "(--split profiles a handshake; --ops and --library-bench run none)"
+        )
+    if args.ops or args.library_bench:
         job_flags = ("suite", "tls", "kx", "group", "cert", "chain", "record_size")
         given = [f"--{f.replace('_', '-')}" for f in job_flags if getattr(args, f) is not None]
         if given:
-            raise UserError(f"--ops runs no handshake: {', '.join(given)} do not apply to it")
-        return _run_ops(args, variants)
+            raise UserError(f"--{modes[0].replace('_', '-')} runs no handshake: "
+                            f"{', '.join(given)} do not apply to it")  # fmt: skip
+        return (
+            _run_library_bench(args, variants) if args.library_bench else _run_ops(args, variants)
+        )
     suites = args.suite or firmware.default_suites(args.tls, args.kx, args.cert)
     jobs = [
         firmware.make_job(suite, tls=args.tls, kx=args.kx, group=args.group, cert=args.cert,
@@ -151,6 +166,54 @@ def _run_ops(args: argparse.Namespace, variants: list[Any]) -> int:
     else:
         print(f"every count identical over {args.runs} runs")
     return 0
+
+
+def _run_library_bench(args: argparse.Namespace, variants: list[Any]) -> int:
+    from tlsbench.builds import firmware
+    from tlsbench.builds.build import Builder
+    from tlsbench.embedded import libbench, qemu
+
+    programs = [libbench.program_of(v) for v in variants]  # every refusal before a build
+    builder = Builder(quiet=args.quiet)
+    rows = []
+    for variant, program in zip(variants, programs, strict=True):
+        core = firmware.core_of(variant.arch)
+        build = builder.build(variant)
+        ops = qemu.measure_ops(qemu.image_of(build), core, args.runs)
+        bench_image = libbench.image(build, core)
+        runs = [libbench.run(bench_image, core, program) for _ in range(args.runs)]
+        if any(r != runs[0] for r in runs[1:]):
+            raise UserError("two runs of the library's benchmark differ; the count is not "
+                            "deterministic", exit_code=1)  # fmt: skip
+        result = {"variant": variant.name, "library": ops["library"],
+                  "library_version": ops["library_version"], "core": core.arch,
+                  "machine": core.machine, "program": program.source,
+                  "switches": list(program.switches), "defines": list(program.defines),
+                  "instructions_per_second": runs[0]["instructions_per_second"],
+                  "ops": libbench.compare(runs[0], ops, program), "runs": args.runs}  # fmt: skip
+        rows.append(result)
+        if not args.json:
+            _print_library_bench(result)
+    if args.json:
+        json.dump(rows, sys.stdout, indent=2)
+        print()
+    else:
+        print(f"every count identical over {args.runs} runs")
+    return 0
+
+
+def _print_library_bench(r: dict[str, Any]) -> None:
+    print(f"{r['variant']} ({r['library']} {r['library_version']}, {r['core']} on "
+          f"{r['machine']}): {r['program']} ({' '.join(r['switches'])}; one benchmark second = "
+          f"{r['instructions_per_second']:,} instructions) against --ops")  # fmt: skip
+    print(f"  {'operation':<44} {'benchmark':>12} {'--ops':>12} {'ratio':>7}  benchmark ran")
+    for op in r["ops"]:
+        what = op["label"] + (" per KiB" if op["per"] == "KiB" else "")
+        print(f"  {what:<44} {op['library_bench_instructions']:>12,} {op['ops_instructions']:>12,} "
+              f"{op['ratio']:>7.4f}  {op['library_bench_amount']}")  # fmt: skip
+    for op in r["ops"]:
+        if op["difference"]:
+            print(f"  {op['label']}: the benchmark differs: {op['difference']}")
 
 
 def _run_split(args: argparse.Namespace, variants: list[Any], job: Any) -> int:
