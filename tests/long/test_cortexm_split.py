@@ -68,7 +68,8 @@ def test_cli_split_wants_one_handshake() -> None:
         [str(paths.REPO / "tlsbench"), "cortex-m", VARIANT, "--split", "--ops", "--quiet"],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
-    assert done.returncode != 0 and "--ops runs none" in done.stderr
+    assert done.returncode == 2, done.stderr
+    assert "--ops and --split: choose one" in done.stderr
 
 
 def test_a_profile_that_does_not_match_the_run_is_refused(build_of, monkeypatch) -> None:
