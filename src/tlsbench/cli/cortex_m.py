@@ -160,6 +160,11 @@ def _run_ops(args: argparse.Namespace, variants: list[Any]) -> int:
         rows.append(result)
         if not args.json:
             _print_ops(result, core)
+    return _end_of_counts(rows, args)
+
+
+def _end_of_counts(rows: list[dict[str, Any]], args: argparse.Namespace) -> int:
+    """--ops' and --library-bench's ending: the rows as JSON, or the line under the tables."""
     if args.json:
         json.dump(rows, sys.stdout, indent=2)
         print()
@@ -194,12 +199,7 @@ def _run_library_bench(args: argparse.Namespace, variants: list[Any]) -> int:
         rows.append(result)
         if not args.json:
             _print_library_bench(result)
-    if args.json:
-        json.dump(rows, sys.stdout, indent=2)
-        print()
-    else:
-        print(f"every count identical over {args.runs} runs")
-    return 0
+    return _end_of_counts(rows, args)
 
 
 def _print_library_bench(r: dict[str, Any]) -> None:
