@@ -12,7 +12,9 @@ import pytest
 from tlsbench.core.bisection import Verdict, first_bad, most_questions, next_question
 
 
-def predicate(first: int | None, skip: frozenset[int] = frozenset(), asked: list[int] | None = None):
+def predicate(
+    first: int | None, skip: frozenset[int] = frozenset(), asked: list[int] | None = None
+):
     """Commits from `first` on are bad (None: none is); those in `skip` do not build."""
 
     def test(index: int) -> Verdict:
@@ -101,9 +103,12 @@ def test_random_skips_never_name_a_wrong_commit() -> None:
             assert first in outcome.candidates
             assert all(i in skip for i in outcome.candidates[:-1])
         else:  # nothing bad was measured: the first bad, if any, was skipped
-            assert first is None or first in skip or all(
-                i in skip for i in range(first, count)
-            ) or first in outcome.skipped
+            assert (
+                first is None
+                or first in skip
+                or all(i in skip for i in range(first, count))
+                or first in outcome.skipped
+            )
 
 
 class Interrupted(Exception):
@@ -128,8 +133,17 @@ def test_an_interrupted_search_resumes_from_its_stored_steps() -> None:
         first_bad(count, interrupted_after(3))
     assert len(stored) == 3
     asked: list[int] = []
-    resumed = first_bad(count, predicate(first, skip=frozenset({16}), asked=asked), known=stored)
+    told: list[tuple[int, bool]] = []
+    resumed = first_bad(
+        count,
+        predicate(first, skip=frozenset({16}), asked=asked),
+        known=stored,
+        seen=lambda step: told.append((step.index, step.stored)),
+    )
     assert resumed.culprit == first
+    # Every step is told as it is taken, the stored ones first (the search took them first).
+    assert told == [(s.index, s.stored) for s in resumed.steps]
+    assert [i for i, was_stored in told[:3]] == list(stored) and all(w for _, w in told[:3])
     assert not set(asked) & set(stored), "a stored step was asked again"
     assert [s.index for s in resumed.steps if s.stored] == list(stored)
     # The same questions, in the same order, as a search that was never interrupted.

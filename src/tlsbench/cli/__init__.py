@@ -12,6 +12,7 @@ from typing import Any
 
 from tlsbench.cli import (
     ab,
+    bisect,
     build,
     cache,
     calibrate,
@@ -47,6 +48,7 @@ VERBS: dict[str, ModuleType] = {
     "run": run,
     "compare": compare,
     "ab": ab,
+    "bisect": bisect,
     "report": report,
     "runs": runs,
     "cache": cache,

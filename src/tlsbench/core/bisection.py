@@ -84,8 +84,10 @@ def first_bad(
     count: int,
     test: Callable[[int], Verdict],
     known: Mapping[int, Verdict] | None = None,
+    seen: Callable[[Step], None] | None = None,
 ) -> Outcome:
-    """The first bad commit of `count` (see the module's docstring)."""
+    """The first bad commit of `count` (see the module's docstring); `seen` is told each
+    step as it is taken (stored or asked), e.g. to print it."""
     if count < 1:
         raise ValueError("a range holds at least one commit after GOOD")
     verdicts: dict[int, Verdict] = {}
@@ -96,6 +98,8 @@ def first_bad(
         verdict = known[index] if stored else test(index)
         verdicts[index] = verdict
         steps.append(Step(index, verdict, stored))
+        if seen is not None:
+            seen(steps[-1])
     low, high = _bounds(count, verdicts)
     skipped = tuple(i for i in range(low, high) if verdicts[i].verdict == "skip")
     if high == count:  # no commit after the last good one is known bad

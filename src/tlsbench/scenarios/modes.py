@@ -16,6 +16,7 @@ have instruction counts.
 from __future__ import annotations
 
 import functools
+import shutil
 import statistics
 import tempfile
 from collections.abc import Sequence
@@ -26,6 +27,7 @@ from typing import Any
 from tlsbench.builds import arches
 from tlsbench.builds.build import Build
 from tlsbench.builds.recipes.runtime import at_run_time
+from tlsbench.builds.variants import Variant
 from tlsbench.core.points import RunPoint
 from tlsbench.driver.declaration import declared
 from tlsbench.driver.process import Outcome, run_driver, unsupported
@@ -165,25 +167,42 @@ def callgrind_total(out_file: Path) -> int:
     raise ValueError(f"no totals in {out_file}")
 
 
-def run_instructions(point: RunPoint, build: Build, timeout: float) -> Outcome:
-    """Instruction counts per measured operation and side, identical from run to run."""
-    with tempfile.TemporaryDirectory(prefix="tlsbench-callgrind-") as scratch:
-        return _run_instructions(point, build, timeout, Path(scratch))
-
-
-def _run_instructions(point: RunPoint, build: Build, timeout: float, scratch: Path) -> Outcome:
-    if arches.arch(build.variant.arch).emulator:
-        return unsupported(f"instruction mode runs valgrind on this machine's code; "
-                           f"{build.variant.name} runs under qemu-user")  # fmt: skip
-    undecodable = at_run_time(point.library).valgrind_refusal(build.variant.features)
+def instruction_refusal(point: RunPoint, variant: Variant) -> str | None:
+    """Why instruction mode cannot count the point with the variant (None: it can), said
+    before anything is built (`tlsbench bisect` refuses such a request)."""
+    if arches.arch(variant.arch).emulator:
+        return (f"instruction mode runs valgrind on this machine's code; "
+                f"{variant.name} runs under qemu-user")  # fmt: skip
+    if arches.arch(variant.arch).firmware:
+        return (f"{variant.name} is a firmware image: its instructions are counted by QEMU "
+                "(`tlsbench cortex-m`), not by callgrind")  # fmt: skip
+    undecodable = at_run_time(point.library).valgrind_refusal(variant.features)
     if undecodable:
-        return unsupported(f"instruction mode runs valgrind, and {undecodable}")
-    sides = collected_sides(point.scenario)
-    if not sides:
-        return unsupported(f"instruction mode does not apply to the {point.scenario} scenario")
+        return f"instruction mode runs valgrind, and {undecodable}"
+    if not collected_sides(point.scenario):
+        return f"instruction mode does not apply to the {point.scenario} scenario"
     if "aead" in declared().scenario(point.scenario).options \
             and not {"aead", "payload"} <= point.options.keys():  # fmt: skip
-        return unsupported("instruction mode needs an aead point with one aead and one payload")
+        return "instruction mode needs an aead point with one aead and one payload"
+    return None
+
+
+def run_instructions(point: RunPoint, build: Build, timeout: float, heap: bool = True,
+                     keep: Path | None = None) -> Outcome:  # fmt: skip
+    """Instruction counts per measured operation and side, identical from run to run, with
+    the heap driver's figures beside them unless `heap` is False. `keep`: a folder that
+    receives each side's callgrind output (`callgrind.SIDE.out`: its costs by function)."""
+    with tempfile.TemporaryDirectory(prefix="tlsbench-callgrind-") as scratch:
+        counted = _count_instructions(point, build, timeout, Path(scratch), keep)
+    return with_heap_figures(point, build, timeout, counted) if heap else counted
+
+
+def _count_instructions(point: RunPoint, build: Build, timeout: float, scratch: Path,
+                        keep: Path | None) -> Outcome:  # fmt: skip
+    refused = instruction_refusal(point, build.variant)
+    if refused:
+        return unsupported(refused)
+    sides = collected_sides(point.scenario)
     iterations = int(point.options.get("iterations", 0)) or None
     outcome: Outcome | None = None
     counts: dict[str, list[float]] = {}
@@ -201,12 +220,16 @@ def _run_instructions(point: RunPoint, build: Build, timeout: float, scratch: Pa
             return outcome
         per = iterations or int(outcome.output["params"]["iterations"])
         counts[f"{side}_instructions"] = [callgrind_total(out_file) / per]
-        out_file.unlink()
+        if keep is not None:
+            keep.mkdir(parents=True, exist_ok=True)
+            shutil.move(out_file, keep / out_file.name)
+        else:
+            out_file.unlink()
     assert outcome is not None and outcome.output is not None
     outcome.output["samples"] = counts
     outcome.output["summary"] = {k: {"unit": "instructions"} for k in counts}
     outcome.output["heap"] = None  # valgrind replaces malloc: the driver's counters read 0
-    return with_heap_figures(point, build, timeout, outcome)
+    return outcome
 
 
 def with_heap_figures(point: RunPoint, build: Build, timeout: float, counted: Outcome) -> Outcome:
