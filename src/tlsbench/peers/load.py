@@ -49,6 +49,7 @@ import numpy as np
 
 from tlsbench.builds.build import Build
 from tlsbench.builds.recipes.runtime import at_run_time
+from tlsbench.driver import allocators
 from tlsbench.driver.drive import driver_command, driver_environment
 from tlsbench.peers import interop, programs
 from tlsbench.peers.interop import PairResult, Side
@@ -286,8 +287,9 @@ def run_point(options: dict[str, Any], build: Build, client_build: Build | None,
                      client_env)  # fmt: skip
     if timed.status != "ok" or timed.output is None or not options.get("heap"):
         return timed
+    # The heap driver keeps its own accounting over glibc's malloc: no allocator preloaded.
     heap = run_once(options, build, client_build, "heap", min(duration, HEAP_DURATION_S),
-                    deadline, server_env, client_env)  # fmt: skip
+                    deadline, allocators.without(server_env), client_env)  # fmt: skip
     if heap.status != "ok" or heap.output is None:
         heap.stderr_tail = f"(the heap run, tlsbench-driver-heap serve)\n{heap.stderr_tail}"
         return heap
@@ -587,6 +589,8 @@ def _output(options: dict[str, Any], build: Build, load: dict[str, Any], serve: 
             if option(options, k) is not None
         },
         "negotiated": negotiated,
+        # The tlsbench server's read-back of its malloc (where the point asks an allocator).
+        **({"allocator": served["allocator"]} if served and served.get("allocator") else {}),
         "load": {k: v for k, v in load.items() if k != "histogram"},
         "histogram": load.get("histogram"),
         "serve": serve,

@@ -29,6 +29,7 @@ from tlsbench.builds.build import Build
 from tlsbench.builds.recipes.runtime import at_run_time
 from tlsbench.builds.variants import Variant
 from tlsbench.core.points import RunPoint
+from tlsbench.driver import allocators
 from tlsbench.driver.declaration import declared
 from tlsbench.driver.process import Outcome, run_driver, unsupported
 from tlsbench.reportkit.metrics import Metric
@@ -176,6 +177,8 @@ def instruction_refusal(point: RunPoint, variant: Variant) -> str | None:
     if arches.arch(variant.arch).firmware:
         return (f"{variant.name} is a firmware image: its instructions are counted by QEMU "
                 "(`tlsbench cortex-m`), not by callgrind")  # fmt: skip
+    if point.options.get("allocator", "glibc") != "glibc":
+        return f"allocator {point.options['allocator']}: {allocators.VALGRIND_REFUSAL}"
     undecodable = at_run_time(point.library).valgrind_refusal(variant.features)
     if undecodable:
         return f"instruction mode runs valgrind, and {undecodable}"

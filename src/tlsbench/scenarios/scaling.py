@@ -41,6 +41,7 @@ from tlsbench.reportkit.section import Section, SummaryCell, TableSpec, first_pe
 from tlsbench.reportkit.views import View, fmt_sig, variant_cell
 from tlsbench.scenarios import base
 from tlsbench.scenarios.base import (
+    ALLOCATOR_KEY,
     THREADS_KEY,
     TLS_KEYS,
     Family,
@@ -77,13 +78,14 @@ class Scaling(Family):
         return DRIVER_SCENARIOS[scenario]
 
     def accepts(self, scenario: str, declared: Declared) -> tuple[str, ...]:
-        return (*TLS_KEYS, "threads", "contexts", "iterations", "warmup")
+        return (*TLS_KEYS, "threads", "contexts", "allocator", "iterations", "warmup")
 
     def check(self, checker: PointChecker, scenario: str, values: dict[str, Any],
               variant: Variant) -> None:  # fmt: skip
         base.check_key_share(checker, values)
         base.check_kx(checker, values, resumes=scenario == "scaling-resume")
         base.check_suite_version(checker, values)
+        base.check_allocator(checker, values, variant)
 
     def run(self, point: RunPoint, ctx: RunContext) -> Outcome:
         if ctx.mode == "instructions":
@@ -367,7 +369,7 @@ def scaling_summary(model: RunModel) -> list[SummaryCell]:
 FAMILY = Scaling(
     "scaling",
     tuple(DRIVER_SCENARIOS),
-    keys=(THREADS_KEY, CONTEXTS_KEY),
+    keys=(THREADS_KEY, CONTEXTS_KEY, ALLOCATOR_KEY),
     sections=(
         Section("scaling", 25,
                 (TableSpec("scaling", "scaling", "Scaling with threads", ScalingRow),
