@@ -346,6 +346,7 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     first."""
     repo = tmp_path_factory.mktemp("bisect") / "mbedtls"
     release_repository(repo)
+    git(repo, "tag", "v3.6.6")
     git(repo, "checkout", "-qb", "main")
     reworded = iter(REWORDED)
     for n in range(1, 9):
@@ -410,3 +411,18 @@ def test_bisect_names_the_planted_commit(history: tuple[Path, list[str]]) -> Non
     assert again.returncode == 0, again.stdout + again.stderr[-3000:]
     assert again.stdout.count("(stored)") == 1 + len(result["steps"])
     assert "0 commits measured now for 9 commits in the range" in again.stdout
+
+
+def test_the_readmes_bisect_command_runs_as_written(history: tuple[Path, list[str]]) -> None:
+    """The README's `bisect mbedtls@../mbedtls#v3.6.6 mbedtls@../mbedtls#main`, typed in a
+    folder beside the clone: the same tree and range as above (its steps stored, or measured
+    here if this test runs first)."""
+    (command,) = [doc for doc in documented() if doc.written.startswith("bisect ")]
+    _, argv = how_to_run(command.written)
+    repo, commits = history
+    beside = repo.parent / "mine"
+    beside.mkdir(exist_ok=True)
+    proc = tlsbench(*argv, cwd=beside, timeout=3600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    past = "first commit past the threshold (1.00% of GOOD's figure, either way)"
+    assert f"{past}: {commits[PLANTED_AT][:12]} Handshake: let the peer's flight" in proc.stdout

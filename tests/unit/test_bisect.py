@@ -28,6 +28,8 @@ GIT_ENV = {"GIT_AUTHOR_NAME": "Dev", "GIT_AUTHOR_EMAIL": "dev@example.org",
            "GIT_AUTHOR_DATE": "2025-01-01T00:00:00Z",
            "GIT_COMMITTER_DATE": "2025-01-01T00:00:00Z"}  # fmt: skip
 FIGURE = "handshake_1.3_rsa2048_server"
+# The certificate set's digest the sessions see (a test changes it).
+CREDENTIALS = ["credentials-1"]
 
 
 def git(repo: Path, *args: str) -> str:
@@ -109,6 +111,7 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         return made
 
     monkeypatch.setattr(Builder, "build", build)
+    monkeypatch.setattr(bisect, "credentials_of", lambda point: CREDENTIALS[0])
     localsource.forget_snapshots()
     return tmp_path / "cache"
 
@@ -239,6 +242,19 @@ def test_an_interrupted_bisect_resumes_from_its_stored_steps(tmp_path: Path) -> 
     run3, _ = session(repo, "main~9", "main", third)
     assert run3.run(None).culprit.sha == shas[6]  # type: ignore[union-attr]
     assert third.measured == []
+
+
+def test_a_step_measured_with_other_credentials_is_measured_again(tmp_path: Path) -> None:
+    repo, _ = make_tree(tmp_path, COSTS)
+    first = Measurer()
+    session(repo, "main~9", "main", first)[0].run(None)
+    CREDENTIALS[0] = "credentials-2"
+    try:
+        again = Measurer()
+        result = session(repo, "main~9", "main", again)[0].run(None)
+    finally:
+        CREDENTIALS[0] = "credentials-1"
+    assert again.measured == first.measured and result.builds == len(first.measured)
 
 
 def test_the_state_is_never_half_written(tmp_path: Path) -> None:

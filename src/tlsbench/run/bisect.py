@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tlsbench.builds import localsource
+from tlsbench.builds import certs, localsource
 from tlsbench.builds.build import Build, Builder
 from tlsbench.builds.variants import Catalog, Variant
 from tlsbench.core import bisection, paths
@@ -44,7 +44,7 @@ from tlsbench.reportkit.ab import DEFAULT_THRESHOLDS
 from tlsbench.run import experiments
 from tlsbench.scenarios import modes
 
-STATE_VERSION = 1
+STATE_VERSION = 2
 # The experiment whose points are the figures: `tlsbench ab`'s default job.
 FIGURES_EXPERIMENT = "ab"
 DEFAULT_THRESHOLD = DEFAULT_THRESHOLDS["instructions"]
@@ -202,6 +202,7 @@ class Measured:
 
     sha: str
     drivers_key: str  # the library build's key and the driver sources
+    credentials: str = ""  # the digest of the certificate set the point ran with
     instructions: dict[str, float] = field(default_factory=dict)  # per side
     skipped: str = ""  # why: it does not build, its run failed
     callgrind: dict[str, str] = field(default_factory=dict)  # side -> file in the state folder
@@ -253,9 +254,11 @@ class State:
                                 exit_code=1) from None  # fmt: skip
             yield
 
-    def known(self, sha: str, drivers_key: str) -> Measured | None:
+    def known(self, sha: str, drivers_key: str, credentials: str) -> Measured | None:
         step = self.steps.get(sha)
-        return step if step is not None and step.drivers_key == drivers_key else None
+        if step is None or (step.drivers_key, step.credentials) != (drivers_key, credentials):
+            return None
+        return step
 
     def store(self, step: Measured, kept: Path | None) -> None:
         """The step, with its callgrind files moved in first (so that the file never names
@@ -301,6 +304,11 @@ def measure(
         return {}, f"its run {outcome.status} ({message or last})"
     samples = outcome.output["samples"]
     return {k.removesuffix("_instructions"): float(v[0]) for k, v in samples.items()}, ""
+
+
+def credentials_of(point: RunPoint) -> str:
+    """The digest of the certificate set the point runs with (made if missing)."""
+    return certs.digest(str(point.options.get("cert", "rsa2048")))
 
 
 def first_line(text: str) -> str:
@@ -359,6 +367,9 @@ class Session:
         self.request, self.catalog, self.builder = request, catalog, builder
         self.timeout, self.say = timeout, say
         self.run_point = run or measure
+        # The figures depend on the certificate set's keys: a step measured with another is
+        # measured again (made first where missing, as a run makes them).
+        self.credentials = credentials_of(request.figure.point)
         self.state = state or State(request)
         self.builds = 0
         self.reference: dict[str, float] = {}
@@ -386,7 +397,8 @@ class Session:
         variant = self._variant(sha)
         if isinstance(variant, str):
             return None
-        return self.state.known(sha, self.builder.drivers_key(self.builder.key(variant)))
+        drivers_key = self.builder.drivers_key(self.builder.key(variant))
+        return self.state.known(sha, drivers_key, self.credentials)
 
     def measure(self, sha: str) -> Measured:
         """The commit built (cached by content) and measured now, its step stored."""
@@ -400,11 +412,12 @@ class Session:
             try:
                 build = self.builder.build(variant)
             except BuildError as exc:
-                step = Measured(sha, drivers_key, skipped=f"does not build: {first_line(str(exc))}")
+                step = Measured(sha, drivers_key, self.credentials,
+                                skipped=f"does not build: {first_line(str(exc))}")  # fmt: skip
                 self.state.store(step, None)
                 return step
             counts, why = self.run_point(point, build, self.timeout, Path(scratch))
-            step = Measured(sha, drivers_key, instructions=counts, skipped=why)
+            step = Measured(sha, drivers_key, self.credentials, instructions=counts, skipped=why)
             self.state.store(step, Path(scratch) if counts else None)
         return step
 
