@@ -12,9 +12,9 @@ parent.
 Stored steps: one JSON file per tree, build options and job under the cache's `bisect/`
 folder, rewritten atomically (a temporary file renamed over it) after every step, beside each
 measured commit's callgrind output (its costs by function). A step is reused while the
-commit's library build and the driver sources are those it was measured with (the drivers
-key says both), so that an interrupted bisect resumes where it stopped and another range of
-the same tree measures only the commits it has not.
+commit's library build, the driver sources (the drivers key says both) and the certificate
+set (its digest) are those it was measured with, so that an interrupted bisect resumes where
+it stopped and another range of the same tree measures only the commits it has not.
 """
 
 from __future__ import annotations
