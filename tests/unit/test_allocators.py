@@ -1,7 +1,8 @@
 """The allocator as an axis (driver/allocators.py): a point's `allocator` in its name and its
 driver's environment, never in the driver's arguments, and refused up front where it cannot
 apply (nginx, other hosts, a non-x86-64 build, instruction mode, not installed); `drive
---allocator` and its refusals. tests/null/test_allocators.py runs the real driver on each."""
+--allocator` and its refusals. tests/null/test_allocator_readback.py runs the real driver on
+each."""
 
 from __future__ import annotations
 

@@ -11,6 +11,7 @@ import gzip
 import json
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -99,7 +100,7 @@ class Measurer:
 
 
 @pytest.fixture(autouse=True)
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """The state under a cache of the test's own; commits with a BROKEN file do not build."""
     monkeypatch.setenv("TLSBENCH_CACHE", str(tmp_path / "cache"))
     fake = Builder.build
@@ -110,10 +111,13 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             raise BuildError("mbedtls: make failed: ssl_tls.c:12: error: expected ';'\nmore")
         return made
 
-    monkeypatch.setattr(Builder, "build", build)
+    # Set and put back by hand, not by monkeypatch: its undo runs after the fake builds'
+    # own teardown, and would leave the fake in place for every later test of the process.
+    Builder.build = build  # type: ignore[method-assign]
     monkeypatch.setattr(bisect, "credentials_of", lambda point: CREDENTIALS[0])
     localsource.forget_snapshots()
-    return tmp_path / "cache"
+    yield tmp_path / "cache"
+    Builder.build = fake  # type: ignore[method-assign]
 
 
 def session(repo: Path, good: str, bad: str, measurer: Measurer, figure: str | None = None,
