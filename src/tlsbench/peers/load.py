@@ -300,6 +300,8 @@ def run_point(options: dict[str, Any], build: Build, client_build: Build | None,
         output["summary"]["server_heap_per_connection"] = {"unit": "bytes"}
     output["heap_run"] = {"serve": heap.output.get("serve"), "load": heap.output.get("load")}
     output["measure"] = {"time": "tlsbench-driver serve", "heap": "tlsbench-driver-heap serve"}
+    if allocators.ALLOCATOR_ENV in server_env:  # the timed run's allocator is not the heap run's
+        output["measure"]["heap_allocator"] = "glibc's, under the heap driver's own accounting"
     return PairResult("ok", 0, time.monotonic() - started, output,
                       "\n".join(t for t in (timed.stderr_tail, heap.stderr_tail) if t))  # fmt: skip
 
