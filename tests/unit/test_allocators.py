@@ -6,15 +6,18 @@ each."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from fake.builds import run_fake
 from tlsbench import cli
 from tlsbench.builds.variants import Catalog
 from tlsbench.cli import drive as drive_verb
 from tlsbench.core.errors import UserError
 from tlsbench.core.points import RunPoint
+from tlsbench.core.store import Store
 from tlsbench.driver import allocators, drive
 from tlsbench.driver.process import allocator_env
 from tlsbench.run import experiments
@@ -137,3 +140,24 @@ def test_drive_refuses_an_allocator_that_cannot_apply(capsys, args: list[str],
                                                       message: str) -> None:  # fmt: skip
     assert cli.main(["drive", *args]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_run_stores_the_allocator_with_the_run_and_every_result(tmp_path: Path) -> None:
+    """On the fake driver: the run's environment names the allocator and its package, and
+    each result the package and the environment its driver ran in."""
+    experiment = tmp_path / "alloc.toml"
+    experiment.write_text(SCALING.replace("threads = 2", "threads = 1")
+                          + 'variant = "null"\nallocator = "jemalloc"\niterations = 5\n')  # fmt: skip
+    db = tmp_path / "r.db"
+    proc = run_fake("run", str(experiment), "--db", str(db), "--quiet", "--repetitions", "1")
+    assert proc.returncode == 0, proc.stderr
+    store = Store(db)
+    run = store.run("latest")
+    stored = json.loads(run["environment"])["allocators"]
+    assert stored["jemalloc"]["package"].startswith("libjemalloc2 ")
+    (point,) = store.points(int(run["id"]))
+    assert point.name.endswith("_alloc-jemalloc")
+    (result,) = store.results(point.id)
+    output = json.loads(result["output"])
+    assert output["allocator"]["name"] == "jemalloc"
+    assert output["run_env"]["LD_PRELOAD"].endswith("/libjemalloc.so.2")
