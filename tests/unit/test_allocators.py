@@ -146,8 +146,8 @@ def test_a_run_stores_the_allocator_with_the_run_and_every_result(tmp_path: Path
     """On the fake driver: the run's environment names the allocator and its package, and
     each result the package and the environment its driver ran in."""
     experiment = tmp_path / "alloc.toml"
-    point = 'variant = "null"\nallocator = "jemalloc"\niterations = 5\n'
-    experiment.write_text(SCALING.replace("threads = 2", "threads = 1") + point)
+    keys = 'variant = "null"\nallocator = "jemalloc"\niterations = 5\n'
+    experiment.write_text(SCALING.replace("threads = 2", "threads = 1") + keys)
     db = tmp_path / "r.db"
     proc = run_fake("run", str(experiment), "--db", str(db), "--quiet", "--repetitions", "1")
     assert proc.returncode == 0, proc.stderr
