@@ -378,6 +378,13 @@ def test_no_commit_past_the_threshold_exits_1(tmp_path: Path, capsys, measured) 
             "bisect measures instructions, and instruction mode runs valgrind on this machine's "
             "code; .* runs under qemu-user",
         ),
+        (
+            "mbedtls@{repo}#main~3:cortex-m4",
+            "mbedtls@{repo}#main:cortex-m4",
+            [],
+            r"bisect measures instructions, and .*:cortex-m4 is a firmware image: its "
+            r"instructions are counted by QEMU",
+        ),
     ],
 )
 def test_bad_input_exits_2_and_loses_nothing(
