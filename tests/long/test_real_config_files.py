@@ -166,7 +166,8 @@ def test_an_esp_idf_pair_builds_and_hands_back_heap_per_side(tmp_path: Path) -> 
     assert client["heap_peak"] > 0 and server["heap_peak"] > 0
     header = ESP_IDF / "esp_config.h"
     for replaced in (
-        f"{header}: #define MBEDTLS_AES_ALT -> MBEDTLS_AES_ALT undefined (the cortex-m4 platform's)",
+        f"{header}: #define MBEDTLS_AES_ALT -> MBEDTLS_AES_ALT undefined (the cortex-m4 "
+        "platform's)",
         f"{header}: #define MBEDTLS_PLATFORM_STD_CALLOC esp_mbedtls_mem_calloc -> "
         "MBEDTLS_PLATFORM_STD_CALLOC undefined (the cortex-m4 platform's)",
         f'{header}: #include "esp_mem.h" -> the cortex-m4 platform\'s',
