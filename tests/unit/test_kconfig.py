@@ -371,3 +371,33 @@ def test_a_number_the_job_needs_is_the_options_value(
         "CONFIG_MBEDTLS_SSL_OUT_CONTENT_LEN=4096 (esp_config.h: MBEDTLS_SSL_OUT_CONTENT_LEN)"
     )
     assert not header_left
+
+
+def test_a_boards_own_code_is_the_platforms_in_any_config_file(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    """Not only an SDK's: any mbedTLS file's *_ALT code and allocator are the target's; the
+    library's own setters (MBEDTLS_PLATFORM_EXIT_ALT) and features (..._ALT_SUPPORT) are not."""
+    board = tmp_path / "board.h"
+    board.write_text(
+        "#define MBEDTLS_SSL_TLS_C\n#define MBEDTLS_PLATFORM_ZEROIZE_ALT\n"
+        "#define MBEDTLS_PLATFORM_EXIT_ALT\n#ifdef BOARD_HAS_ECC\n#define MBEDTLS_ECP_ALT\n"
+        "#endif\n#define MBEDTLS_PLATFORM_CALLOC_MACRO pvPortCalloc\n"
+        "#define MBEDTLS_PK_RSA_ALT_SUPPORT\n"
+    )
+    variant = catalog.resolve(f"mbedtls-3.6.6:cortex-m4,config={board}")
+    own = {name for name in variant.platform if name not in platform.MBEDTLS_FIRMWARE}
+    assert own == {"MBEDTLS_PLATFORM_ZEROIZE_ALT", "MBEDTLS_ECP_ALT",
+                   "MBEDTLS_PLATFORM_CALLOC_MACRO"}  # fmt: skip
+    replaced = "\n".join(variant.replaced)
+    assert (
+        "#define MBEDTLS_PLATFORM_ZEROIZE_ALT -> MBEDTLS_PLATFORM_ZEROIZE_ALT undefined" in replaced
+    )
+    assert "MBEDTLS_PLATFORM_CALLOC_MACRO pvPortCalloc -> " in replaced
+    assert "MBEDTLS_ECP_ALT" not in replaced  # a block the file does not take names nothing
+    # A file naming none keeps the platform (so the cache key) it had.
+    plain = tmp_path / "plain.h"
+    plain.write_text("#define MBEDTLS_SSL_TLS_C\n")
+    assert catalog.resolve(f"mbedtls-3.6.6:cortex-m4,config={plain}").platform == (
+        platform.MBEDTLS_FIRMWARE
+    )
