@@ -13,7 +13,7 @@ import pytest
 
 from tlsbench.builds import configfiles, firmware, kconfig, needs, platform
 from tlsbench.builds.build import Builder
-from tlsbench.builds.recipes.mbedtls import WHOLE_CONFIG, write_config
+from tlsbench.builds.recipes.mbedtls import LAYERED_CONFIG, WHOLE_CONFIG, write_config
 from tlsbench.builds.variants import Catalog
 from tlsbench.core import paths
 from tlsbench.core.errors import UserError
@@ -251,6 +251,16 @@ def test_the_build_reads_the_values_before_the_header(catalog: Catalog, tmp_path
         assert kconfig.HEADER in (include / alias).read_text()
     assert "calloc" in (include / "esp_mem.h").read_text()
     assert "SOC_" not in (include / "soc" / "soc_caps.h").read_text().replace("SOC_*", "")
+
+
+def test_a_layered_header_reads_the_values_too(catalog: Catalog, tmp_path: Path) -> None:
+    layer = tmp_path / "layer.h"
+    layer.write_text("#define MBEDTLS_SSL_OUT_CONTENT_LEN CONFIG_MBEDTLS_SSL_OUT_CONTENT_LEN\n")
+    variant = catalog.resolve(f"mbedtls-3.6.6:kconfig={EXAMPLES / 'sdkconfig'},user-config={layer}")
+    include = tmp_path / "include"
+    write_config(variant, include)
+    assert (include / LAYERED_CONFIG).read_text() == kconfig.prefixed(layer.read_text())
+    assert (include / "sdkconfig.h").exists()
 
 
 def test_the_sdks_engines_and_allocator_are_the_platforms_and_named(catalog: Catalog) -> None:
