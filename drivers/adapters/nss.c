@@ -866,10 +866,10 @@ static tb_status read_protected(nss_conn *c, tb_wire_dir dir, PRUint16 suite, cv
                                       CKA_DERIVE, &item, NULL);
   PK11_FreeSlot(slot);
   if (key == NULL) return nss_fail(err, TB_FAILED, "PK11_ImportSymKey (the traffic secret)");
+  /* No prefix of its own before "key" and "iv": NSS adds RFC 8446 7.1's "tls13 " itself (a
+   * prefix is for protocols that derive other keys the same way, QUIC's "quic "). */
   SSLAeadContext *aead = NULL;
-  static const char prefix[] = "tls13 "; /* RFC 8446 7.1's label prefix */
-  SECStatus rv = SSL_MakeAead(SSL_LIBRARY_VERSION_TLS_1_3, suite, key, prefix,
-                              (unsigned)strlen(prefix), &aead);
+  SECStatus rv = SSL_MakeAead(SSL_LIBRARY_VERSION_TLS_1_3, suite, key, NULL, 0, &aead);
   PK11_FreeSymKey(key);
   if (rv != SECSuccess) return nss_fail(err, TB_FAILED, "SSL_MakeAead");
   tb_wire_protected_messages(c->wire, dir, open_record, aead, cv_message, seen);
