@@ -7,7 +7,9 @@
   qemu-user), where time means nothing;
 - instructions (`run_instructions`): the timing driver under callgrind, counting only the
   calls the driver toggles, once per side (the scenarios the driver declares
-  `instructions`), with the heap driver's figures beside the counts.
+  `instructions`): instructions and atomic operations (bus-locking instructions) per
+  operation as series, the side's cost by function and group as output["costs"]
+  (driver/callgrind.py, core/costs.py), with the heap driver's figures beside the counts.
 
 The instructions table of the report is this module's too: any point of any family may
 have instruction counts.
@@ -26,7 +28,9 @@ from typing import Any
 from tlsbench.builds import arches
 from tlsbench.builds.build import Build
 from tlsbench.builds.recipes.runtime import at_run_time
+from tlsbench.core.costs import SideCosts
 from tlsbench.core.points import RunPoint
+from tlsbench.driver import callgrind
 from tlsbench.driver.declaration import declared
 from tlsbench.driver.process import Outcome, run_driver, unsupported
 from tlsbench.reportkit.metrics import Metric
@@ -150,21 +154,6 @@ def run_heap_only(point: RunPoint, build: Build, timeout: float) -> Outcome:
 # -- instructions ----------------------------------------------------------------------------
 
 
-def callgrind_prefix(out_file: Path) -> list[str]:
-    """callgrind counting only what the driver toggles, with address randomisation off."""
-    return [
-        "setarch", "-R", "valgrind", "--tool=callgrind", "--collect-atstart=no",
-        f"--callgrind-out-file={out_file}",
-    ]  # fmt: skip
-
-
-def callgrind_total(out_file: Path) -> int:
-    for line in out_file.read_text().splitlines():
-        if line.startswith("totals:"):
-            return int(line.split()[1])
-    raise ValueError(f"no totals in {out_file}")
-
-
 def run_instructions(point: RunPoint, build: Build, timeout: float) -> Outcome:
     """Instruction counts per measured operation and side, identical from run to run."""
     with tempfile.TemporaryDirectory(prefix="tlsbench-callgrind-") as scratch:
@@ -187,26 +176,49 @@ def _run_instructions(point: RunPoint, build: Build, timeout: float, scratch: Pa
     iterations = int(point.options.get("iterations", 0)) or None
     outcome: Outcome | None = None
     counts: dict[str, list[float]] = {}
+    units: dict[str, str] = {}
+    by_function: dict[str, Any] = {}
     for side in sides:
         out_file = scratch / f"callgrind.{side}.out"
         outcome = run_driver(
             point,
             build,
             timeout * VALGRIND_SLOWDOWN,
-            prefix=callgrind_prefix(out_file),
+            prefix=callgrind.command_prefix(out_file),
             extra_env={"TLSBENCH_COLLECT": side},
             extra_args=DETERMINISTIC_ARGS,
         )
         if outcome.status != "ok" or outcome.output is None:
             return outcome
         per = iterations or int(outcome.output["params"]["iterations"])
-        counts[f"{side}_instructions"] = [callgrind_total(out_file) / per]
+        costs = side_costs(out_file, side, per, build)
+        counts[f"{side}_instructions"] = [costs.instructions / per]
+        counts[f"{side}_atomics"] = [costs.atomics / per]
+        units |= {f"{side}_instructions": "instructions", f"{side}_atomics": "atomics"}
+        by_function[side] = costs.to_json()
         out_file.unlink()
     assert outcome is not None and outcome.output is not None
     outcome.output["samples"] = counts
-    outcome.output["summary"] = {k: {"unit": "instructions"} for k in counts}
+    outcome.output["summary"] = {k: {"unit": unit} for k, unit in units.items()}
+    outcome.output["costs"] = by_function
     outcome.output["heap"] = None  # valgrind replaces malloc: the driver's counters read 0
     return with_heap_figures(point, build, timeout, outcome)
+
+
+def side_costs(out_file: Path, side: str, operations: int, build: Build) -> SideCosts:
+    """One side's cost by function from its callgrind output, whose groups sum exactly to
+    the count instruction mode stores (callgrind's total): asserted, never assumed."""
+    costs = callgrind.read_costs(out_file, side, operations, linked_archives(build))
+    total = callgrind.read_totals(out_file)
+    assert sum(g.instructions for g in costs.groups()) == total["Ir"] == costs.instructions
+    assert sum(g.atomics for g in costs.groups()) == total.get("Ge", 0) == costs.atomics
+    return costs
+
+
+def linked_archives(build: Build) -> list[str]:
+    """The static libraries linked into a build's driver (where a function's source file is
+    found: the pinned builds have no debug information)."""
+    return [str(f) for f in (build.manifest.get("link") or {}).get("library_files") or []]
 
 
 def with_heap_figures(point: RunPoint, build: Build, timeout: float, counted: Outcome) -> Outcome:
@@ -248,6 +260,10 @@ class InstructionRow:
     identical: bool  # every repetition gave the same count
     failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
     machine: str = ""  # where the run spans several machines: the one(s) this row ran on
+    # Atomic operations (bus-locking instructions) per operation, median over repetitions:
+    # callgrind's global bus events, counted beside the instructions (None: not counted,
+    # firmware points and runs stored before atomics were).
+    atomics: float | None = None
     # Firmware (Cortex-M) points: the count projected to ms at a reference part's clock, low
     # and high end of the core's CPI range (builds/firmware.py); the firmware table has the rest.
     projected_ms: float | None = None
@@ -267,11 +283,13 @@ def load_instructions(reader: Any, families: Sequence[Family]) -> dict[str, list
             projected = next((found for r in reader.ok(p) for f in families
                               if (found := f.projected_ms(r.output or {}, side))),
                              None)  # fmt: skip
+            atomics = reader.store.samples(p.id, f"{side}_atomics")
             if counts:
                 rows.append(InstructionRow(
                     variant=p.variant, library=p.library, point=p.name, side=side,
                     instructions=statistics.median(counts), repetitions=len(counts),
                     identical=len(set(counts)) == 1,
+                    atomics=statistics.median(atomics) if atomics else None,
                     projected_ms=projected[0] if projected else None,
                     projected_ms_high=projected[1] if projected else None,
                 ))  # fmt: skip
@@ -282,6 +300,7 @@ def instruction_views(model: Any) -> list[Any]:
     if not model.instructions:
         return []
     projected = any(r.projected_ms is not None for r in model.instructions)
+    atomics = any(r.atomics is not None for r in model.instructions)
     return [
         View(
             "instructions",
@@ -289,16 +308,22 @@ def instruction_views(model: Any) -> list[Any]:
             "Instructions counted by callgrind inside one side's measured library calls, "
             "per operation (handshake, record or bulk pass); `client` is the record "
             "writer, `server` the reader. Median over repetitions, which should agree."
+            + (" `atomics`: the bus-locking instructions among them (LOCK-prefixed "
+               "read-modify-writes and XCHG with memory: callgrind's global bus events), "
+               "each a cache line that bounces between cores when shared "
+               "(docs/methodology.md)." if atomics else "")
             + (" Firmware points: instructions of each side's handshake calls counted by "
                "QEMU (-icount), projected to ms as a range: the core's cycles per "
                "instruction at a reference part's clock (an assumption, not a measurement "
                "of a board: the firmware section says which)." if projected else ""),
-            ["variant", "point", "side", "instructions", "repetitions", "identical",
-             *(["projected ms"] if projected else [])],
-            [False, False, False, True, True, False, *([True] if projected else [])],
+            ["variant", "point", "side", "instructions", *(["atomics"] if atomics else []),
+             "repetitions", "identical", *(["projected ms"] if projected else [])],
+            [False, False, False, True, *([True] if atomics else []), True, False,
+             *([True] if projected else [])],
             [
-                [variant_cell(r), r.point, r.side, fmt_count(r.instructions), str(r.repetitions),
-                 "yes" if r.identical else "no",
+                [variant_cell(r), r.point, r.side, fmt_count(r.instructions),
+                 *([fmt_count(r.atomics) if r.atomics is not None else "-"] if atomics else []),
+                 str(r.repetitions), "yes" if r.identical else "no",
                  *([fmt_range(r.projected_ms, r.projected_ms_high)] if projected else [])]
                 for r in model.instructions
             ],
@@ -308,15 +333,20 @@ def instruction_views(model: Any) -> list[Any]:
 
 def instruction_metrics(model: Any) -> list[Any]:
     return [Metric(f"{i.variant} {i.point} {i.side}", "instructions", "instructions",
-                   i.instructions) for i in model.instructions]  # fmt: skip
+                   i.instructions) for i in model.instructions] + [
+        Metric(f"{i.variant} {i.point} {i.side}", "atomics", "atomics", i.atomics)
+        for i in model.instructions if i.atomics is not None]  # fmt: skip
 
 
 def instruction_summary(model: Any) -> list[SummaryCell]:
-    """Per variant: its first client row's instruction count (of its first point)."""
-    clients = [r for r in model.instructions if r.side == "client"]
-    return [SummaryCell(r.variant, "client instructions", r.instructions,
-                        fmt_count(r.instructions), r.point)
-            for r in first_per_variant(clients)]  # fmt: skip
+    """Per variant: its first client row's instruction count (of its first point), and the
+    atomic operations of the same row where they were counted."""
+    clients = first_per_variant([r for r in model.instructions if r.side == "client"])
+    cells = [SummaryCell(r.variant, "client instructions", r.instructions,
+                         fmt_count(r.instructions), r.point) for r in clients]  # fmt: skip
+    cells += [SummaryCell(r.variant, "client atomics", r.atomics, fmt_count(r.atomics), r.point)
+              for r in clients if r.atomics is not None]  # fmt: skip
+    return cells
 
 
 def instructions_section(families: Sequence[Family]) -> Section:
