@@ -241,7 +241,8 @@ class ObjectSymbols:
 
 def _output(command: list[str]) -> str:
     try:
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        done = subprocess.run(command, capture_output=True, text=True, errors="replace",
+                              check=False)  # fmt: skip
     except OSError:
         return ""
     return done.stdout if done.returncode == 0 else ""

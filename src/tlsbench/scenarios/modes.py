@@ -155,54 +155,67 @@ def run_heap_only(point: RunPoint, build: Build, timeout: float) -> Outcome:
 
 
 def run_instructions(point: RunPoint, build: Build, timeout: float) -> Outcome:
-    """Instruction counts per measured operation and side, identical from run to run."""
-    with tempfile.TemporaryDirectory(prefix="tlsbench-callgrind-") as scratch:
-        return _run_instructions(point, build, timeout, Path(scratch))
-
-
-def _run_instructions(point: RunPoint, build: Build, timeout: float, scratch: Path) -> Outcome:
-    if arches.arch(build.variant.arch).emulator:
-        return unsupported(f"instruction mode runs valgrind on this machine's code; "
-                           f"{build.variant.name} runs under qemu-user")  # fmt: skip
-    undecodable = at_run_time(point.library).valgrind_refusal(build.variant.features)
-    if undecodable:
-        return unsupported(f"instruction mode runs valgrind, and {undecodable}")
-    sides = collected_sides(point.scenario)
-    if not sides:
-        return unsupported(f"instruction mode does not apply to the {point.scenario} scenario")
-    if "aead" in declared().scenario(point.scenario).options \
-            and not {"aead", "payload"} <= point.options.keys():  # fmt: skip
-        return unsupported("instruction mode needs an aead point with one aead and one payload")
-    iterations = int(point.options.get("iterations", 0)) or None
-    outcome: Outcome | None = None
+    """Instruction counts and atomic operations per measured operation and side, identical
+    from run to run, and each side's cost by function (output["costs"])."""
+    refused = instruction_refusal(point, build)
+    if refused:
+        return unsupported(refused)
+    outcome, by_side = count_costs(point, build, timeout)
+    if outcome.status != "ok" or outcome.output is None:
+        return outcome
     counts: dict[str, list[float]] = {}
     units: dict[str, str] = {}
-    by_function: dict[str, Any] = {}
-    for side in sides:
-        out_file = scratch / f"callgrind.{side}.out"
-        outcome = run_driver(
-            point,
-            build,
-            timeout * VALGRIND_SLOWDOWN,
-            prefix=callgrind.command_prefix(out_file),
-            extra_env={"TLSBENCH_COLLECT": side},
-            extra_args=DETERMINISTIC_ARGS,
-        )
-        if outcome.status != "ok" or outcome.output is None:
-            return outcome
-        per = iterations or int(outcome.output["params"]["iterations"])
-        costs = side_costs(out_file, side, per, build)
-        counts[f"{side}_instructions"] = [costs.instructions / per]
-        counts[f"{side}_atomics"] = [costs.atomics / per]
+    for side, costs in by_side.items():
+        counts[f"{side}_instructions"] = [costs.per_operation(costs.instructions)]
+        counts[f"{side}_atomics"] = [costs.per_operation(costs.atomics)]
         units |= {f"{side}_instructions": "instructions", f"{side}_atomics": "atomics"}
-        by_function[side] = costs.to_json()
-        out_file.unlink()
-    assert outcome is not None and outcome.output is not None
     outcome.output["samples"] = counts
     outcome.output["summary"] = {k: {"unit": unit} for k, unit in units.items()}
-    outcome.output["costs"] = by_function
+    outcome.output["costs"] = {side: costs.to_json() for side, costs in by_side.items()}
     outcome.output["heap"] = None  # valgrind replaces malloc: the driver's counters read 0
     return with_heap_figures(point, build, timeout, outcome)
+
+
+def instruction_refusal(point: RunPoint, build: Build) -> str | None:
+    """Why instruction mode cannot count a point, or None."""
+    if arches.arch(build.variant.arch).emulator:
+        return (f"instruction mode runs valgrind on this machine's code; "
+                f"{build.variant.name} runs under qemu-user")  # fmt: skip
+    undecodable = at_run_time(point.library).valgrind_refusal(build.variant.features)
+    if undecodable:
+        return f"instruction mode runs valgrind, and {undecodable}"
+    if not collected_sides(point.scenario):
+        return f"instruction mode does not apply to the {point.scenario} scenario"
+    if "aead" in declared().scenario(point.scenario).options \
+            and not {"aead", "payload"} <= point.options.keys():  # fmt: skip
+        return "instruction mode needs an aead point with one aead and one payload"
+    return None
+
+
+def count_costs(point: RunPoint, build: Build, timeout: float, extra_args: Sequence[str] = ()
+                ) -> tuple[Outcome, dict[str, SideCosts]]:  # fmt: skip
+    """The timing driver under callgrind once per side the scenario counts, as instruction
+    mode runs it (`extra_args` after the point's own options: `tlsbench explain` gives its
+    user's there): the last run's outcome, and each side's cost by function."""
+    by_side: dict[str, SideCosts] = {}
+    outcome = unsupported(f"instruction mode does not apply to the {point.scenario} scenario")
+    with tempfile.TemporaryDirectory(prefix="tlsbench-callgrind-") as scratch:
+        for side in collected_sides(point.scenario):
+            out_file = Path(scratch) / f"callgrind.{side}.out"
+            outcome = run_driver(
+                point,
+                build,
+                timeout * VALGRIND_SLOWDOWN,
+                prefix=callgrind.command_prefix(out_file),
+                extra_env={"TLSBENCH_COLLECT": side},
+                extra_args=[*extra_args, *DETERMINISTIC_ARGS],
+            )
+            if outcome.status != "ok" or outcome.output is None:
+                return outcome, by_side
+            per = int(outcome.output["params"]["iterations"])
+            by_side[side] = side_costs(out_file, side, per, build)
+            out_file.unlink()
+    return outcome, by_side
 
 
 def side_costs(out_file: Path, side: str, operations: int, build: Build) -> SideCosts:
