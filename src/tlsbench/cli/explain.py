@@ -42,19 +42,28 @@ def add_arguments(verb: Verb) -> None:
     explain.add_argument(
         "--json", action="store_true", help="print the view as JSON; may also follow the scenario"
     )
+    explain.add_argument(
+        "--own-random",
+        action="store_true",
+        help="count with the library's own randomness, not instruction mode's fixed stream: "
+        "for a library the stream cannot reach (NSS), whose counts may then differ run to run "
+        "and are not an instruction-mode figure; may also follow the scenario",
+    )
     explain.add_argument("variant", help="a variant, e.g. openssl-3.5.x")
     explain.add_argument("scenario", help="handshake, resume, records, bulk or aead")
     explain.add_argument("driver_args", nargs=argparse.REMAINDER, help="options for the driver")
 
 
-def _own_options(driver_args: list[str]) -> tuple[list[str], int, bool]:
-    """--top N and --json, wherever they are among the driver's options."""
-    args, top, as_json = [], DEFAULT_TOP, False
+def _own_options(driver_args: list[str]) -> tuple[list[str], int, bool, bool]:
+    """--top N, --json and --own-random, wherever they are among the driver's options."""
+    args, top, as_json, own_random = [], DEFAULT_TOP, False, False
     i = 0
     while i < len(driver_args):
         arg = driver_args[i]
         if arg == "--json":
             as_json = True
+        elif arg == "--own-random":
+            own_random = True
         elif arg == "--top" or arg.startswith("--top="):
             value = arg.split("=", 1)[1] if "=" in arg else (
                 driver_args[i + 1] if i + 1 < len(driver_args) else "")  # fmt: skip
@@ -65,7 +74,7 @@ def _own_options(driver_args: list[str]) -> tuple[list[str], int, bool]:
         else:
             args.append(arg)
         i += 1
-    return args, top, as_json
+    return args, top, as_json, own_random
 
 
 def run(args: argparse.Namespace) -> int:
@@ -79,9 +88,10 @@ def run(args: argparse.Namespace) -> int:
     known = declared().scenarios
     if args.scenario not in known:
         raise UserError(f"unknown scenario {args.scenario!r}: the driver's are {', '.join(known)}")
-    driver_args, top, as_json = _own_options(list(args.driver_args))
+    driver_args, top, as_json, own_random = _own_options(list(args.driver_args))
     top = args.top or top
     as_json = as_json or args.json
+    own_random = own_random or args.own_random
     if not modes.collected_sides(args.scenario):
         counted = [s for s in known if modes.collected_sides(s)]
         raise UserError(f"instruction mode does not count the {args.scenario} scenario; "
@@ -99,22 +109,32 @@ def run(args: argparse.Namespace) -> int:
     )
     if refused:
         raise UserError(f"{variant.name}: {refused}", 3)
-    outcome, by_side = modes.count_costs(point, build, TIMEOUT, driver_args)
+    outcome, by_side = modes.count_costs(point, build, TIMEOUT, driver_args,
+                                         deterministic=not own_random)  # fmt: skip
     if outcome.status != "ok" or outcome.output is None:
-        error = ((outcome.output or {}).get("error") or {}).get("message")
+        error = (outcome.output or {}).get("error") or {}
         tail = outcome.stderr_tail.strip().splitlines()[-1:]
-        text = str(error or (tail[0] if tail else f"exit {outcome.exit_code}"))
+        text = str(error.get("message") or (tail[0] if tail else f"exit {outcome.exit_code}"))
+        if error.get("stage") == "deterministic randomness":
+            text += ("; --own-random counts with the library's own randomness instead (not an "
+                     "instruction-mode figure: the counts may differ run to run)")  # fmt: skip
         raise UserError(f"{variant.name} {args.scenario}: {text}",
                         3 if outcome.status == "unsupported" else 1)  # fmt: skip
     output = outcome.output
+    if own_random:
+        output["randomness"] = {"seeded": False, "how": "the library's own (--own-random)"}
     if as_json:
         json.dump({"variant": variant.name, "scenario": args.scenario,
                    "params": output.get("params"), "negotiated": output.get("negotiated"),
+                   "randomness": output.get("randomness"),
                    **{side: by_function.side_json(c, top) for side, c in by_side.items()}},
                   sys.stdout, indent=2)  # fmt: skip
         print()
         return 0
     print(_heading(variant.name, args.scenario, output))
+    if own_random:
+        print("(--own-random: the library's own randomness, not instruction mode's fixed "
+              "stream; the counts may differ run to run)")  # fmt: skip
     for costs in by_side.values():
         print()
         print(
@@ -143,5 +163,7 @@ def _heading(variant: str, scenario: str, output: dict[str, Any]) -> str:
     return (f"{variant} {scenario}" + (f" ({what}{f', auth {auth}' if auth else ''})" if what
                                         else "")
             + f": callgrind, {params.get('iterations')} measured after "
-            f"{params.get('warmup', 0)} warm-up, the fixed random stream of instruction mode; "
-            "per operation, a function's own instructions (not its callees')")  # fmt: skip
+            f"{params.get('warmup', 0)} warm-up"
+            + (", the fixed random stream of instruction mode" if params.get("deterministic")
+               else ", the library's own randomness")
+            + "; per operation, a function's own instructions (not its callees')")  # fmt: skip

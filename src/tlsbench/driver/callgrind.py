@@ -303,10 +303,16 @@ def object_symbols(path: str, archives: tuple[str, ...] = ()) -> ObjectSymbols:
 
 
 def _symbol_rows(text: str) -> Iterable[list[str]]:
-    """The rows of `readelf -sW`: Num: Value Size Type Bind Vis Ndx Name."""
+    """The rows of `readelf -sW`: Num: Value Size Type Bind Vis Ndx Name. A FILE symbol
+    without a name (where the linker puts the symbols it made local, after every object's
+    own) ends the previous file's: its name is ""."""
     for line in text.splitlines():
         fields = line.split()
-        if len(fields) >= 8 and fields[0].endswith(":") and fields[0][:-1].isdigit():
+        if len(fields) < 7 or not fields[0].endswith(":") or not fields[0][:-1].isdigit():
+            continue
+        if len(fields) == 7 and fields[3] == "FILE":
+            yield [*fields, ""]
+        elif len(fields) >= 8:
             yield fields
 
 

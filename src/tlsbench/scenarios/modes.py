@@ -192,11 +192,13 @@ def instruction_refusal(point: RunPoint, build: Build) -> str | None:
     return None
 
 
-def count_costs(point: RunPoint, build: Build, timeout: float, extra_args: Sequence[str] = ()
-                ) -> tuple[Outcome, dict[str, SideCosts]]:  # fmt: skip
+def count_costs(point: RunPoint, build: Build, timeout: float, extra_args: Sequence[str] = (),
+                deterministic: bool = True) -> tuple[Outcome, dict[str, SideCosts]]:  # fmt: skip
     """The timing driver under callgrind once per side the scenario counts, as instruction
     mode runs it (`extra_args` after the point's own options: `tlsbench explain` gives its
-    user's there): the last run's outcome, and each side's cost by function."""
+    user's there; `deterministic` False: the library's own randomness, for a library the
+    fixed stream cannot reach, whose counts may then differ run to run): the last run's
+    outcome, and each side's cost by function."""
     by_side: dict[str, SideCosts] = {}
     outcome = unsupported(f"instruction mode does not apply to the {point.scenario} scenario")
     with tempfile.TemporaryDirectory(prefix="tlsbench-callgrind-") as scratch:
@@ -208,7 +210,7 @@ def count_costs(point: RunPoint, build: Build, timeout: float, extra_args: Seque
                 timeout * VALGRIND_SLOWDOWN,
                 prefix=callgrind.command_prefix(out_file),
                 extra_env={"TLSBENCH_COLLECT": side},
-                extra_args=[*extra_args, *DETERMINISTIC_ARGS],
+                extra_args=[*extra_args, *(DETERMINISTIC_ARGS if deterministic else [])],
             )
             if outcome.status != "ok" or outcome.output is None:
                 return outcome, by_side
