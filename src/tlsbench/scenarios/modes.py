@@ -347,9 +347,9 @@ def instruction_views(model: Any) -> list[Any]:
 
 
 def instruction_metrics(model: Any) -> list[Any]:
-    return [Metric(f"{i.variant} {i.point} {i.side}", "instructions", "instructions",
-                   i.instructions) for i in model.instructions] + [
-        Metric(f"{i.variant} {i.point} {i.side}", "atomics", "atomics", i.atomics)
+    return [Metric(i.variant, i.point, "instructions", "instructions", i.instructions,
+                   side=i.side) for i in model.instructions] + [
+        Metric(i.variant, i.point, "atomics", "atomics", i.atomics, side=i.side)
         for i in model.instructions if i.atomics is not None]  # fmt: skip
 
 
