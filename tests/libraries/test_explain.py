@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from documented_commands import documented, how_to_run
 from drivers import tlsbench
 from tlsbench.core.store import Store
 
@@ -136,3 +137,19 @@ def test_what_explain_cannot_count_is_refused_with_the_reason(build_of) -> None:
         proc.stderr  # fmt: skip
     proc = tlsbench("explain", "openssl-3.5.x", "handshake", "--top", "0")
     assert proc.returncode == 2 and "--top" in proc.stderr
+
+
+EXPLAIN = [doc for doc in documented() if how_to_run(doc.written)[1][0] == "explain"]
+
+
+@pytest.mark.parametrize("doc", EXPLAIN, ids=lambda doc: doc.id)
+def test_documented_explain_commands_run_as_written(doc, build_of) -> None:
+    """`tlsbench explain ...` as the README and docs write it (10 handshakes by default)."""
+    _, argv = how_to_run(doc.written)
+    build_of(argv[1])
+    proc = tlsbench(*argv)
+    assert proc.returncode == 0, f"tlsbench {doc.written}: exit {proc.returncode}\n{proc.stderr}"
+    if "--json" in argv:
+        assert json.loads(proc.stdout)["client"]["instructions"] > 0
+    else:
+        assert "total (the instruction-mode figure)" in proc.stdout

@@ -43,6 +43,7 @@ OTHER_PROGRAMS_FLAGS = {
     "--host", "--disable-filesystem", "--enable-singlethreaded", "--with-arm-target",
     "--enable-sp", "--enable-sp-asm", "--enable-psk",
     "--peak-inaccuracy", "--heap-admin",  # valgrind massif
+    "--collect-bus", "--dump-instr", "--collect-atstart",  # valgrind callgrind
     "--print-uris",  # apt-get source
     "--locked", "--offline", "--release", "--print",  # cargo, rustc
     "--specs", "--picolibc-buildtype",  # gcc (newlib; picolibc's specs)

@@ -14,6 +14,9 @@ from tlsbench.cli.common import Verb, whole
 from tlsbench.core.errors import UserError
 
 DEFAULT_TOP = 12
+# Measured operations unless --iterations says: the counts per operation are exact, and
+# callgrind runs code about 50 times slower than the CPU (the driver's own default is 100).
+DEFAULT_ITERATIONS = "10"
 # Seconds a driver run may take natively; under valgrind, modes.VALGRIND_SLOWDOWN times that.
 TIMEOUT = 120.0
 # What a scenario's measured operation is, for the text.
@@ -30,8 +33,8 @@ def add_arguments(verb: Verb) -> None:
         "calls only, with the fixed random stream of instruction mode: the groups sum exactly "
         "to the instruction-mode figure of the same point (`tlsbench run --mode "
         "instructions`). Options after the scenario go to the driver (`tlsbench drive null "
-        "info --help` lists them), except --top N and --json, which are explain's. Exit 3: "
-        "the point cannot be counted (say why).",
+        "info --help` lists them; --iterations defaults to 10 here), except --top N, --json "
+        "and --own-random, which are explain's. Exit 3: the point cannot be counted (say why).",
     )
     explain.add_argument(
         "--top",
@@ -89,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
     if args.scenario not in known:
         raise UserError(f"unknown scenario {args.scenario!r}: the driver's are {', '.join(known)}")
     driver_args, top, as_json, own_random = _own_options(list(args.driver_args))
+    if not any(a == "--iterations" or a.startswith("--iterations=") for a in driver_args):
+        driver_args += ["--iterations", DEFAULT_ITERATIONS]
     top = args.top or top
     as_json = as_json or args.json
     own_random = own_random or args.own_random
