@@ -92,15 +92,19 @@ def main(argv: list[str]) -> int:
     for _, spec, options, deterministic in LINES:
         measured[spec] = count(spec, options, deterministic, iterations)
         print(f"{spec}: counted", file=sys.stderr)
-    print("| line | variant | client instructions | client atomics | server instructions | "
-          "server atomics | the client's atomics are in |")
+    print(
+        "| line | variant | client instructions | client atomics | server instructions | "
+        "server atomics | the client's atomics are in |"
+    )
     print("| --- | --- | ---: | ---: | ---: | ---: | --- |")
     for label, spec, _, deterministic in LINES:
         c, s = measured[spec]["client"], measured[spec]["server"]
         mark = "" if deterministic else " (own randomness)"
-        print(f"| {label}{mark} | `{spec}` | {_n(c.per_operation(c.instructions))} | "
-              f"{_n(c.per_operation(c.atomics))} | {_n(s.per_operation(s.instructions))} | "
-              f"{_n(s.per_operation(s.atomics))} | {functions_cell(c, 'atomics')} |")
+        print(
+            f"| {label}{mark} | `{spec}` | {_n(c.per_operation(c.instructions))} | "
+            f"{_n(c.per_operation(c.atomics))} | {_n(s.per_operation(s.instructions))} | "
+            f"{_n(s.per_operation(s.atomics))} | {functions_cell(c, 'atomics')} |"
+        )
     print()
     print("| line | side | largest groups (share of instructions) | top functions |")
     print("| --- | --- | --- | --- |")
@@ -112,16 +116,22 @@ def main(argv: list[str]) -> int:
     old, new = measured["openssl-1.1.1w"]["client"], measured["openssl-3.0.x"]["client"]
     for measure in ("instructions", "atomics"):
         diff = diff_costs(old, new, top=10, measure=measure)
-        print(f"OpenSSL 3.0 against 1.1.1, client, by {measure}: "
-              f"{_n(diff.before_total)} -> {_n(diff.after_total)}")
+        print(
+            f"OpenSSL 3.0 against 1.1.1, client, by {measure}: "
+            f"{_n(diff.before_total)} -> {_n(diff.after_total)}"
+        )
         print(f"| group | 1.1.1 | 3.0 | change |\n| --- | ---: | ---: | ---: |")
         for c in diff.groups:
-            print(f"| {c.label} | {_n(c.before[measure])} | {_n(c.after[measure])} | "
-                  f"{c.change(measure):+,.0f} |")
+            print(
+                f"| {c.label} | {_n(c.before[measure])} | {_n(c.after[measure])} | "
+                f"{c.change(measure):+,.0f} |"
+            )
         print(f"\n| function | group | 1.1.1 | 3.0 | change |\n| --- | --- | ---: | ---: | ---: |")
         for c in diff.functions:
-            print(f"| `{c.name}` | {c.label} | {_n(c.before[measure])} | {_n(c.after[measure])} "
-                  f"| {c.change(measure):+,.0f} |")
+            print(
+                f"| `{c.name}` | {c.label} | {_n(c.before[measure])} | {_n(c.after[measure])} "
+                f"| {c.change(measure):+,.0f} |"
+            )
         print()
     if out_file:
         document: dict[str, Any] = {spec: {side: costs.to_json() for side, costs in sides.items()}

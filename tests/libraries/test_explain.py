@@ -139,6 +139,32 @@ def test_what_explain_cannot_count_is_refused_with_the_reason(build_of) -> None:
     assert proc.returncode == 2 and "--top" in proc.stderr
 
 
+def test_the_explain_experiment_reports_the_same_view(tmp_path: Path, build_of) -> None:
+    """`tlsbench run explain` (instruction mode, its own default), one point of it: the
+    report's cost-by-group rows sum to the instructions table's figure, its top functions
+    are listed, and the summary has the client's atomics."""
+    build_of("openssl-3.5.x")
+    db = tmp_path / "explain.db"
+    proc = tlsbench("run", "explain", "--only", "variant=openssl-3.5.x", "--only",
+                    "scenario=handshake", "--db", str(db), "--quiet")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = tlsbench("report", "latest", "--db", str(db), "--format", "json")
+    assert report.returncode == 0, report.stderr
+    tables = json.loads(report.stdout)["tables"]
+    for row in tables["instructions"]:
+        parts = [g for g in tables["cost_groups"] if g["side"] == row["side"]]
+        assert sum(g["instructions"] for g in parts) == pytest.approx(row["instructions"],
+                                                                       rel=1e-12)  # fmt: skip
+        assert sum(g["share"] for g in parts) == pytest.approx(1.0)
+        assert row["atomics"] > 0
+    by = {(f["side"], f["by"]) for f in tables["cost_functions"]}
+    assert by == {(s, b) for s in ("client", "server") for b in ("instructions", "atomics")}
+    markdown = tlsbench("report", "latest", "--db", str(db)).stdout
+    assert "Cost by function group" in markdown and "Top functions" in markdown
+    summary = tlsbench("report", "latest", "--db", str(db), "--summary").stdout
+    assert "client atomics" in summary, summary
+
+
 EXPLAIN = [doc for doc in documented() if how_to_run(doc.written)[1][0] == "explain"]
 
 

@@ -322,9 +322,20 @@ def test_a_changed_figure_is_explained_by_the_function_that_changed(tmp_path: Pa
     in the Markdown and the JSON; an unchanged one names none."""
     store = Store(tmp_path / "ab.db")
     run = store.new_run("ab", "?", "instructions", 1, ENV, "# ab\n", "c0")
-    store.add_points(run, [{"name": "handshake_1.3", "variant": variant, "library": "mbedtls",
-                            "scenario": "handshake", "params": {},
-                            "build": {"cache_key": variant}} for variant in (BASE, CANDIDATE)])
+    store.add_points(
+        run,
+        [
+            {
+                "name": "handshake_1.3",
+                "variant": variant,
+                "library": "mbedtls",
+                "scenario": "handshake",
+                "params": {},
+                "build": {"cache_key": variant},
+            }
+            for variant in (BASE, CANDIDATE)
+        ],
+    )
     for point in store.points(run):
         hot, atomics = (5000, 20) if point.variant == BASE else (25000, 10)
         costs = {"client": _costs("client", hot, atomics), "server": _costs("server", 5000, 20)}

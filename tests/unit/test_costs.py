@@ -154,3 +154,5 @@ def test_archive_member_names() -> None:
     assert callgrind.member_source("libcrypto-lib-x86_64-mont5.o") == "x86_64-mont5.s"
     assert callgrind.member_source("libcrypto-lib-evp_fetch.o") == "evp_fetch.s"
     assert callgrind.member_source("src_libwolfssl_la-aes_asm.o") == "aes_asm.s"
+    assert callgrind.member_source("6cca901d1d9807b8-sha256-x86_64.o") == "sha256-x86_64.s"
+    assert callgrind.member_source("rustls.d996129fbfc5cc16-cgu.09.rcgu.o") == "rustls (Rust crate)"

@@ -33,6 +33,8 @@ OTHER = "other"
 # The group of a function from an object without a symbol table (Debian's shared
 # libraries): its library file, since the names inside it are too few to group by.
 OBJECT_GROUP_PREFIX = "object:"
+# The suffixes GCC gives the copies of a function it specialises or splits.
+CLONE_SUFFIX = re.compile(r"(\.(part|constprop|isra|cold|lto_priv|localalias|clone)(\.\d+)?)+$")
 # What a diff sorts by, and the counts each function and group carries.
 MEASURES = ("instructions", "atomics", "calls")
 
@@ -117,6 +119,8 @@ def group_of(name: str, source: str = "", origin: str = "library", obj: str = ""
 
     `name` the function's name, `source` its source file's base name ("" where unknown),
     `origin` "libc", "firmware", "harness" or "library", `obj` its object file's base name."""
+    if scope == "host":  # GCC's clones (`bn_mul_words.part.0`) are their function's
+        name = CLONE_SUFFIX.sub("", name)
     subjects = {"symbol": name, "file": source, "origin": origin, "object": obj}
     for rule in rule_table().rules:
         if scope in rule.scopes and rule.compiled.fullmatch(subjects[rule.subject]):

@@ -348,12 +348,17 @@ def archive_sources(archives: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
 def member_source(member: str) -> str:
     """The source file of an archive member without a FILE symbol (an assembly file):
     `ecp.c.o` -> ecp.c, `libcrypto-lib-x86_64-mont5.o` -> x86_64-mont5.s,
-    `libwolfssl_la-aes_asm.o` -> aes_asm.s."""
+    `libwolfssl_la-aes_asm.o` -> aes_asm.s, the cc crate's `6cca901d1d9807b8-sha256-x86_64.o`
+    -> sha256-x86_64.s; rustc's `rustls.d996129fbfc5cc16-cgu.09.rcgu.o` -> its crate."""
     base = re.sub(r"\.(obj|o)$", "", member)
+    crate = re.fullmatch(r"(\w+)\.[0-9a-z]+-cgu\.\d+(\.rcgu)?", base)
+    if crate:  # rustc's codegen units: the crate is all it says
+        return f"{crate.group(1)} (Rust crate)"
     if re.match(r"lib\w+-(lib|shlib|dso)-", base):  # OpenSSL's build names
         base = base.split("-", 2)[2]
     elif "_la-" in base:
         base = base.rsplit("_la-", 1)[1]
+    base = re.sub(r"^[0-9a-f]{16}-", "", base)  # the cc crate's (aws-lc-rs, ring)
     return base if re.search(r"\.(c|cc|cpp|S|s|asm)$", base) else base + ".s"
 
 
