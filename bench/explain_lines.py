@@ -120,13 +120,13 @@ def main(argv: list[str]) -> int:
             f"OpenSSL 3.0 against 1.1.1, client, by {measure}: "
             f"{_n(diff.before_total)} -> {_n(diff.after_total)}"
         )
-        print(f"| group | 1.1.1 | 3.0 | change |\n| --- | ---: | ---: | ---: |")
+        print("| group | 1.1.1 | 3.0 | change |\n| --- | ---: | ---: | ---: |")
         for c in diff.groups:
             print(
                 f"| {c.label} | {_n(c.before[measure])} | {_n(c.after[measure])} | "
                 f"{c.change(measure):+,.0f} |"
             )
-        print(f"\n| function | group | 1.1.1 | 3.0 | change |\n| --- | --- | ---: | ---: | ---: |")
+        print("\n| function | group | 1.1.1 | 3.0 | change |\n| --- | --- | ---: | ---: | ---: |")
         for c in diff.functions:
             print(
                 f"| `{c.name}` | {c.label} | {_n(c.before[measure])} | {_n(c.after[measure])} "

@@ -142,8 +142,8 @@ def test_scaling_experiment_reports_rates_efficiency_baseline_and_locks(tmp_path
     assert len({(row["client_atomics"], row["server_atomics"]) for row in threaded}) == 1
     assert threaded[0]["client_atomics"] > threaded[0]["client_locks"] > 0
     locks = json.loads(report.stdout)["tables"]["locks_per_handshake"]
-    assert {row["side"]: row["atomics"] for row in locks if row["model"] == "shared"} == \
-        {"client": threaded[0]["client_atomics"], "server": threaded[0]["server_atomics"]}  # fmt: skip
+    shared = {row["side"]: row["atomics"] for row in locks if row["model"] == "shared"}
+    assert shared == {side: threaded[0][f"{side}_atomics"] for side in ("client", "server")}
 
 
 def test_an_adapter_s_read_back_holds_in_many_threads_with_contexts_of_their_own(build_of):
