@@ -9,7 +9,10 @@ counts it. A line's figures are those of
 (the same function underneath: scenarios/modes.count_costs). Then what OpenSSL 3.0 spends
 per client handshake that 1.1.1 does not, and where (core/costs.diff_costs of the two).
 
-Usage: .venv/bin/python bench/explain_lines.py [ITERATIONS] [--json FILE]
+Usage: .venv/bin/python bench/explain_lines.py [ITERATIONS] [--json FILE] [--from FILE]
+
+--json FILE keeps every line's cost by function; --from FILE prints the tables of such a
+file again (its counts, today's groups: after a change of the rule table) without counting.
 """
 
 from __future__ import annotations
@@ -89,9 +92,16 @@ def main(argv: list[str]) -> int:
     iterations = int(argv[0]) if argv and argv[0].isdigit() else 20
     out_file = argv[argv.index("--json") + 1] if "--json" in argv else None
     measured: dict[str, dict[str, SideCosts]] = {}
+    if "--from" in argv:
+        with open(argv[argv.index("--from") + 1], encoding="utf-8") as saved:
+            measured = {spec: {side: SideCosts.from_json(data).regrouped()
+                               for side, data in sides.items()}
+                        for spec, sides in json.load(saved).items()}  # fmt: skip
     for _, spec, options, deterministic in LINES:
-        measured[spec] = count(spec, options, deterministic, iterations)
-        print(f"{spec}: counted", file=sys.stderr)
+        if spec not in measured:
+            measured[spec] = count(spec, options, deterministic, iterations)
+            print(f"{spec}: counted", file=sys.stderr)
+            save(out_file, measured)  # each line as it is counted: a stop keeps them
     print(
         "| line | variant | client instructions | client atomics | server instructions | "
         "server atomics | the client's atomics are in |"
@@ -133,12 +143,15 @@ def main(argv: list[str]) -> int:
                 f"| {c.change(measure):+,.0f} |"
             )
         print()
+    return 0
+
+
+def save(out_file: str | None, measured: dict[str, dict[str, SideCosts]]) -> None:
     if out_file:
         document: dict[str, Any] = {spec: {side: costs.to_json() for side, costs in sides.items()}
                                     for spec, sides in measured.items()}  # fmt: skip
         with open(out_file, "w", encoding="utf-8") as out:
             json.dump(document, out)
-    return 0
 
 
 if __name__ == "__main__":

@@ -64,6 +64,11 @@ def test_a_side_sums_exactly_or_is_refused() -> None:
         costs.SideCosts("client", 10, 1001, 3, side.functions)
     again = costs.SideCosts.from_json(side.to_json())
     assert again == side
+    # Stored under another rule table, read under today's: the same counts, today's groups.
+    stale = side_costs("client", 10, [FunctionCost("pthread_rwlock_rdlock", "", "libc.so.6",
+                                                   "other", 70, 2, 1, "libc")])  # fmt: skip
+    assert [f.group for f in stale.regrouped().functions] == ["locks"]
+    assert stale.regrouped().instructions == 70
 
 
 def test_an_object_without_symbols_is_a_group_of_its_own() -> None:

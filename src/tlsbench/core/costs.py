@@ -16,6 +16,7 @@ one table for the host (callgrind's counts, `tlsbench.driver.callgrind`) and the
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 import tomllib
@@ -154,6 +155,7 @@ class FunctionCost:
     instructions: int
     atomics: int  # LOCK-prefixed instructions (callgrind's global bus events)
     calls: int  # calls made to it in the measured calls
+    origin: str = "library"  # "libc", "harness", "firmware" or "library" (group_of's)
 
     def count(self, measure: str) -> int:
         return int(getattr(self, measure))
@@ -220,6 +222,19 @@ class SideCosts:
         assert sum(g.atomics for g in found) == self.atomics
         return found
 
+    def regrouped(self) -> SideCosts:
+        """The same counts with every function's group by today's rule table: a cost
+        stored before a rule changed reads as one measured now would (so that two stored
+        costs are compared group for group)."""
+        unsymbolised = set(self.unsymbolised)
+        functions = tuple(
+            dataclasses.replace(f, group=object_group(f.object)
+                                if f.object in unsymbolised and f.origin != "libc"
+                                else group_of(f.name, f.source, f.origin, f.object, self.scope))
+            for f in self.functions
+        )  # fmt: skip
+        return dataclasses.replace(self, functions=functions)
+
     def to_json(self) -> dict[str, Any]:
         """The stored form: totals, then one row per function with a count."""
         return {
@@ -230,9 +245,10 @@ class SideCosts:
             "unsymbolised": list(self.unsymbolised),
             "scope": self.scope,
             "notes": list(self.notes),
-            "columns": ["name", "source", "object", "group", "instructions", "atomics", "calls"],
+            "columns": ["name", "source", "object", "group", "instructions", "atomics", "calls",
+                        "origin"],
             "functions": [[f.name, f.source, f.object, f.group, f.instructions, f.atomics,
-                           f.calls] for f in self.functions],
+                           f.calls, f.origin] for f in self.functions],
         }  # fmt: skip
 
     @classmethod
@@ -242,8 +258,10 @@ class SideCosts:
             operations=int(data["operations"]),
             instructions=int(data["instructions"]),
             atomics=int(data["atomics"]),
-            functions=tuple(FunctionCost(str(n), str(s), str(o), str(g), int(i), int(a), int(c))
-                            for n, s, o, g, i, a, c in data["functions"]),
+            functions=tuple(FunctionCost(str(row[0]), str(row[1]), str(row[2]), str(row[3]),
+                                         int(row[4]), int(row[5]), int(row[6]),
+                                         str(row[7]) if len(row) > 7 else "library")
+                            for row in data["functions"]),
             unsymbolised=tuple(data.get("unsymbolised", ())),
             scope=str(data.get("scope", "host")),
             notes=tuple(data.get("notes", ())),

@@ -397,7 +397,7 @@ def side_costs(profile: Profile, side: str, operations: int,
         group = (costs.object_group(obj) if not symbols.has_symbols and origin != "libc"
                  else costs.group_of(raw.name, source, origin, obj))  # fmt: skip
         functions.append(costs.FunctionCost(raw.name, source, obj, group, raw.instructions,
-                                            raw.atomics, calls))  # fmt: skip
+                                            raw.atomics, calls, origin))  # fmt: skip
     notes = [f"{obj} has no symbol table and no debug file: its functions are grouped by the "
              f"library file" for obj in unsymbolised]  # fmt: skip
     result = costs.side_costs(side, operations, functions, unsymbolised, notes=notes)

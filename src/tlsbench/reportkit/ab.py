@@ -399,7 +399,9 @@ def stored_costs(store: Store, point: Point) -> dict[str, SideCosts]:
             continue
         output = json.loads(result["output"])
         if output.get("costs"):
-            return {side: SideCosts.from_json(data) for side, data in output["costs"].items()}
+            # Grouped by today's rules, the same for both points of a comparison.
+            return {side: SideCosts.from_json(data).regrouped()
+                    for side, data in output["costs"].items()}  # fmt: skip
     return {}
 
 

@@ -91,7 +91,9 @@ def function_rows(variant: str, library: str, point: str, costs: SideCosts, top:
 
 
 def stored_costs(output: dict[str, Any]) -> dict[str, SideCosts]:
-    return {side: SideCosts.from_json(data) for side, data in (output.get("costs") or {}).items()}
+    """A result's stored cost by function per side, grouped by today's rule table."""
+    return {side: SideCosts.from_json(data).regrouped()
+            for side, data in (output.get("costs") or {}).items()}  # fmt: skip
 
 
 def load_costs(reader: Any) -> dict[str, list[Any]]:
