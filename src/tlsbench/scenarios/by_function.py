@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tlsbench.core.costs import SideCosts
+from tlsbench.core.costs import OBJECT_GROUP_PREFIX, SideCosts
 from tlsbench.reportkit.section import Section, SummaryCell, TableSpec, first_per_variant
 from tlsbench.reportkit.views import View, fmt_count, variant_cell
 
@@ -215,7 +215,8 @@ def side_text(costs: SideCosts, top: int, label: str = "operation") -> list[str]
                      f"{'share':>7} {'atomics':>8} {'calls':>9}")  # fmt: skip
         for f in ranked:
             name = f.name if len(f.name) <= 44 else f.name[:41] + "..."
-            lines.append(f"    {name:<44} {f.group[:12]:<12} {f.object[:18]:<18} "
+            group = "no symbols" if f.group.startswith(OBJECT_GROUP_PREFIX) else f.group
+            lines.append(f"    {name:<44} {group[:12]:<12} {f.object[:18]:<18} "
                          f"{f.instructions / n:>12,.0f} "
                          f"{100 * f.instructions / total if total else 0:>6.1f}% "
                          f"{f.atomics / n:>8,.1f} {f.calls / n:>9,.1f}")  # fmt: skip
