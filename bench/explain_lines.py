@@ -23,7 +23,7 @@ from typing import Any
 
 from tlsbench.builds.build import Builder
 from tlsbench.builds.variants import Catalog
-from tlsbench.core.costs import SideCosts, diff_costs
+from tlsbench.core.costs import SideCosts, diff_costs, without_parameters
 from tlsbench.core.points import RunPoint
 from tlsbench.scenarios import modes
 
@@ -84,7 +84,7 @@ def functions_cell(costs: SideCosts, measure: str = "instructions") -> str:
     total = costs.instructions if measure == "instructions" else costs.atomics
     if not total:
         return "none"
-    return ", ".join(f"`{f.name}` {100 * f.count(measure) / total:.0f} %"
+    return ", ".join(f"`{without_parameters(f.name)}` {100 * f.count(measure) / total:.0f} %"
                      for f in costs.top(TOP_FUNCTIONS, measure))  # fmt: skip
 
 

@@ -120,13 +120,34 @@ def group_of(name: str, source: str = "", origin: str = "library", obj: str = ""
 
     `name` the function's name, `source` its source file's base name ("" where unknown),
     `origin` "libc", "firmware", "harness" or "library", `obj` its object file's base name."""
-    if scope == "host":  # GCC's clones (`bn_mul_words.part.0`) are their function's
-        name = CLONE_SUFFIX.sub("", name)
-    subjects = {"symbol": name, "file": source, "origin": origin, "object": obj}
+    subjects = {"symbol": (name,), "file": (source,), "origin": (origin,), "object": (obj,)}
+    if scope == "host":
+        # GCC's clones (`bn_mul_words.part.0`) are their function's; a C++ function
+        # (BoringSSL's `x25519_scalar_mult_generic(unsigned char*, ...)`) is also its name
+        # without its parameters, and a C++ file (`curve25519.cc`) also the C file's name.
+        plain = CLONE_SUFFIX.sub("", name)
+        subjects["symbol"] = tuple(dict.fromkeys((plain, without_parameters(plain))))
+        if source.endswith(".cc"):
+            subjects["file"] = (source, source.removesuffix(".cc") + ".c")
     for rule in rule_table().rules:
-        if scope in rule.scopes and rule.compiled.fullmatch(subjects[rule.subject]):
+        if scope in rule.scopes and any(rule.compiled.fullmatch(s) for s in subjects[rule.subject]):
             return rule.group
     return OTHER
+
+
+def without_parameters(name: str) -> str:
+    """A C++ function's name without its parameter list (and a trailing const):
+    `bssl::tls13_process(bssl::SSL_HANDSHAKE*) const` -> `bssl::tls13_process`; a name
+    with none is itself."""
+    text = name.removesuffix(" const")
+    if not text.endswith(")"):
+        return name
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(text[i], 0)
+        if depth == 0:
+            return text[:i] if i > 0 else name
+    return name
 
 
 def object_group(obj: str) -> str:
