@@ -34,7 +34,8 @@ def add_arguments(verb: Verb) -> None:
         "to the instruction-mode figure of the same point (`tlsbench run --mode "
         "instructions`). Options after the scenario go to the driver (`tlsbench drive null "
         "info --help` lists them; --iterations defaults to 10 here), except --top N, --json "
-        "and --own-random, which are explain's. Exit 3: the point cannot be counted (say why).",
+        "and --own-random, which are explain's. Exit 3: the point cannot be counted, with the "
+        "reason.",
     )
     explain.add_argument(
         "--top",
