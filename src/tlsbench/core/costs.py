@@ -120,7 +120,12 @@ def group_of(name: str, source: str = "", origin: str = "library", obj: str = ""
 
     `name` the function's name, `source` its source file's base name ("" where unknown),
     `origin` "libc", "firmware", "harness" or "library", `obj` its object file's base name."""
-    subjects = {"symbol": (name,), "file": (source,), "origin": (origin,), "object": (obj,)}
+    subjects: dict[str, tuple[str, ...]] = {
+        "symbol": (name,),
+        "file": (source,),
+        "origin": (origin,),
+        "object": (obj,),
+    }
     if scope == "host":
         # GCC's clones (`bn_mul_words.part.0`) are their function's; a C++ function
         # (BoringSSL's `x25519_scalar_mult_generic(unsigned char*, ...)`) is also its name
