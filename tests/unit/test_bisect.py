@@ -1,13 +1,13 @@
 """`tlsbench bisect` around its search (run/bisect.py, cli/bisect.py) on a small git tree that
 looks like mbedTLS, with fake builds (tests/unit/conftest.py) and an injected measurement that
-reads each commit's figures from a file of its tree: the steps it prints, the culprit and its
-parent's callgrind files handed to the function diff, skipped commits, the stored steps of an
-interrupted bisect, and every bad input refused with exit 2 and nothing stored lost.
-tests/long/test_own_code.py bisects a real mbedTLS history."""
+reads each commit's figures from a file of its tree and makes its cost by function: the steps
+it prints, the culprit's function diff against its parent from the stored costs, atomics as
+the figure, skipped commits, the stored steps of an interrupted bisect, and every bad input
+refused with exit 2 and nothing stored lost. tests/long/test_own_code.py bisects a real
+mbedTLS history."""
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import subprocess
@@ -20,6 +20,7 @@ from tlsbench import cli
 from tlsbench.builds import localsource
 from tlsbench.builds.build import Build, Builder
 from tlsbench.builds.variants import Catalog
+from tlsbench.core import costs
 from tlsbench.core.errors import BuildError, UserError
 from tlsbench.core.points import RunPoint
 from tlsbench.run import bisect
@@ -42,6 +43,7 @@ def git(repo: Path, *args: str) -> str:
 def commit(repo: Path, subject: str, cost: tuple[int, int] | None = None,
            broken: bool = False) -> str:  # fmt: skip
     if cost is not None:
+        # The client's count beyond 1,000 is spent in one function of its own.
         (repo / "cost").write_text(f"{cost[0]} {cost[1]}\n")
     if broken:
         (repo / "BROKEN").write_text("does not compile\n")
@@ -79,24 +81,43 @@ def tree_file(build: Build, name: str) -> str | None:
     return found.stdout if found.returncode == 0 else None
 
 
+def side_costs(side: str, count: int) -> costs.SideCosts:
+    """A side's cost by function: 1,000 instructions in the handshake step (with 2 atomic
+    operations, 3 from 1,100 instructions on), the rest in the record layer, one handshake."""
+
+    def function(name: str, source: str, instructions: int, atomics: int) -> costs.FunctionCost:
+        group = costs.group_of(name, source)
+        return costs.FunctionCost(name, source, "tlsbench-driver", group, instructions, atomics, 1)
+
+    return costs.side_costs(side, 1, [
+        function("mbedtls_ssl_handshake_step", "ssl_tls.c", min(count, 1000),
+                 3 if count >= 1100 else 2),
+        function("mbedtls_ssl_write_record", "ssl_msg.c", count - min(count, 1000), 0),
+    ])  # fmt: skip
+
+
+# What a measurement gives: counts per measure and side, each side's costs, why not.
+Measured = tuple[dict[str, dict[str, float]], dict[str, costs.SideCosts], str]
+
+
 class Measurer:
-    """The injected measurement: a commit's figures from its `cost` file, and a callgrind
-    file per side naming them; counts every commit it measures."""
+    """The injected measurement: a commit's figures from its `cost` file, with each side's
+    cost by function to match; counts every commit it measures."""
 
     def __init__(self, interrupt_after: int | None = None) -> None:
         self.measured: list[str] = []
         self.interrupt_after = interrupt_after
 
-    def __call__(self, point: RunPoint, build: Build, timeout: float,
-                 keep: Path) -> tuple[dict[str, float], str]:  # fmt: skip
+    def __call__(self, point: RunPoint, build: Build, timeout: float) -> Measured:
         if self.interrupt_after is not None and len(self.measured) >= self.interrupt_after:
             raise KeyboardInterrupt
         self.measured.append(build.variant.line.local.snapshot().commit or "")  # type: ignore[union-attr]
         assert point.variant == build.variant.name and point.name == FIGURE
-        client, server = (float(v) for v in (tree_file(build, "cost") or "").split())
-        for side, value in (("client", client), ("server", server)):
-            (keep / f"callgrind.{side}.out").write_text(f"totals: {value:.0f}\n")
-        return {"client": client, "server": server}, ""
+        client, server = (int(v) for v in (tree_file(build, "cost") or "").split())
+        by_side = {"client": side_costs("client", client), "server": side_costs("server", server)}
+        counts = {m: {side: float(getattr(c, m)) for side, c in by_side.items()}
+                  for m in bisect.MEASURES}  # fmt: skip
+        return counts, by_side, ""
 
 
 @pytest.fixture(autouse=True)
@@ -130,13 +151,6 @@ def session(repo: Path, good: str, bad: str, measurer: Measurer, figure: str | N
                           run=measurer), lines  # fmt: skip
 
 
-def diff_of_files(before: dict[str, Path], after: dict[str, Path], top: int) -> list[str]:
-    def read(path: Path) -> str:
-        return gzip.decompress(path.read_bytes()).decode().split()[1]
-
-    return [f"{side}: {read(before[side])} -> {read(after[side])}" for side in sorted(after)]
-
-
 # Ten commits: the client's figure moves at commit 6 (+10 %); commit 3 changes it by 0.5 %.
 COSTS = [(1000, 2000)] * 3 + [(1005, 2000)] * 3 + [(1100, 2000)] * 4
 
@@ -145,13 +159,19 @@ def test_bisect_names_the_first_commit_past_the_threshold(tmp_path: Path) -> Non
     repo, shas = make_tree(tmp_path, COSTS)
     measurer = Measurer()
     run, lines = session(repo, "main~9", "main", measurer)
-    result = run.run(diff_of_files)
+    result = run.run(bisect.function_diff)
     assert result.exit_status == 0
     assert result.culprit is not None and result.culprit.sha == shas[6]
     assert result.culprit.subject == "change 6"
     assert result.parent is not None and result.parent.sha == shas[5]
-    # The parent's callgrind files and the culprit's, handed to the function diff.
-    assert result.changes == ["client: 1005 -> 1100", "server: 2000 -> 2000"]
+    # The function diff of the parent's stored costs and the culprit's: the one function
+    # that moved, named with its counts before and after and its group, the groups after.
+    assert result.changes == [
+        "client: 1,005 -> 1,100 instructions per operation",
+        "  +95  mbedtls_ssl_write_record (TLS state machine): 5 -> 100",
+        "  groups: TLS state machine +95",
+        "server: 2,000 -> 2,000 instructions per operation",
+    ], result.changes
     # Every step printed: commit, subject, figures, verdict; GOOD first, as the reference.
     assert lines[0].startswith(
         f"GOOD {shas[0][:12]} release: client 1,000, server 2,000: reference"
@@ -174,7 +194,7 @@ def test_a_smaller_threshold_finds_the_smaller_move(tmp_path: Path) -> None:
     run, _ = session(repo, "main~9", "main", Measurer(), threshold="0.2%")
     result = run.run(None)
     assert result.culprit is not None and result.culprit.sha == shas[3]
-    assert result.changes == [] and result.changes_missing == "no function diff is wired in"
+    assert result.changes == [] and result.changes_missing == "no function diff asked for"
 
 
 def test_one_side_as_the_figure(tmp_path: Path) -> None:
@@ -185,6 +205,22 @@ def test_one_side_as_the_figure(tmp_path: Path) -> None:
     assert result.exit_status == 1 and result.culprit is None
     assert "client" not in "\n".join(lines)
     assert "no commit moved past the threshold" in "\n".join(bisect.summary(result))
+
+
+def test_atomics_as_the_figure(tmp_path: Path) -> None:
+    """The client's atomics go from 2 to 3 at commit 6; the 0.5 % move of its instructions at
+    commit 3 is none of theirs. The diff ranks the functions by atomics."""
+    repo, shas = make_tree(tmp_path, COSTS)
+    run, lines = session(repo, "main~9", "main", Measurer(), figure=f"{FIGURE}:client:atomics",
+                         threshold="0.2%")  # fmt: skip
+    result = run.run(bisect.function_diff)
+    assert result.culprit is not None and result.culprit.sha == shas[6]
+    assert lines[0].endswith("release: client 2: reference")
+    assert result.changes[:2] == [
+        "client: 2 -> 3 atomics per operation",
+        "  +1  mbedtls_ssl_handshake_step (TLS state machine): 2 -> 3",
+    ]
+    assert "client atomics 2 -> 3 (+1, +50.00%)" in "\n".join(bisect.summary(result))
 
 
 def test_an_absolute_threshold(tmp_path: Path) -> None:
@@ -268,7 +304,7 @@ def test_the_state_is_never_half_written(tmp_path: Path) -> None:
     folder = run.state.path.parent
     assert not [p for p in folder.iterdir() if ".tmp" in p.name]
     for name in json.loads(run.state.path.read_text())["steps"].values():
-        for packed in name["callgrind"].values():
+        for packed in name["costs"].values():
             assert (run.state.files / packed).exists()
 
 

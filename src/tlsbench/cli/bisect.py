@@ -33,7 +33,8 @@ def add_arguments(verb: Verb) -> None:
         "--figure",
         metavar="F",
         help="the figure: an instruction-mode point of `tlsbench ab`'s default job, both sides "
-        "(POINT) or one (POINT:client, POINT:server); default: its first handshake, both sides "
+        "(POINT) or one (POINT:client, POINT:server), its instructions or, with :atomics after "
+        "it, its atomic operations; default: its first handshake's instructions, both sides "
         "(an unknown name lists them)",
     )
     bisect.add_argument(
@@ -73,8 +74,8 @@ def run(args: argparse.Namespace) -> int:
         say(f"note: {request.commits.repo} has uncommitted changes; bisect builds the "
             "commits as committed, not the work tree")  # fmt: skip
     ends = f"GOOD {request.commits.good.sha[:12]} to BAD {request.commits.commits[-1].sha[:12]}"
-    say(f"bisect {request.figure.name} ({', '.join(request.figure.sides)} instructions per "
-        f"operation) of {request.source.library}@{request.source.path}"
+    say(f"bisect {request.figure.name} ({', '.join(request.figure.sides)} "
+        f"{request.figure.measure} per operation) of {request.source.library}@{request.source.path}"
         + (f":{request.options}" if request.options else "")
         + f", {count} commits from {ends}; threshold {request.threshold.describe()}")  # fmt: skip
     timeout = (

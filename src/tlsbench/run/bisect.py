@@ -11,7 +11,8 @@ parent.
 
 Stored steps: one JSON file per tree, build options and job under the cache's `bisect/`
 folder, rewritten atomically (a temporary file renamed over it) after every step, beside each
-measured commit's callgrind output (its costs by function). A step is reused while the
+measured commit's cost by function per side (core/costs.py's, as instruction mode stores
+it: what the culprit's diff against its parent is made of). A step is reused while the
 commit's library build, the driver sources (the drivers key says both) and the certificate
 set (its digest) are those it was measured with, so that an interrupted bisect resumes where
 it stopped and another range of the same tree measures only the commits it has not.
@@ -27,8 +28,6 @@ import hashlib
 import json
 import math
 import os
-import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +36,8 @@ from typing import Any
 from tlsbench.builds import certs, localsource
 from tlsbench.builds.build import Build, Builder
 from tlsbench.builds.variants import Catalog, Variant
-from tlsbench.core import bisection, paths
+from tlsbench.core import bisection, costs, paths
+from tlsbench.core.costs import SideCosts
 from tlsbench.core.errors import BuildError, UserError
 from tlsbench.core.points import RunPoint
 from tlsbench.reportkit.ab import DEFAULT_THRESHOLDS
@@ -95,27 +95,36 @@ def parse_threshold(text: str | None) -> Threshold:
     return Threshold(value, relative)
 
 
+# What a figure counts per operation: instructions (the default) or atomic operations (the
+# bus-locking instructions among them), as instruction mode counts both.
+MEASURES = ("instructions", "atomics")
+
+
 @dataclass(frozen=True)
 class Figure:
-    """A point of the figures' experiment and the sides whose instructions are judged."""
+    """A point of the figures' experiment, the sides judged and what is counted."""
 
     name: str
     point: RunPoint
     sides: tuple[str, ...]
+    measure: str = "instructions"
 
 
 def figures(spec: str, catalog: Catalog) -> dict[str, Figure]:
     """The figures bisect can judge, by name: each instruction-mode point of `tlsbench ab`'s
     default experiment, both its sides (the point's name, the first the default) or one
-    (`POINT:client`, `POINT:server`)."""
+    (`POINT:client`, `POINT:server`), its instructions or, with `:atomics` after the name,
+    its atomic operations."""
     found: dict[str, Figure] = {}
     for point in experiments.load(FIGURES_EXPERIMENT, catalog, [spec]).points:
         sides = modes.collected_sides(point.scenario)
         if not sides or point.name in found:
             continue
-        found[point.name] = Figure(point.name, point, sides)
-        for side in sides:
-            found[f"{point.name}:{side}"] = Figure(f"{point.name}:{side}", point, (side,))
+        judged = [(point.name, sides), *((f"{point.name}:{s}", (s,)) for s in sides)]
+        for measure in MEASURES:
+            suffix = "" if measure == "instructions" else f":{measure}"
+            for name, these in judged:
+                found[name + suffix] = Figure(name + suffix, point, these, measure)
     return found
 
 
@@ -184,8 +193,9 @@ def check_request(good: str, bad: str, figure: str | None, threshold: str | None
     chosen = figure or next(iter(known))
     if chosen not in known:
         raise UserError(f"unknown figure {chosen!r}; the figures (the instruction-mode points "
-                        f"of `tlsbench ab`'s default job, both sides or one): "
-                        f"{', '.join(known)}")  # fmt: skip
+                        "of `tlsbench ab`'s default job, both sides or one, their instructions "
+                        "or with `:atomics` their atomic operations): "
+                        + ", ".join(known))  # fmt: skip
     picked = known[chosen]
     refused = modes.instruction_refusal(picked.point, variant)
     if refused:
@@ -203,9 +213,11 @@ class Measured:
     sha: str
     drivers_key: str  # the library build's key and the driver sources
     credentials: str = ""  # the digest of the certificate set the point ran with
-    instructions: dict[str, float] = field(default_factory=dict)  # per side
+    # measure (instructions, atomics) -> side -> count per operation
+    counts: dict[str, dict[str, float]] = field(default_factory=dict)
     skipped: str = ""  # why: it does not build, its run failed
-    callgrind: dict[str, str] = field(default_factory=dict)  # side -> file in the state folder
+    # side -> its cost by function, a file in the state's folder
+    costs: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -260,18 +272,16 @@ class State:
             return None
         return step
 
-    def store(self, step: Measured, kept: Path | None) -> None:
-        """The step, with its callgrind files moved in first (so that the file never names
-        one that is not there), the whole file replaced at once."""
-        if kept is not None:
+    def store(self, step: Measured, costs: dict[str, SideCosts] | None = None) -> None:
+        """The step, with each side's cost by function written first (so that the file never
+        names one that is not there), the whole file replaced at once."""
+        for side, side_costs in (costs or {}).items():
             self.files.mkdir(parents=True, exist_ok=True)
-            for out in sorted(kept.glob("callgrind.*.out")):
-                side = out.name.split(".")[1]
-                name = f"{step.sha[:16]}-{step.drivers_key[:12]}.{side}.callgrind.gz"
-                with out.open("rb") as raw, gzip.open(self.files / f"{name}.tmp", "wb") as packed:
-                    shutil.copyfileobj(raw, packed)
-                os.replace(self.files / f"{name}.tmp", self.files / name)
-                step.callgrind[side] = name
+            name = f"{step.sha[:16]}-{step.drivers_key[:12]}-{step.credentials[:12]}.{side}.json.gz"
+            tmp = self.files / f".{name}.tmp-{os.getpid()}"
+            tmp.write_bytes(gzip.compress(json.dumps(side_costs.to_json()).encode()))
+            os.replace(tmp, self.files / name)
+            step.costs[side] = name
         self.steps[step.sha] = step
         data = {"version": STATE_VERSION, "identity": self.identity,
                 "steps": {sha: s.to_json() for sha, s in self.steps.items()}}  # fmt: skip
@@ -279,31 +289,39 @@ class State:
         tmp.write_text(json.dumps(data, indent=1) + "\n")
         os.replace(tmp, self.path)
 
-    def callgrind(self, step: Measured) -> dict[str, Path]:
-        return {side: self.files / name for side, name in step.callgrind.items()
-                if (self.files / name).exists()}  # fmt: skip
+    def costs(self, step: Measured) -> dict[str, SideCosts]:
+        """The step's cost by function per side, as stored (none where a file is gone)."""
+        found = {}
+        for side, name in step.costs.items():
+            try:
+                data = json.loads(gzip.decompress((self.files / name).read_bytes()))
+            except (OSError, ValueError):
+                continue
+            found[side] = SideCosts.from_json(data)
+        return found
 
 
 # -- measuring one commit ------------------------------------------------------------------
 
 
-# One commit's point measured: (point, build, timeout, a folder for its callgrind files) ->
-# (instructions per operation and side, or {} and why not).
-Measure = Callable[[RunPoint, Build, float, Path], tuple[dict[str, float], str]]
+# One commit's point measured: (point, build, timeout) -> (each measure's count per
+# operation and side, each side's cost by function; or {}, {} and why not).
+Measure = Callable[[RunPoint, Build, float],
+                   tuple[dict[str, dict[str, float]], dict[str, SideCosts], str]]  # fmt: skip
 
 
-def measure(
-    point: RunPoint, build: Build, timeout: float, keep: Path
-) -> tuple[dict[str, float], str]:
-    """One instruction-mode run of the point (no heap run): instructions per operation and
-    side, or why there are none; each side's callgrind output left in `keep`."""
-    outcome = modes.run_instructions(point, build, timeout, heap=False, keep=keep)
-    if outcome.status != "ok" or outcome.output is None:
+def measure(point: RunPoint, build: Build, timeout: float
+            ) -> tuple[dict[str, dict[str, float]], dict[str, SideCosts], str]:  # fmt: skip
+    """One instruction-mode run of the point (no heap run): instructions and atomic
+    operations per operation and side with each side's cost by function, or why not."""
+    outcome, by_side = modes.count_costs(point, build, timeout)
+    if outcome.status != "ok" or outcome.output is None or not by_side:
         message = ((outcome.output or {}).get("error") or {}).get("message")
         last = (outcome.stderr_tail.strip().splitlines() or ["nothing on stderr"])[-1]
-        return {}, f"its run {outcome.status} ({message or last})"
-    samples = outcome.output["samples"]
-    return {k.removesuffix("_instructions"): float(v[0]) for k, v in samples.items()}, ""
+        return {}, {}, f"its run {outcome.status} ({message or last})"
+    counts = {m: {side: c.per_operation(getattr(c, m)) for side, c in by_side.items()}
+              for m in MEASURES}  # fmt: skip
+    return counts, by_side, ""
 
 
 def credentials_of(point: RunPoint) -> str:
@@ -325,7 +343,7 @@ class Step:
     sha: str
     subject: str
     verdict: str  # reference (GOOD) | good | bad | skip
-    instructions: dict[str, float]
+    figures: dict[str, float]  # side -> the figure's count per operation
     reason: str = ""
     stored: bool = False
 
@@ -349,13 +367,35 @@ class Result:
         return 0 if self.culprit is not None else 1
 
 
-# The function diff of two commits' per-function costs: (parent's callgrind files per side,
-# the culprit's, top N) -> lines. Given by the caller (function_diff below).
-FunctionDiff = Callable[[dict[str, Path], dict[str, Path], int], list[str]]
-# Per-function costs read from callgrind output, and their diff, come with `tlsbench explain`
-# (driver/callgrind.py, core/costs.py), not yet on this branch: until then bisect names the
-# culprit, keeps both commits' callgrind files and says that no diff is wired in.
-function_diff: FunctionDiff | None = None
+# The function diff of two commits' costs by function: (the parent's per side, the
+# culprit's, what is counted, top N) -> lines. The caller gives it (function_diff below).
+FunctionDiff = Callable[[dict[str, SideCosts], dict[str, SideCosts], str, int], list[str]]
+
+
+def function_diff(before: dict[str, SideCosts], after: dict[str, SideCosts], measure: str,
+                  top: int) -> list[str]:  # fmt: skip
+    """Per side, the `top` functions whose count of `measure` per operation changed most
+    between the parent and the culprit (both directions, core/costs.py's diff), each with
+    its count before and after and its group, then the groups that moved."""
+    lines: list[str] = []
+    for side in sorted(after):
+        if side not in before:
+            continue
+        diff = costs.diff_costs(before[side].regrouped(), after[side].regrouped(), top, measure)
+        lines.append(f"{side}: {diff.before_total:,.0f} -> {diff.after_total:,.0f} {measure} "
+                     "per operation")  # fmt: skip
+        for change in diff.functions:
+            if change.change(measure) == 0:
+                continue
+            was, now = change.before[measure], change.after[measure]
+            group = costs.label_of(change.label, after[side].scope)
+            lines.append(f"  {now - was:+,.0f}  {change.name} ({group}): "
+                         f"{was:,.0f} -> {now:,.0f}")  # fmt: skip
+        moved = [g for g in diff.groups if g.change(measure) != 0]
+        if moved:
+            lines.append("  groups: " + ", ".join(f"{g.label} {g.change(measure):+,.0f}"
+                                                  for g in moved))  # fmt: skip
+    return lines
 
 
 class Session:
@@ -408,33 +448,37 @@ class Session:
         drivers_key = self.builder.drivers_key(self.builder.key(variant))
         point = dataclasses.replace(self.request.figure.point, variant=variant.name)
         self.builds += 1
-        with tempfile.TemporaryDirectory(prefix="tlsbench-bisect-") as scratch:
-            try:
-                build = self.builder.build(variant)
-            except BuildError as exc:
-                step = Measured(sha, drivers_key, self.credentials,
-                                skipped=f"does not build: {first_line(str(exc))}")  # fmt: skip
-                self.state.store(step, None)
-                return step
-            counts, why = self.run_point(point, build, self.timeout, Path(scratch))
-            step = Measured(sha, drivers_key, self.credentials, instructions=counts, skipped=why)
-            self.state.store(step, Path(scratch) if counts else None)
+        try:
+            build = self.builder.build(variant)
+        except BuildError as exc:
+            step = Measured(sha, drivers_key, self.credentials,
+                            skipped=f"does not build: {first_line(str(exc))}")  # fmt: skip
+            self.state.store(step)
+            return step
+        counts, by_side, why = self.run_point(point, build, self.timeout)
+        step = Measured(sha, drivers_key, self.credentials, counts=counts, skipped=why)
+        self.state.store(step, by_side)
         return step
+
+    def figures(self, step: Measured) -> dict[str, float]:
+        """The step's figure per side (empty for a skip)."""
+        return dict(step.counts.get(self.request.figure.measure, {}))
 
     def verdict(self, step: Measured) -> bisection.Verdict:
         if step.skipped:
             return bisection.Verdict("skip", step.skipped)
         threshold = self.request.threshold
-        moved = any(threshold.crossed(step.instructions[side], self.reference[side])
+        figures = self.figures(step)
+        moved = any(threshold.crossed(figures[side], self.reference[side])
                     for side in self.request.figure.sides)  # fmt: skip
         return bisection.Verdict("bad" if moved else "good")
 
     def line(self, label: str, commit: localsource.Commit, step: Step) -> str:
         figures = ", ".join(
-            f"{side} {step.instructions[side]:,.0f}"
+            f"{side} {step.figures[side]:,.0f}"
             + ("" if step.verdict == "reference" else
-               f" ({_change(step.instructions[side], self.reference[side])})")
-            for side in self.request.figure.sides if side in step.instructions
+               f" ({_change(step.figures[side], self.reference[side])})")
+            for side in self.request.figure.sides if side in step.figures
         )  # fmt: skip
         what = figures if not step.reason else f"skipped: {step.reason}"
         stored = " (stored)" if step.stored else ""
@@ -452,18 +496,18 @@ class Session:
             if good.skipped:
                 raise UserError(f"GOOD ({request.good_spec}) cannot be measured: "
                                 f"{good.skipped}; name a GOOD that builds and runs")  # fmt: skip
-            self.reference = good.instructions
+            self.reference = self.figures(good)
             good_step = Step(good.sha, request.commits.good.subject, "reference",
-                             good.instructions, stored=good_stored)  # fmt: skip
+                             self.reference, stored=good_stored)  # fmt: skip
             self.say(self.line("GOOD", request.commits.good, good_step))
             if not request.threshold.relative:
-                past = [s for s in sides if good.instructions[s] > request.threshold.value]
+                past = [s for s in sides if self.reference[s] > request.threshold.value]
                 if past:
                     raise UserError(
                         "GOOD is already past the threshold: "
-                        + ", ".join(f"{s} {good.instructions[s]:,.0f}" for s in past)
-                        + f" instructions, above {request.threshold.value:,.0f}; raise "
-                        "--threshold or name an earlier GOOD"
+                        + ", ".join(f"{s} {self.reference[s]:,.0f}" for s in past)
+                        + f" {request.figure.measure}, above {request.threshold.value:,.0f}; "
+                        "raise --threshold or name an earlier GOOD"
                     )  # fmt: skip
             # What earlier sessions measured (an interrupted bisect, an overlapping range).
             measured = {i: m for i, c in enumerate(commits) if (m := self.stored(c.sha))}
@@ -477,7 +521,7 @@ class Session:
                 entry = measured[taken.index]
                 steps[taken.index] = step = Step(
                     entry.sha, commits[taken.index].subject, taken.verdict.verdict,
-                    entry.instructions, taken.verdict.reason, taken.stored)  # fmt: skip
+                    self.figures(entry), taken.verdict.reason, taken.stored)  # fmt: skip
                 self.say(self.line(f"[{len(steps)}]", commits[taken.index], step))
 
             known = {i: self.verdict(m) for i, m in measured.items()}
@@ -489,14 +533,14 @@ class Session:
             if outcome.culprit is not None:
                 index = outcome.culprit
                 parent = good_step if index == 0 else steps[index - 1]
-                before = self.state.callgrind(good if index == 0 else measured[index - 1])
-                after = self.state.callgrind(measured[index])
+                before = self.state.costs(good if index == 0 else measured[index - 1])
+                after = self.state.costs(measured[index])
                 if function_diff is None:
-                    missing = "no function diff is wired in"
+                    missing = "no function diff asked for"
                 elif not before or set(before) != set(after):
-                    missing = "the callgrind output of one of the two commits is not stored"
+                    missing = "the cost by function of one of the two commits is not stored"
                 else:
-                    changes = function_diff(before, after, top)
+                    changes = function_diff(before, after, request.figure.measure, top)
             return Result(
                 request, good_step, [steps[s.index] for s in outcome.steps], culprit, parent,
                 [steps[i] for i in outcome.candidates] if culprit is None else [],
@@ -525,11 +569,13 @@ def summary(result: Result) -> list[str]:
                      f"{c.sha[:12]} {c.subject}")  # fmt: skip
         lines.append(f"  its parent: {p.sha[:12]} {p.subject}")
         for side in request.figure.sides:
-            before, after = p.instructions[side], c.instructions[side]
-            lines.append(f"  {side} instructions {before:,.0f} -> {after:,.0f} "
+            before, after = p.figures[side], c.figures[side]
+            lines.append(f"  {side} {request.figure.measure} {before:,.0f} -> {after:,.0f} "
                          f"({_change(after, before)})")  # fmt: skip
         if result.changes:
-            lines.append("  functions that changed most against its parent:")
+            measure = request.figure.measure
+            lines.append("  what changed against its parent, per operation (the functions "
+                         f"whose {measure} moved most, then the groups):")  # fmt: skip
             lines += [f"    {line}" for line in result.changes]
         else:
             lines.append(f"  function diff: {result.changes_missing}")
@@ -562,6 +608,7 @@ def to_json(result: Result) -> dict[str, Any]:
         "options": request.options,
         "figure": request.figure.name,
         "sides": list(request.figure.sides),
+        "measure": request.figure.measure,
         "threshold": {"value": request.threshold.value, "relative": request.threshold.relative},
         "commits": len(request.commits.commits) + 1,
         "good": step(result.good),
