@@ -156,7 +156,10 @@ def atomics_per_handshake(point: RunPoint, build: Build, timeout: float) -> dict
         if refused:
             _ATOMICS[key] = {"not_counted": refused}
         else:
-            outcome, by_side = modes.count_costs(one, build, timeout)
+            try:
+                outcome, by_side = modes.count_costs(one, build, timeout)
+            except ValueError as exc:  # a callgrind output without its totals
+                outcome, by_side = unsupported(f"callgrind's output cannot be read: {exc}"), {}
             if outcome.status != "ok" or not by_side:
                 reason = ((outcome.output or {}).get("error") or {}).get("message") or \
                     outcome.stderr_tail.strip()[-300:]  # fmt: skip
