@@ -44,7 +44,7 @@ from tlsbench.reportkit.ab import DEFAULT_THRESHOLDS
 from tlsbench.run import experiments
 from tlsbench.scenarios import modes
 
-STATE_VERSION = 2
+STATE_VERSION = 3
 # The experiment whose points are the figures: `tlsbench ab`'s default job.
 FIGURES_EXPERIMENT = "ab"
 DEFAULT_THRESHOLD = DEFAULT_THRESHOLDS["instructions"]
