@@ -16,6 +16,10 @@ it: what the culprit's diff against its parent is made of). A step is reused whi
 commit's library build, the driver sources (the drivers key says both) and the certificate
 set (its digest) are those it was measured with, so that an interrupted bisect resumes where
 it stopped and another range of the same tree measures only the commits it has not.
+
+Its size (over 600 lines) is one command's: the request's checks, the figures, the stored
+steps, the session around the search and its output depend on one another's data and read
+best in one place; the search itself, the part worth testing alone, is core/bisection.py.
 """
 
 from __future__ import annotations
