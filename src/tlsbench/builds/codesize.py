@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 import select
+import shlex
 import subprocess
 import tempfile
 from dataclasses import asdict, dataclass
@@ -71,8 +72,8 @@ PROGRAMS: dict[str, Program] = {
                                             "server": r"bssl\d+ssl_server_handshake"}),
     "awslc": Program("size_openssl.c", {"client": r"bssl\d+ssl_client_handshake",
                                         "server": r"bssl\d+ssl_server_handshake"}),
-    "gnutls": Program("size_gnutls.c", {"client": r"^_gnutls_recv_server_hello|read_server_hello",
-                                        "server": r"read_client_hello"}),
+    "gnutls": Program("size_gnutls.c", {"client": r"^_gnutls13_handshake_client$",
+                                        "server": r"^_gnutls13_handshake_server$"}),
     "s2n": Program("size_s2n.c", {"client": r"^s2n_server_hello_recv$",
                                   "server": r"^s2n_client_hello_recv$"}),
     "rustls": Program("size_rustls.c", {"client": r"rustls6client\w*hs",
@@ -171,7 +172,7 @@ def link_programs(build: Build, folder: Path) -> dict[str, Path]:
     if build.variant.line.system_package:
         # The machine's library: its build links the shared objects; the archives need
         # what pkg-config's static list adds.
-        link["libraries"] = system.static_libraries(library)
+        link["libraries"] = _pkg_config_static(system.PKG_CONFIG_MODULES[library])
     libraries = static_libraries(build.variant.name, link, cc, target)
     source = paths.DRIVERS / "embedded" / program.source
     programs = {}
@@ -210,6 +211,14 @@ def static_libraries(name: str, link: dict[str, Any], cc: str, target: arches.Ar
             )
         out.append(str(archive))
     return out
+
+
+def _pkg_config_static(modules: list[str]) -> list[str]:
+    """What a program linked statically against the machine's library links: pkg-config's
+    `--static` list (the libraries the library's own ones need too)."""
+    out = subprocess.run(["pkg-config", "--static", "--libs", *modules],
+                         capture_output=True, text=True, check=True)  # fmt: skip
+    return shlex.split(out.stdout)
 
 
 def _archive(filename: str, search: list[str], cc: str, target: arches.Arch) -> Path | None:

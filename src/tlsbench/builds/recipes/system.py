@@ -13,14 +13,6 @@ from tlsbench.core.errors import BuildError
 PKG_CONFIG_MODULES = {"openssl": ["libssl", "libcrypto"], "gnutls": ["gnutls", "nettle"]}
 
 
-def static_libraries(library: str) -> list[str]:
-    """What a program linked statically against the machine's library links, as
-    pkg-config says (`--static`: the libraries the library's own ones need too)."""
-    out = subprocess.run(["pkg-config", "--static", "--libs", *PKG_CONFIG_MODULES[library]],
-                         capture_output=True, text=True, check=True)  # fmt: skip
-    return shlex.split(out.stdout)
-
-
 def debian_version(package: str) -> str | None:
     proc = subprocess.run(
         ["dpkg-query", "-W", "-f", "${Version}", package],
