@@ -31,20 +31,27 @@ STATIC_LINES = [
 def test_each_static_line_links_its_real_handshake_and_it_runs(
     spec: str, build_of, tmp_path: Path
 ) -> None:
-    """Both programs link the library's own handshake code (a symbol of the code that reads
-    the peer's hello, as nm lists it), run one handshake over loopback with the client
-    verifying the chain, fail it against the wrong CA (the negative control), and measure a
-    TLS stack's bytes, the same every time."""
+    """Both programs link the library's own handshake code (a symbol of its handshake state
+    machine, as nm lists it) and no shared library of its, run one handshake over loopback
+    with the client verifying the chain, fail it against the wrong CA (the negative
+    control), and measure a TLS stack's bytes, the same in another link (measure, as the
+    command and the runner call it)."""
     build = build_of(spec)
     programs = codesize.link_programs(build, tmp_path)
     handshake = codesize.PROGRAMS[build.variant.library].handshake
     target = arches.arch(build.variant.arch)
     for role, program in programs.items():
         assert any(re.search(handshake[role], s) for s in codesize.text_symbols(program, target))
+        # Static: nothing shared but the C library and the compiler's runtime (GnuTLS's
+        # nettle, hogweed and GMP, the C++ runtime of BoringSSL, AWS-LC and Botan inside).
+        dynamic = subprocess.run(["readelf", "-d", str(program)], capture_output=True,
+                                 text=True, check=True).stdout  # fmt: skip
+        needed = set(re.findall(r"Shared library: \[lib([a-z_+0-9]+)\.so", dynamic))
+        assert needed <= codesize.SHARED_RUNTIME, needed
     codesize.run_handshake(build, programs)
     with pytest.raises(UserError, match="handshake over loopback failed"):
         codesize.run_handshake(build, programs, ca="wrong-ca.pem")
-    rows = codesize.as_rows(build, codesize.measure(build))
+    rows = codesize.as_rows(build, codesize.sizes(build, programs))
     assert [r["role"] for r in rows] == ["client", "server"]
     for row in rows:
         assert row["target"] == "x86-64"
@@ -52,18 +59,6 @@ def test_each_static_line_links_its_real_handshake_and_it_runs(
         assert row["text"] > 100_000
         assert row["total"] == row["text"] + row["data"] + row["bss"]
     assert rows == codesize.as_rows(build, codesize.measure(build))
-
-
-def test_only_the_c_library_and_the_compilers_runtime_are_shared(build_of, tmp_path: Path) -> None:
-    """GnuTLS's nettle, hogweed and GMP and BoringSSL's C++ runtime are linked from their
-    archives: the programs need no shared library beyond libc's and libgcc_s."""
-    for spec in ("gnutls-3.8.x", "boringssl-5.4.0", "botan-3.x"):
-        programs = codesize.link_programs(build_of(spec), tmp_path / spec.replace(".", "_"))
-        for program in programs.values():
-            dynamic = subprocess.run(["readelf", "-d", str(program)], capture_output=True,
-                                     text=True, check=True).stdout  # fmt: skip
-            needed = set(re.findall(r"Shared library: \[lib([a-z_+0-9]+)\.so", dynamic))
-            assert needed <= codesize.SHARED_RUNTIME, (spec, needed)
 
 
 def test_a_program_without_the_handshake_is_refused(

@@ -150,8 +150,13 @@ def measure(build: Build, handshake: bool = False) -> list[RoleSize]:
         programs = link_programs(build, Path(work))
         if handshake:
             run_handshake(build, programs)
-        tool = arches.arch(build.variant.arch).tool("size", SIZE_TOOL)
-        return [_size(role, programs[role], tool) for role in ROLES]
+        return sizes(build, programs)
+
+
+def sizes(build: Build, programs: dict[str, Path]) -> list[RoleSize]:
+    """text/data/bss of linked programs (link_programs), client first."""
+    tool = arches.arch(build.variant.arch).tool("size", SIZE_TOOL)
+    return [_size(role, programs[role], tool) for role in ROLES]
 
 
 def link_programs(build: Build, folder: Path) -> dict[str, Path]:
