@@ -54,7 +54,8 @@ int main(int argc, char **argv) {
 #else
   /* The name sent (SNI) and the name verified. */
   int ret = SSL_set_tlsext_host_name(ssl, SIZE_SERVER_NAME) == 1 &&
-            X509_VERIFY_PARAM_set1_host(SSL_get0_param(ssl), SIZE_SERVER_NAME, 0) == 1;
+            X509_VERIFY_PARAM_set1_host(SSL_get0_param(ssl), SIZE_SERVER_NAME,
+                                        strlen(SIZE_SERVER_NAME)) == 1;
   if (ret == 1) ret = SSL_connect(ssl);
   size_fill(buf);
   if (ret == 1) ret = SSL_write(ssl, buf, (int)sizeof buf);
