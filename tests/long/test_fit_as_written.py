@@ -67,15 +67,19 @@ def test_cortex_m_runs_as_written_and_prints_what_the_page_shows(
     doc: Documented, tmp_path: Path
 ) -> None:
     """The config file a page's command names is the pinned mbedTLS archive's own
-    (configs/), copied where the command says; the page's folder is written /src."""
+    (configs/), or the repository's (a path under docs/, such as docs/examples/esp-idf),
+    copied where the command says; the page's folder is written /src."""
     _, argv = how_to_run(doc.written)
     for name in re.findall(r"config=([\w.-]+\.h)", doc.written):
         shutil.copy(Sources().source_dir("mbedtls-3.6.6") / "configs" / name, tmp_path / name)
+    for name in re.findall(r"config=(docs/[\w./-]+)", doc.written):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(paths.REPO / name, tmp_path / name)
     done = subprocess.run([str(paths.REPO / "tlsbench"), *argv], cwd=tmp_path,
                           capture_output=True, text=True, check=False)  # fmt: skip
-    shown = shown_output(doc)
+    shown = [line.rstrip() for line in shown_output(doc)]  # a table's padding: not shown
     printed = (done.stdout + done.stderr).replace(str(tmp_path), "/src").splitlines()
-    printed = [line for line in printed if "the platform's macro replaces" not in line]
+    printed = [line.rstrip() for line in printed if "the platform's macro replaces" not in line]
     assert printed == shown, "\n".join(printed)
     assert done.returncode == (2 if shown[0].startswith("tlsbench: error:") else 0)
 
