@@ -156,11 +156,13 @@ def code_size_view(model: RunModel) -> list[View]:
         View(
             "code_size",
             "Code size (bytes)",
-            "What a minimal TLS client and server program (context, certificate, handshake, "
-            "one record each way) links from the variant's archives, built with -Os, "
+            "What a minimal TLS client and server program (connect, handshake verifying the "
+            "server's chain and name, one record each way: the same job for every library) "
+            "links statically from the variant's archives, built with -Os, "
             "-ffunction-sections -fdata-sections and --gc-sections so that only reachable "
-            "code counts; `text` (code and constants), `data`, `bss`, as `size` reports "
-            "them. `same` = every repetition measured the same bytes.",
+            "code counts; every library but the C library and the compiler's runtime is "
+            "linked from its archive and counted. `text` (code and constants), `data`, `bss`, "
+            "as `size` reports them. `same` = every repetition measured the same bytes.",
             ["variant", "target", "role", "text", "data", "bss", "total", "same"],
             [False, False, False, True, True, True, True, False],
             [
