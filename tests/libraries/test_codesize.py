@@ -61,6 +61,27 @@ def test_each_static_line_links_its_real_handshake_and_it_runs(
     assert rows == codesize.as_rows(build, codesize.measure(build))
 
 
+def test_by_archive_says_which_archive_brought_the_bytes(build_of, tmp_path: Path) -> None:
+    """From the linker's map: GnuTLS's figure holds nettle, hogweed, GMP and libtasn1 from
+    their archives, Botan's the C++ runtime's, the library's own archive the most; the rows
+    add up to `size`'s figures with little left between input sections (alignment)."""
+    others = {
+        "gnutls-3.8.x": ("libgnutls.a", {"libnettle.a", "libhogweed.a", "libgmp.a", "libtasn1.a"}),
+        "botan-3.x": ("libbotan-3.a", {"libstdc++.a"}),
+    }
+    for spec, (own, theirs) in others.items():
+        build = build_of(spec)
+        programs = codesize.link_programs(build, tmp_path / spec.replace(".", "_"))
+        origins = codesize.by_archive(build, programs)
+        for size in codesize.sizes(build, programs):
+            rows = origins[size.role]
+            assert theirs <= {r.origin for r in rows}, rows
+            assert max(rows, key=lambda r: r.total).origin == own
+            assert sum(r.text for r in rows) == size.text and sum(r.bss for r in rows) == size.bss
+            [padding] = [r for r in rows if r.origin == codesize.PADDING]
+            assert 0 <= padding.text < size.text // 50 and padding.data >= 0 and padding.bss >= 0
+
+
 def test_a_program_without_the_handshake_is_refused(
     build_of, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -128,10 +149,16 @@ def test_cli_prints_a_row_per_role_or_the_reason() -> None:
     assert "Traceback" not in refused.stderr
 
 
-def test_cli_handshake_runs_the_programs_first() -> None:
+def test_cli_handshake_runs_the_programs_first_and_by_archive_splits_them() -> None:
     done = tlsbench("code-size", "--quiet", "--handshake", "mbedtls-2.28.x")
     assert done.returncode == 0, done.stderr
     assert [line.split()[2] for line in done.stdout.splitlines()[1:]] == ["client", "server"]
+    split = tlsbench("code-size", "--quiet", "--by-archive", "--json", "mbedtls-2.28.x")
+    assert split.returncode == 0, split.stderr
+    for row in json.loads(split.stdout):
+        origins = {a["origin"]: a for a in row["archives"]}
+        assert {"libmbedtls.a", "libmbedx509.a", "libmbedcrypto.a"} <= set(origins)
+        assert sum(a["text"] for a in row["archives"]) == row["text"]
 
 
 def test_code_size_points_run_store_and_report(tmp_path, build_of) -> None:

@@ -180,6 +180,7 @@ def link_programs(build: Build, folder: Path) -> dict[str, Path]:
         link["libraries"] = _pkg_config_static(system.PKG_CONFIG_MODULES[library])
     libraries = static_libraries(build.variant.name, link, cc, target)
     source = paths.DRIVERS / "embedded" / program.source
+    folder.mkdir(parents=True, exist_ok=True)
     programs = {}
     for role in ROLES:
         out = folder / role
@@ -247,7 +248,8 @@ def _link(source: Path, program: Path, link: dict[str, Any], libraries: list[str
     command += [f"-D{d}" for d in link.get("defines", [])]
     if server:
         command.append("-DTLSBENCH_SERVER")
-    command += [str(source), "-o", str(program), *link.get("link_flags", [])]
+    command += [str(source), "-o", str(program), f"-Wl,-Map={program}.map"]
+    command += link.get("link_flags", [])
     command += libraries
     # The target's flags come with both the compile and the link flags; gcc refuses a specs
     # file given twice (the Cortex-M targets: newlib's nosys.specs).
@@ -292,6 +294,103 @@ def _size(role: str, program: Path, tool: str) -> RoleSize:
     # Two lines: a header, then "text data bss dec hex filename".
     fields = done.stdout.splitlines()[1].split()
     return RoleSize(role=role, text=int(fields[0]), data=int(fields[1]), bss=int(fields[2]))
+
+
+# -- where the bytes come from ---------------------------------------------------------------
+
+# The linker's own output sections: dynamic symbols and relocations (a position-independent
+# program's, for every pointer in the libraries' tables), the PLT and GOT, notes, the unwind
+# index. The map charges them to the first object file; here they are the linker's.
+LINKER_SECTIONS = re.compile(
+    r"^\.(interp|note.*|hash|gnu\.hash|dynsym|dynstr|gnu\.version.*|rela?\..*|plt.*|got.*"
+    r"|dynamic|eh_frame_hdr)$"
+)
+PROGRAM_OBJECTS = "program, crt"  # the program's own object and the C runtime's start files
+LINKING = "linker"  # LINKER_SECTIONS
+PADDING = "padding"  # alignment between input sections
+_MAP_INPUT = re.compile(r"^ (\S+)\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+(\S.*)$")
+_MAP_WRAPPED = re.compile(r"^\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+(\S.*)$")
+_ARCHIVE_MEMBER = re.compile(r"^(?:.*/)?([^/()]+\.a)\(.*\)$")
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Bytes of one role's program that one archive (or the linker, or padding) brought."""
+
+    origin: str  # an archive's file name (libgnutls.a, libstdc++.a), PROGRAM_OBJECTS, LINKING
+    text: int
+    data: int
+    bss: int
+
+    @property
+    def total(self) -> int:
+        return self.text + self.data + self.bss
+
+
+def by_archive(build: Build, programs: dict[str, Path]) -> dict[str, list[Origin]]:
+    """Per role, the text / data / bss each archive brought into the program, from the
+    linker's map of its own link (link_programs writes it), largest first; what no input
+    section holds (alignment) is PADDING, so that the rows add up to `size`'s figures."""
+    target = arches.arch(build.variant.arch)
+    out = {}
+    for size in sizes(build, programs):
+        program = programs[size.role]
+        classes = _section_classes(program, target)
+        sums: dict[str, list[int]] = {}
+        for output, origin, length in _map_inputs(Path(f"{program}.map")):
+            kind = classes.get(output)
+            if kind is None:
+                continue  # not loaded (.comment, debug sections): `size` leaves it out too
+            member = _ARCHIVE_MEMBER.match(origin)
+            who = LINKING if LINKER_SECTIONS.match(output) else \
+                member.group(1) if member else PROGRAM_OBJECTS  # fmt: skip
+            sums.setdefault(who, [0, 0, 0])[("text", "data", "bss").index(kind)] += length
+        rows = [Origin(who, *figures) for who, figures in sums.items() if any(figures)]
+        rows.sort(key=lambda r: -r.total)
+        gap = [size.text - sum(r.text for r in rows), size.data - sum(r.data for r in rows),
+               size.bss - sum(r.bss for r in rows)]  # fmt: skip
+        out[size.role] = [*rows, Origin(PADDING, *gap)]
+    return out
+
+
+def _map_inputs(path: Path) -> list[tuple[str, str, int]]:
+    """(output section, origin, bytes) of every input section a GNU ld map places."""
+    lines = path.read_text(errors="replace").splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Linker script and memory"))
+    placed = []
+    output = pending = ""
+    for line in lines[start + 1 :]:
+        if line.startswith(("/DISCARD/", "OUTPUT(")):
+            break
+        if line and not line[0].isspace():
+            output, pending = line.split()[0], ""
+            continue
+        if line.startswith((" *", "  ")) and not _MAP_WRAPPED.match(line):
+            continue  # a script pattern, fill, a symbol's address
+        if (found := _MAP_INPUT.match(line)) is not None:
+            placed.append((output, found.group(4), int(found.group(3), 16)))
+            pending = ""
+        elif (wrapped := _MAP_WRAPPED.match(line)) is not None and pending:
+            placed.append((output, wrapped.group(3), int(wrapped.group(2), 16)))
+            pending = ""
+        elif re.fullmatch(r" \S+", line):
+            pending = line.strip()  # an input section's name; its figures on the next line
+    return placed
+
+
+def _section_classes(program: Path, target: arches.Arch) -> dict[str, str]:
+    """Each loaded output section's column in `size`'s Berkeley format: text (read-only),
+    data (writable, in the file), bss (writable, not in the file)."""
+    done = subprocess.run([target.tool("readelf", "readelf"), "-SW", str(program)],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    classes = {}
+    for line in done.stdout.splitlines():
+        found = re.match(r"^\s*\[\s*\d+\]\s+(\S+)\s+(\S+)\s+\S+\s+\S+\s+\S+\s+\S+\s+(\S*)", line)
+        if found is None or "A" not in found.group(3):
+            continue
+        name, kind, flags = found.groups()
+        classes[name] = "bss" if kind == "NOBITS" else "data" if "W" in flags else "text"
+    return classes
 
 
 # -- the programs at work --------------------------------------------------------------------

@@ -29,6 +29,10 @@ def add_arguments(verb: Verb) -> None:
         help="first run each variant's client against its server once over loopback "
         "(Linux targets; armhf under qemu-user)",
     )  # fmt: skip
+    size.add_argument(
+        "--by-archive", action="store_true",
+        help="under each role, the bytes each archive brought (from the linker's map)",
+    )  # fmt: skip
     size.add_argument("--json", action="store_true", help="print one JSON row per role")
     size.add_argument("--quiet", action="store_true", help="no build progress lines on stderr")
 
@@ -54,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         if reason is None:
             build = builder.build(variant)
             try:
-                rows += codesize.as_rows(build, codesize.measure(build, args.handshake))
+                rows += _measure(codesize, build, args.handshake, args.by_archive)
                 continue
             except codesize.NotStatic as exc:
                 reason = str(exc).removeprefix(f"{variant.name}: ")
@@ -74,7 +78,27 @@ def run(args: argparse.Namespace) -> int:
             f"{r['variant']:<28} {r['target']:<7} {r['role']:<7} "
             f"{r['text']:>9} {r['data']:>8} {r['bss']:>8}"
         )
+        for a in r.get("archives", []):
+            print(f"  {a['origin']:<42} {a['text']:>9} {a['data']:>8} {a['bss']:>8}")
     return 0
+
+
+def _measure(codesize: Any, build: Any, handshake: bool, by_archive: bool) -> list[dict[str, Any]]:
+    """The variant's rows; with `by_archive`, each with what each archive brought."""
+    import dataclasses
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory(prefix="tlsbench-size-") as work:
+        programs = codesize.link_programs(build, Path(work))
+        if handshake:
+            codesize.run_handshake(build, programs)
+        rows: list[dict[str, Any]] = codesize.as_rows(build, codesize.sizes(build, programs))
+        if by_archive:
+            origins = codesize.by_archive(build, programs)
+            for row in rows:
+                row["archives"] = [dataclasses.asdict(o) for o in origins[row["role"]]]
+    return rows
 
 
 def _label(arch: str) -> str:
