@@ -155,3 +155,18 @@ def test_a_records_feature_without_a_core_is_refused_with_the_reason() -> None:
     done = tlsbench("build", "bearssl-0.6:records-512")
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert "add a cortex-m feature" in done.stderr and "--record-size" in done.stderr
+
+
+def test_code_size_of_the_cortex_m4_variant_is_thumb_code_with_the_handshake(build_of) -> None:
+    """The code-size programs link for a core with no operating system too (size_io.h's
+    stand-in transport), each with BearSSL's handshake engine, and are far smaller than the
+    x86-64 ones; running them is for a board, and refused here."""
+    from tlsbench.builds import codesize
+    from tlsbench.core.errors import UserError
+
+    build = build_of(VARIANT)
+    rows = codesize.as_rows(build, codesize.measure(build))
+    assert {r["role"] for r in rows} == {"client", "server"}
+    assert all(r["target"] == "cortex-m4" and 30_000 < r["text"] < 200_000 for r in rows)
+    with pytest.raises(UserError, match="runs on a board, not here"):
+        codesize.measure(build, handshake=True)

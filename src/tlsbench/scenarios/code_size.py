@@ -1,9 +1,10 @@
 """What a TLS client and server link: the `code-size` scenario (codesize.py measures it).
 
 A point builds the minimal client and server programs of drivers/embedded against the
-variant's archives and reads text / data / bss with `size`; no driver runs, no key applies,
-and the figures are the same in every mode and repetition. Only the libraries with such
-programs (codesize.SOURCES) take the scenario.
+variant's archives, statically, and reads text / data / bss with `size`; no driver runs, no
+key applies, and the figures are the same in every mode and repetition. Every TLS library
+takes the scenario; a line that cannot link a static program (NSS) is `unsupported`, with
+the reason.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from tlsbench.builds import codesize
 from tlsbench.core.errors import UserError
 from tlsbench.core.points import RunPoint
 from tlsbench.driver.declaration import Declared
-from tlsbench.driver.process import Outcome
+from tlsbench.driver.process import Outcome, unsupported
 from tlsbench.reportkit.metrics import Metric
 from tlsbench.reportkit.reader import RunReader
 from tlsbench.reportkit.section import Section, SummaryCell, TableSpec, first_per_variant
@@ -39,14 +40,14 @@ class CodeSize(Family):
         return ()
 
     def runs_on(self, variant: Variant) -> bool:
-        return codesize.supported(variant.library)
+        return codesize.has_tls(variant.library)
 
     def check(self, checker: PointChecker, scenario: str, values: dict[str, Any],
               variant: Variant) -> None:  # fmt: skip
         if not self.runs_on(variant):
             allowed = (
-                'with scenario = "code-size", a variant of mbedtls or wolfssl (the '
-                "libraries with a minimal client and server program)"
+                'with scenario = "code-size", a variant of a TLS library (null and hacl '
+                "have no TLS)"
             )
             raise checker.value_error("variant", variant.name, allowed)
         super().check(checker, scenario, values, variant)
@@ -54,11 +55,14 @@ class CodeSize(Family):
     def run(self, point: RunPoint, ctx: RunContext) -> Outcome:
         """Text / data / bss of the minimal client and server programs linked against the
         variant's archives. Deterministic, so every repetition must agree; the runner
-        measures it itself (no driver process), the same in every mode."""
+        measures it itself (no driver process), the same in every mode. A line that cannot
+        link them statically is unsupported, with the reason."""
         build = ctx.builds[point.variant]
         started = time.monotonic()
         try:
             rows = codesize.as_rows(build, codesize.measure(build))
+        except codesize.NotStatic as exc:
+            return unsupported(str(exc))
         except (UserError, OSError, subprocess.CalledProcessError) as exc:
             message = str(exc)
             error = {"error": {"stage": "code size", "message": message}}
@@ -152,11 +156,13 @@ def code_size_view(model: RunModel) -> list[View]:
         View(
             "code_size",
             "Code size (bytes)",
-            "What a minimal TLS client and server program (context, certificate, handshake, "
-            "one record each way) links from the variant's archives, built with -Os, "
+            "What a minimal TLS client and server program (connect, handshake verifying the "
+            "server's chain and name, one record each way: the same job for every library) "
+            "links statically from the variant's archives, built with -Os, "
             "-ffunction-sections -fdata-sections and --gc-sections so that only reachable "
-            "code counts; `text` (code and constants), `data`, `bss`, as `size` reports "
-            "them. `same` = every repetition measured the same bytes.",
+            "code counts; every library but the C library and the compiler's runtime is "
+            "linked from its archive and counted. `text` (code and constants), `data`, `bss`, "
+            "as `size` reports them. `same` = every repetition measured the same bytes.",
             ["variant", "target", "role", "text", "data", "bss", "total", "same"],
             [False, False, False, True, True, True, True, False],
             [
