@@ -71,7 +71,7 @@ GNUTLS_VERSIONS = {"1.2": "+VERS-TLS1.2", "1.3": "+VERS-TLS1.3"}
 PSK_KEY_HEX = bytes(range(0x10, 0x30)).hex()
 PSK_IDENTITY = "tlsbench-device"
 # The group a driver checks when the point names none (default_group in the driver core):
-# in TLS 1.2 an ECDSA certificate's curve, else x25519.
+# in TLS 1.2 an ECDSA leaf's curve (a mixed kind's leaf too), else x25519.
 TLS12_CERT_GROUPS = {"ecdsa-p256": "secp256r1", "ecdsa-p384": "secp384r1"}
 
 
@@ -86,7 +86,8 @@ def point_group(options: dict[str, Any]) -> str:
     if options.get("group"):
         return str(options["group"])
     if str(options.get("tls", "1.3")) == "1.2":
-        return TLS12_CERT_GROUPS.get(str(options.get("cert", "rsa2048")), "x25519")
+        leaf = certs.leaf_algorithm(str(options.get("cert", "rsa2048")))
+        return TLS12_CERT_GROUPS.get(leaf, "x25519")
     return "x25519"
 
 
