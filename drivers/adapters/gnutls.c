@@ -240,6 +240,18 @@ static tb_status prio_group(const tb_config *cfg, char *buf, size_t size, char *
 static tb_status prio_sig(const tb_config *cfg, const char *iana, char *buf, size_t size,
                           char *err) {
   const sig_name *sn = sig_by_iana(iana);
+  if (sn == NULL && strncmp(iana, "mldsa", 5) == 0) {
+    /* 3.8.9 on: ML-DSA keys and certificates (with leancrypto or liboqs, neither built
+     * here), but no TLS code point (TLS_SIGN_AID_UNKNOWN in lib/algorithms/sign.c). */
+    return tb_fail(err, TB_UNSUPPORTED,
+                   "%s: GnuTLS %s signs no TLS handshake with ML-DSA (its ML-DSA, 3.8.9 on, is "
+                   "certificates only and needs leancrypto or liboqs, not built)",
+                   iana, gnutls_check_version(NULL));
+  }
+  if (sn == NULL && strncmp(iana, "slhdsa", 6) == 0) {
+    return tb_fail(err, TB_UNSUPPORTED, "%s: GnuTLS %s has no SLH-DSA", iana,
+                   gnutls_check_version(NULL));
+  }
   if (sn == NULL) {
     return tb_fail(err, TB_UNSUPPORTED, "signature scheme %s: not known to GnuTLS", iana);
   }
