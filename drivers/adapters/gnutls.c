@@ -241,11 +241,17 @@ static tb_status prio_sig(const tb_config *cfg, const char *iana, char *buf, siz
                           char *err) {
   const sig_name *sn = sig_by_iana(iana);
   if (sn == NULL && strncmp(iana, "mldsa", 5) == 0) {
-    /* 3.8.9 on: ML-DSA keys and certificates (with leancrypto or liboqs, neither built
-     * here), but no TLS code point (TLS_SIGN_AID_UNKNOWN in lib/algorithms/sign.c). */
+    /* ML-DSA certificates from 3.8.9, TLS 1.3 signatures from 3.8.10 (lib/algorithms/sign.c:
+     * GNUTLS_SIGN_FLAG_TLS13_OK), both through leancrypto (--with-leancrypto; 3.8.9 also
+     * liboqs), which no pinned line builds: nettle has no ML-DSA. */
     return tb_fail(err, TB_UNSUPPORTED,
-                   "%s: GnuTLS %s signs no TLS handshake with ML-DSA (its ML-DSA, 3.8.9 on, is "
-                   "certificates only and needs leancrypto or liboqs, not built)",
+#if GNUTLS_VERSION_NUMBER >= 0x03080a
+                   "%s: GnuTLS %s signs TLS 1.3 with ML-DSA only when built --with-leancrypto, "
+                   "and leancrypto is not pinned (nettle has no ML-DSA)",
+#else
+                   "%s: GnuTLS %s has ML-DSA certificates only (with leancrypto or liboqs, "
+                   "not built) and no TLS code point for it; 3.8.10 added one",
+#endif
                    iana, gnutls_check_version(NULL));
   }
   if (sn == NULL && strncmp(iana, "slhdsa", 6) == 0) {

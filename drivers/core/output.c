@@ -140,6 +140,11 @@ static void write_wire(tb_json *j, const tb_run *r) {
       write_wire_side(j, server ? "server" : "client",
                       server ? &reports[i]->wire.server : &reports[i]->wire.client);
       tb_json_u64(j, "bytes_received", r->peer_bytes_received);
+      /* The peer's flights as they arrived: the server's first flight, whatever served it. */
+      tb_json_array(j, server ? "client_flights_received" : "server_flights_received");
+      for (int f = 0; f < TB_WIRE_FLIGHTS && reports[i]->wire.received[f] > 0; f++)
+        tb_json_u64(j, NULL, reports[i]->wire.received[f]);
+      tb_json_array_end(j);
       if (!server) tb_json_u64(j, "client_hello_bytes", reports[i]->wire.client.first_record);
       if (!server) tb_json_u64(j, "round_trips", reports[i]->client_rtt);
     } else {

@@ -73,6 +73,9 @@ typedef struct tb_wire {
   int last_sender; /* 0 none yet, 1 client, 2 server */
   tb_wire_flight flight[TB_WIRE_FLIGHTS];
   int n_flights; /* flights seen; those past TB_WIRE_FLIGHTS are counted, not kept */
+  /* In two processes (peer): the bytes of each flight this side received, in order (the
+   * peer's flights as they arrived, whatever the peer is: another driver or a program). */
+  uint64_t received[TB_WIRE_FLIGHTS];
 } tb_wire;
 
 /* Counts `len` bytes one side sent into its bytes, records and flights. */

@@ -458,7 +458,12 @@ def merge(results: dict[str, dict[str, Any] | None], sides: dict[str, Side],
         other_wire = (result.get("wire") or {}).get("full") or {}
         if name in other_wire:
             wire_full[name] = other_wire[name]
-        for key in ("client_hello_bytes", "round_trips"):
+        for key in (
+            "client_hello_bytes",
+            "round_trips",
+            "server_flights_received",
+            "client_flights_received",
+        ):
             if key in other_wire:
                 wire_full[key] = other_wire[key]
         verified.update(((result.get("negotiated") or {}).get("peer_verified")) or {})
