@@ -308,14 +308,18 @@ static int base64_value(int c) {
   return c == '+' ? 62 : c == '/' ? 63 : -1;
 }
 
-/* DER of the OID arc 2.16.840.1.101.3.4.3 (NIST's signature algorithms), tag and length of
- * a 9-byte OID first: SLH-DSA's are its arcs 20 to 31. */
+/* DER of an OID arc, tag and length first: 2.16.840.1.101.3.4.3 (NIST's signature algorithms:
+ * SLH-DSA's are its arcs 20 to 31) and 1.2.840.10045.4.3 (ecdsa-with-SHA224 ... SHA512: 1 to
+ * 4). */
 static const unsigned char kNistSigArc[] = {0x06, 0x09, 0x60, 0x86, 0x48,
                                             0x01, 0x65, 0x03, 0x04, 0x03};
+static const unsigned char kEcdsaSigArc[] = {0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03};
 
-int tb_pem_names_slh_dsa(const char *path) {
-  /* Static storage (the largest set's chain is about 71 kB of PEM): nothing is charged to a
-   * side's heap, and the adapters ask on a failure path only. */
+/* Whether the DER of a PEM file holds an OID of `arc` whose last number is lo..hi. Static
+ * storage (the largest set's chain is about 71 kB of PEM): nothing is charged to a side's
+ * heap, and the adapters ask on a failure path only. */
+static int pem_names_oid(const char *path, const unsigned char *arc, size_t arc_len, unsigned lo,
+                         unsigned hi) {
   static unsigned char pem[128 * 1024], der[96 * 1024];
   FILE *f = fopen(path, "rb");
   if (f == NULL) return 0;
@@ -345,9 +349,17 @@ int tb_pem_names_slh_dsa(const char *path) {
     }
     line += line_len + (end != NULL);
   }
-  for (size_t i = 0; i + sizeof(kNistSigArc) < n; i++) {
-    unsigned char arc = der[i + sizeof(kNistSigArc)];
-    if (memcmp(der + i, kNistSigArc, sizeof(kNistSigArc)) == 0 && arc >= 20 && arc <= 31) return 1;
+  for (size_t i = 0; i + arc_len < n; i++) {
+    unsigned last = der[i + arc_len];
+    if (memcmp(der + i, arc, arc_len) == 0 && last >= lo && last <= hi) return 1;
   }
   return 0;
+}
+
+int tb_pem_names_slh_dsa(const char *path) {
+  return pem_names_oid(path, kNistSigArc, sizeof(kNistSigArc), 20, 31);
+}
+
+int tb_pem_names_ecdsa_signature(const char *path) {
+  return pem_names_oid(path, kEcdsaSigArc, sizeof(kEcdsaSigArc), 1, 4);
 }

@@ -158,5 +158,8 @@ void tb_wire_protected_messages(tb_wire *w, tb_wire_dir dir, tb_record_open_fn o
  * decode or verify (s2n-tls, rustls), so that the run is unsupported with that reason.
  * 0 when the file does not, or cannot be read. */
 int tb_pem_names_slh_dsa(const char *path);
+/* Whether it holds an ECDSA signature (ecdsa-with-SHA224 ... SHA512): a chain an ECDSA CA
+ * signed, e.g. over an ML-DSA leaf. */
+int tb_pem_names_ecdsa_signature(const char *path);
 
 #endif /* TLSBENCH_TLS_WIRE_H */
