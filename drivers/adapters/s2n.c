@@ -208,6 +208,7 @@ typedef struct s2_ctx {
   int release_buffers;
   char server_name[256];  /* client: SNI and the name s2n verifies the server's chain for */
   const char *chain_file; /* the run's (it outlives the context): read on a failure only */
+  const char *ca_file;    /* the same */
   int sigalg_mldsa;       /* the pinned scheme is ML-DSA's */
   struct s2n_config *config;
   struct s2n_cert_chain_and_key *chain;
@@ -378,6 +379,7 @@ static tb_status s2_ctx_new(const tb_config *cfg, void **out, char *err) {
   if (c == NULL) return tb_fail(err, TB_FAILED, "out of memory");
   c->role = cfg->role;
   c->chain_file = cfg->chain_file;
+  c->ca_file = cfg->ca_file;
   c->sigalg_mldsa = cfg->sigalg != NULL && strncmp(cfg->sigalg, "mldsa", 5) == 0;
   c->auth = cfg->auth;
   c->resumption = cfg->resumption;
@@ -633,6 +635,13 @@ static tb_status s2_handshake(void *conn, char *err) {
                    "s2n-tls wants the chain's signatures among the client's schemes (RFC 8446 "
                    "4.2.3), and the offer holds the leaf's scheme alone: a chain signed with "
                    "another algorithm is refused");
+  /* The verifying side: AWS-LC's X.509 has no SLH-DSA, so a chain an SLH-DSA root issued is
+   * "untrusted" to it, whoever serves it (a real program serves it whole). */
+  if (s2n_errno == S2N_ERR_CERT_UNTRUSTED && c->ctx->ca_file != NULL &&
+      tb_pem_names_slh_dsa(c->ctx->ca_file))
+    return tb_fail(err, TB_UNSUPPORTED,
+                   "s2n-tls (AWS-LC's X.509) cannot verify a chain an SLH-DSA root signed: it "
+                   "calls it untrusted");
   tb_status st = io_status("s2n_negotiate", err);
   return st == TB_CLOSED ? tb_fail(err, TB_FAILED, "the peer closed during the handshake") : st;
 }
