@@ -1,5 +1,6 @@
 """TLS 1.3 handshakes with post-quantum certificates on the libraries that have ML-DSA in TLS
-(OpenSSL 3.5, AWS-LC, BoringSSL, wolfSSL 5.9 with its ml-dsa feature): the scheme each side
+(OpenSSL 3.5, AWS-LC, BoringSSL, wolfSSL 5.9 with its ml-dsa feature, s2n-tls, rustls with
+aws-lc-rs): the scheme each side
 reads back is the one asked for (the driver's check), the server's first flight is counted
 on the wire, the wrong CA fails, and the lines or kinds a library cannot run are unsupported
 with the reason. Two iterations a point: the figures are the experiment's."""
@@ -11,7 +12,14 @@ import pytest
 from drivers import run_driver
 from tlsbench.scenarios.tls_certificates import INITIAL_WINDOW, MSS
 
-ML_DSA_LIBRARIES = ["openssl-3.5.x", "aws-lc-5.12.0", "boringssl-5.4.0", "wolfssl-5.9.2:ml-dsa"]
+ML_DSA_LIBRARIES = [
+    "openssl-3.5.x",
+    "aws-lc-5.12.0",
+    "boringssl-5.4.0",
+    "wolfssl-5.9.2:ml-dsa",
+    "s2n-tls-1.7.6",
+    "rustls-ffi-0.15.7",
+]
 QUICK = ("--iterations", "2", "--warmup", "0")
 
 
@@ -77,6 +85,9 @@ def test_mixed_chains_sign_with_the_leaf(build_of) -> None:
         ("wolfssl-5.7.2", "ml-dsa-44", "use wolfssl-5.9.2:ml-dsa"),
         ("mbedtls-3.6.6", "ml-dsa-44", "no ML-DSA or SLH-DSA"),
         ("gnutls-3.8.x", "ml-dsa-44", "no TLS code point for it; 3.8.10 added one"),
+        ("s2n-tls-1.7.6", "ml-dsa-44-under-ecdsa-p256", "the leaf's scheme alone"),
+        ("s2n-tls-1.7.6", "slh-dsa-sha2-128f", "no signature scheme slhdsa_sha2_128f"),
+        ("rustls-ffi-0.15.7", "ml-dsa-44-under-slh-dsa-sha2-128s", "rustls-webpki has no SLH-DSA"),
     ],
 )
 def test_what_a_library_cannot_do_is_unsupported_with_the_reason(
