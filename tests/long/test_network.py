@@ -78,7 +78,7 @@ def test_a_first_flight_past_the_initial_window_costs_a_round_trip(
     # TCP's handshake and TLS's one round trip: 2 x RTT; the large flight one more.
     assert max(walls["ecdsa-p256"]) < 3 * 100e6 <= min(walls["ml-dsa-87"]), walls
     rows = {r.line: r for r in load_run(store, run_id).interop}
-    small, large = rows["ecdsa-p256"], rows["ml-dsa-87 chain3"]
+    small, large = rows["ecdsa-p256"], rows["ml-dsa-87 chain 3"]
     assert small.server_flight_segments <= 10 < large.server_flight_segments
     assert (small.window_rounds, large.window_rounds) == (1, 2)
     assert round(small.measured_round_trips) == 2 and round(large.measured_round_trips) == 3
