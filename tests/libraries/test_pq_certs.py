@@ -8,7 +8,10 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import itertools
+import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +24,7 @@ from tlsbench.builds import build as build_module
 from tlsbench.builds.certs import (
     CERT_FILES,
     KEY_FILES,
+    LAYOUT_VERSION,
     TOOL_KINDS,
     ca_algorithm,
     cert_dir,
@@ -28,6 +32,7 @@ from tlsbench.builds.certs import (
     leaf_algorithm,
     published,
 )
+from tlsbench.core import paths
 
 # The algorithms' OIDs (FIPS 204 / 205 via NIST CSOR) and public key sizes.
 OIDS = {
@@ -202,3 +207,25 @@ def test_a_set_is_the_same_bytes_in_two_empty_caches(twice: str, tmp_path: Path)
     assert names == sorted(p.name for p in second.iterdir())
     for name in names:
         assert (first / name).read_bytes() == (second / name).read_bytes(), name
+
+
+def test_the_certs_command_makes_a_post_quantum_set_in_an_empty_certificate_cache(
+    openssl: Path, tmp_path: Path
+) -> None:
+    """`tlsbench certs --json` in a fresh process (which imports certs.py without the builder
+    that registers its tool) makes an ML-DSA set where none is cached: a cache whose builds
+    are this one's (so the pinned OpenSSL is not built again) and whose certs folder is empty."""
+    real = paths.cache_root()
+    for entry in real.iterdir():
+        if entry.name != "certs":
+            (tmp_path / entry.name).symlink_to(entry)
+    kinds = ("ml-dsa-44", "ecdsa-p256-under-ml-dsa-44")
+    env = {**os.environ, "TLSBENCH_CACHE": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-m", "tlsbench", "certs", "--json", *kinds],
+                          capture_output=True, text=True, check=False, env=env)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    made = json.loads(proc.stdout)["kinds"]
+    assert {k: (v["folder"], v["published"]) for k, v in made.items()} == {
+        k: (str(tmp_path / "certs" / LAYOUT_VERSION / k), True) for k in kinds
+    }, proc.stdout
+    assert "making the ml-dsa-44 certificates" in proc.stderr
