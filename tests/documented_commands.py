@@ -103,6 +103,8 @@ def how_to_run(written: str) -> tuple[str, list[str]]:
         return "long", [*argv, *FIT_NARROWING[values["--core"]]]
     if verb == "ab":
         return "long", [*argv, *AB_NARROWING]
+    if verb == "bisect":  # builds commits of a clone the test makes (test_own_code.py)
+        return "long", argv
     if verb == "cortex-m":  # one firmware job, or its refusal, as written
         return "long", argv
     if verb == "drive":  # one driver run of a built variant, as written (bounded by itself)

@@ -269,6 +269,11 @@ unsigned char *tb_harness_alloc(size_t len);
 void tb_harness_free(void *p);
 double tb_ticks_to_ns(const tb_run *r, uint64_t ticks);
 
+/* allocator.c: where $TLSBENCH_ALLOCATOR names the object malloc must come from (a
+ * preloaded allocator's file name, or libc.so.6), the object it does come from into the
+ * output's "allocator", and a mismatch (exit 4) when they differ. */
+int tb_check_allocator(tb_run *r, tb_json *j);
+
 /* fixed_random.c: --deterministic's stream of bytes, the same in every process (a
  * tb_random_fn for the adapter's derandomize). */
 void tb_fixed_random(unsigned char *out, size_t len);

@@ -133,7 +133,8 @@ int main(int argc, char **argv) {
   tb_json j;
   tb_json_init(&j, json_out);
   write_head(&j, &run);
-  int code = start_library(&run, &j);
+  int code = tb_check_allocator(&run, &j);
+  if (code == TB_EXIT_OK) code = start_library(&run, &j);
   if (code == TB_EXIT_OK) code = scenario->run(&run, &j);
   tb_teardown(&run);
   write_tail(&j, &run, calibration_before_ns, code);

@@ -29,11 +29,11 @@ FIT = [doc for doc in LONG if doc.written.startswith("fit ")]
 
 
 def test_every_long_command_is_run_somewhere() -> None:
-    """fit, cortex-m and calibrate here, ab in test_own_code.py, drive in
-    tests/libraries/test_threads.py, explain in tests/libraries/test_explain.py: nothing
-    else needs a build."""
+    """fit, cortex-m and calibrate here, ab and bisect in test_own_code.py, drive in
+    tests/libraries/test_threads.py, explain in tests/libraries/test_explain.py: nothing else
+    needs a build."""
     verbs = {how_to_run(doc.written)[1][0] for doc in LONG}
-    assert verbs == {"fit", "ab", "cortex-m", "drive", "calibrate", "explain"}
+    assert verbs == {"fit", "ab", "bisect", "cortex-m", "drive", "calibrate", "explain"}
     assert any(doc.page == "README.md" for doc in FIT)
 
 

@@ -1,6 +1,7 @@
 """Your own code, end to end on real mbedTLS builds: `tlsbench ab` names a regression of a
 commit and gives exit 1, passes a commit that changes only a comment, and judges two
-config files by their heap.
+config files by their heap; `tlsbench bisect` names the commit of a 9-commit history that
+planted a busy loop in one function.
 
 The git repository is made from the pinned mbedTLS 3.6.6 source as a development branch
 holds it (the generated files are not committed: library/.gitignore lists them, and the
@@ -13,10 +14,14 @@ build generates them), with three commits:
 - `one-function` (on release): `mbedtls_ssl_handshake_step` spins a counter before each
   step: more instructions in that one function, nothing else (`ab` names it first).
 
+The bisect history (`history`) is the same release, then eight commits: seven reword one
+comment line each in a library file, and the fifth after the release adds a busy loop to
+`mbedtls_ssl_handshake_step`.
+
 The commands are the ones docs/own-code.md shows. Cost: three mbedTLS builds from git and
 two config builds (cached in ~/.cache/tlsbench by content, so a second run skips them), the
-`one-function` build and
-four short A/B runs.
+`one-function` build and four short A/B runs; the bisect builds three more commits (the
+release is shared) and runs each once under callgrind.
 """
 
 from __future__ import annotations
@@ -78,11 +83,9 @@ def edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new))
 
 
-@pytest.fixture(scope="module")
-def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder holding the repository `mbedtls` (three commits) and two config files."""
-    work = tmp_path_factory.mktemp("own-code")
-    repo = work / "mbedtls"
+def release_repository(repo: Path) -> None:
+    """The pinned mbedTLS 3.6.6 as the first commit (branch `release`) of a repository at
+    `repo`, as a development branch holds it: the generated files ignored, not committed."""
     shutil.copytree(Sources().source_dir("mbedtls-3.6.6"), repo)
     # As on a development branch: the generated files ignored, not committed.
     ignore = repo / "library" / ".gitignore"
@@ -98,6 +101,14 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     git(repo, "init", "-q", "-b", "release")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "mbedTLS 3.6.6")
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding the repository `mbedtls` (three commits) and two config files."""
+    work = tmp_path_factory.mktemp("own-code")
+    repo = work / "mbedtls"
+    release_repository(repo)
     ssl_tls = repo / "library" / "ssl_tls.c"
     git(repo, "checkout", "-qb", "regression")
     edit(
@@ -344,3 +355,162 @@ def test_a_wolfssl_user_settings_file_builds_and_handshakes(tmp_path: Path, buil
     assert drive.returncode == 0, drive.stderr[-3000:]
     negotiated = json.loads(drive.stdout)["negotiated"]
     assert (negotiated["version"], negotiated["group"]) == ("1.3", "x25519")
+
+
+# -- tlsbench bisect on a real history ---------------------------------------------------------
+
+# One line reworded per commit (the line count kept: debug messages carry __LINE__).
+REWORDED = [
+    (
+        "library/ssl_msg.c",
+        " *  Generic SSL/TLS messaging layer functions\n",
+        " *  Generic SSL/TLS messaging layer functions, records and retransmission\n",
+    ),
+    (
+        "library/x509_crt.c",
+        " *  X.509 certificate parsing and verification\n",
+        " *  X.509 certificate parsing, and the verification of chains\n",
+    ),
+    (
+        "library/bignum.c",
+        " *  Multi-precision integer library\n",
+        " *  Multi-precision integer arithmetic\n",
+    ),
+    (
+        "library/sha256.c",
+        " *  FIPS-180-2 compliant SHA-256 implementation\n",
+        " *  FIPS-180-2 compliant SHA-224 and SHA-256 implementation\n",
+    ),
+    (
+        "library/ssl_tls13_client.c",
+        " *  TLS 1.3 client-side functions\n",
+        " *  TLS 1.3 client-side functions: the client's handshake\n",
+    ),
+    (
+        "library/ssl_tls13_server.c",
+        " *  TLS 1.3 server-side functions\n",
+        " *  TLS 1.3 server-side functions: the server's handshake\n",
+    ),
+    (
+        "library/ssl_msg.c",
+        " *  (record layer + retransmission state machine)\n",
+        " *  (the record layer and the retransmission state machine)\n",
+    ),
+]
+PLANTED_AT = 5  # the fifth commit after the release
+BUSY_LOOP = """
+    /* Let the peer's flight settle before the next step. */
+    for (volatile int spin = 0; spin < 20000; spin++) {
+    }
+"""
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """A repository of nine commits (the release, then eight on `main`) whose fifth after the
+    release adds a busy loop to mbedtls_ssl_handshake_step; returns it and its commits, oldest
+    first."""
+    repo = tmp_path_factory.mktemp("bisect") / "mbedtls"
+    release_repository(repo)
+    git(repo, "tag", "v3.6.6")
+    git(repo, "checkout", "-qb", "main")
+    reworded = iter(REWORDED)
+    for n in range(1, 9):
+        if n == PLANTED_AT:
+            edit(
+                repo / "library" / "ssl_tls.c",
+                """    ret = ssl_prepare_handshake_step(ssl);
+    if (ret != 0) {
+        return ret;
+    }
+""",
+                """    ret = ssl_prepare_handshake_step(ssl);
+    if (ret != 0) {
+        return ret;
+    }
+"""
+                + BUSY_LOOP,
+            )
+            git(repo, "commit", "-qam", "Handshake: let the peer's flight settle at each step")
+            continue
+        name, old, new = next(reworded)
+        edit(repo / name, old, new)
+        git(repo, "commit", "-qam", f"Reword the comment that opens {Path(name).name}")
+    commits = git(repo, "log", "--reverse", "--format=%H").split()
+    assert len(commits) == 9
+    return repo, commits
+
+
+def diff_blocks(lines: list[str]) -> dict[str, list[str]]:
+    """bisect's function diff per side: each side's function lines (`+N  name (group): ...`)."""
+    blocks: dict[str, list[str]] = {}
+    for line in lines:
+        if not line.startswith(" "):
+            blocks[line.split(":")[0]] = []
+        elif not line.startswith("  groups: "):
+            blocks[list(blocks)[-1]].append(line)
+    return blocks
+
+
+def count(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+def test_bisect_names_the_planted_commit(history: tuple[Path, list[str]]) -> None:
+    repo, commits = history
+    planted = commits[PLANTED_AT]
+    proc = tlsbench("bisect", "mbedtls@mbedtls#release", "mbedtls@mbedtls#main", "--json",
+                    cwd=repo.parent, timeout=3600)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    result = json.loads(proc.stdout)
+    assert result["culprit"]["sha"] == planted
+    assert result["culprit"]["subject"] == "Handshake: let the peer's flight settle at each step"
+    assert result["parent"]["sha"] == commits[PLANTED_AT - 1]
+    # N = 9 commits, GOOD included: at most ceil(log2 9) + 1 = 5 builds, none skipped.
+    assert result["commits"] == 9 and 2 <= result["builds"] <= 5
+    assert all(step["verdict"] in ("good", "bad") for step in result["steps"])
+    # Both sides moved (each runs the loop at every step), the commits before it not at all:
+    # a reworded comment changes no instruction.
+    good = result["good"]["figures"]
+    for step in result["steps"]:
+        index = commits.index(step["sha"])
+        moved = {side: step["figures"][side] - good[side] for side in good}
+        if index < PLANTED_AT:
+            assert moved == {"client": 0, "server": 0}, step
+        else:
+            assert all(change > 0.01 * good[side] for side, change in moved.items()), step
+    # Every step was printed: commit, subject, figures, verdict (stderr with --json).
+    for step in result["steps"]:
+        line = next(line for line in proc.stderr.splitlines() if step["sha"][:12] in line
+                    and line.startswith("["))  # fmt: skip
+        assert step["subject"][:60] in line and line.endswith(step["verdict"])
+    past = "first commit past the threshold (1.00% of GOOD's figure, either way)"
+    assert f"{past}: {planted[:12]} Handshake: let the peer's flight settle" in proc.stderr
+    # Its function diff against its parent names the one function it changed first, on each
+    # side, and nothing else moved by as much as a hundredth of it.
+    for side, (first, *rest) in diff_blocks(result["function_changes"]).items():
+        change, name = first.split()[:2]
+        assert name == "mbedtls_ssl_handshake_step" and "(TLS state machine)" in first, first
+        assert count(change) > 0.01 * good[side]
+        assert all(abs(count(line.split()[0])) * 100 < count(change) for line in rest), rest
+    # Run again: every step is stored, nothing is built or measured.
+    again = tlsbench("bisect", "mbedtls@mbedtls#release", "mbedtls@mbedtls#main", cwd=repo.parent,
+                     timeout=600)  # fmt: skip
+    assert again.returncode == 0, again.stdout + again.stderr[-3000:]
+    assert again.stdout.count("(stored)") == 1 + len(result["steps"])
+    assert "0 commits measured now for 9 commits in the range" in again.stdout
+
+
+def test_the_readmes_bisect_command_runs_as_written(history: tuple[Path, list[str]]) -> None:
+    """The README's `bisect mbedtls@../mbedtls#v3.6.6 mbedtls@../mbedtls#main`, typed in a
+    folder beside the clone: the same tree and range as above (its steps stored, or measured
+    here if this test runs first)."""
+    (command,) = [doc for doc in documented() if doc.written.startswith("bisect ")]
+    _, argv = how_to_run(command.written)
+    repo, commits = history
+    beside = repo.parent / "mine"
+    beside.mkdir(exist_ok=True)
+    proc = tlsbench(*argv, cwd=beside, timeout=3600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    past = "first commit past the threshold (1.00% of GOOD's figure, either way)"
+    assert f"{past}: {commits[PLANTED_AT][:12]} Handshake: let the peer's flight" in proc.stdout

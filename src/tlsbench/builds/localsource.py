@@ -290,6 +290,66 @@ def _commit_of(repo: Path, path: Path, rev: str, head: str) -> str:
     return proc.stdout.decode().strip()
 
 
+# -- a range of commits (tlsbench bisect) ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    subject: str
+
+
+@dataclass(frozen=True)
+class CommitRange:
+    """GOOD and the commits after it up to BAD, along BAD's first parents (as `git bisect
+    --first-parent` walks): a merge is one step, the branch it merged is not searched."""
+
+    repo: Path  # the top of the git work tree
+    good: Commit
+    commits: tuple[Commit, ...]  # oldest first; the last is BAD
+    dirty: bool  # the work tree has uncommitted changes (the commits are what is built)
+
+
+def library_at(path: Path, sha: str) -> str:
+    """The library the tree at `path` holds at commit `sha` ("" when none is recognised)."""
+    repo = _git_top(path)
+    return detect(_CommitReader(repo, sha, _prefix(path, repo))) if repo is not None else ""
+
+
+def commit_range(path: Path, good: str, bad: str) -> CommitRange:
+    """The commits from `good` (excluded) to `bad` of the repository holding `path`,
+    checked: both commits exist, GOOD is an ancestor of BAD, and they differ."""
+    repo = _git_top(path)
+    if repo is None:
+        raise UserError(f"{path} is not in a git repository: bisect searches the commits of "
+                        "one; give LIBRARY@TREE#GOOD with TREE a git clone")  # fmt: skip
+    good_sha = _commit_of(repo, path, good, f"GOOD ({good})")
+    bad_sha = _commit_of(repo, path, bad, f"BAD ({bad})")
+    if good_sha == bad_sha:
+        raise UserError(f"GOOD ({good}) and BAD ({bad}) are the same commit {good_sha[:12]}: "
+                        "nothing lies between them")  # fmt: skip
+    if not _git_ok(repo, "merge-base", "--is-ancestor", good_sha, bad_sha):
+        hint = (
+            " (BAD is an ancestor of GOOD: swap them)"
+            if _git_ok(repo, "merge-base", "--is-ancestor", bad_sha, good_sha)
+            else ""
+        )
+        raise UserError(
+            f"GOOD ({good}, {good_sha[:12]}) is not an ancestor of BAD ({bad}, {bad_sha[:12]})"
+            f"{hint}; bisect searches the commits that lead from GOOD to BAD "
+            f"(`git -C {repo} log --oneline --ancestry-path {good}..{bad}`)"
+        )  # fmt: skip
+    listing = _git(repo, "log", "--first-parent", "--ancestry-path", "--reverse",
+                   "--format=%H%x1f%s", f"{good_sha}..{bad_sha}")  # fmt: skip
+    commits = tuple(Commit(*line.split("\x1f", 1)) for line in listing.splitlines() if line)
+    if not commits or commits[-1].sha != bad_sha:
+        raise UserError(f"BAD ({bad}) is not reached from GOOD ({good}) along its first "
+                        "parents; name a GOOD on BAD's own line of history")  # fmt: skip
+    subject = _git(repo, "log", "-1", "--format=%s", good_sha).strip()
+    status = _git(repo, "status", "--porcelain", "--untracked-files=no")
+    return CommitRange(repo, Commit(good_sha, subject), commits, bool(status.strip()))
+
+
 # -- local sources --------------------------------------------------------------------------
 
 _SNAPSHOTS: dict[tuple[str, str | None], Snapshot] = {}

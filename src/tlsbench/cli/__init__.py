@@ -13,6 +13,7 @@ from typing import Any
 
 from tlsbench.cli import (
     ab,
+    bisect,
     build,
     cache,
     calibrate,
@@ -49,6 +50,7 @@ VERBS: dict[str, ModuleType] = {
     "run": run,
     "compare": compare,
     "ab": ab,
+    "bisect": bisect,
     "explain": explain,
     "report": report,
     "runs": runs,

@@ -12,6 +12,9 @@ from tlsbench.core.errors import UserError
 # What `drive --measure` picks: the timing driver, the heap driver, the timing driver with
 # lock counting (drive.PROGRAMS; not imported here, to keep start-up light).
 MEASURES = ("time", "heap", "locks")
+# driver/allocators.py's names (not imported here, to keep start-up light; a unit test
+# holds the two equal).
+ALLOCATORS = ("glibc", "jemalloc", "tcmalloc", "mimalloc")
 
 
 def add_arguments(verb: Verb) -> None:
@@ -30,6 +33,15 @@ def add_arguments(verb: Verb) -> None:
         "locks: the timing driver counting each side's pthread lock calls and contentions "
         "(--locks; handshake and resume); armhf variants run under qemu-user and take heap "
         "only (their default). May also follow the scenario",
+    )
+    drive.add_argument(
+        "--allocator",
+        choices=ALLOCATORS,
+        default=None,
+        help="the allocator the driver runs on: glibc's malloc, or jemalloc, tcmalloc or "
+        "mimalloc (Debian's, preloaded); the driver reads back that its malloc comes from it "
+        "and fails otherwise. Not with --measure heap (the heap driver's malloc is its own). "
+        "May also follow the scenario",
     )
     drive.add_argument(
         "--exec",
@@ -56,15 +68,21 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"unknown scenario {args.scenario!r}: the driver's are {', '.join(known)}")
     # `--measure` after the scenario is tlsbench's too (the driver has no such option), so
     # that `drive VARIANT handshake --threads 2 --measure locks` reads as it is written.
-    driver_args, measure = list(args.driver_args), args.measure
+    driver_args, measure, allocator = list(args.driver_args), args.measure, args.allocator
     if "--measure" in driver_args[:-1]:
         at = driver_args.index("--measure")
         measure = driver_args[at + 1]
         del driver_args[at : at + 2]
     if measure not in (None, *MEASURES):
         raise UserError(f"--measure {measure}: choose one of {', '.join(MEASURES)}")
+    if "--allocator" in driver_args[:-1]:
+        at = driver_args.index("--allocator")
+        allocator = driver_args[at + 1]
+        del driver_args[at : at + 2]
+    if allocator not in (None, *ALLOCATORS):
+        raise UserError(f"--allocator {allocator}: choose one of {', '.join(ALLOCATORS)}")
     job = needs.job_of_driver_args(driver_args)
     if job is not None:  # what a config file leaves out of the job, before anything is built
         needs.refuse_unfit(Catalog().resolve(args.variant), job)
     return drive(args.variant, args.scenario, driver_args, measure=measure,
-                 replace=args.exec)  # fmt: skip
+                 replace=args.exec, allocator=allocator)  # fmt: skip

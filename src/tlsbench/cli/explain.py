@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     point = RunPoint("explain", variant.name, variant.library, args.scenario, {})
     options = _option_values(driver_args)
     refused = modes.instruction_refusal(
-        RunPoint("explain", variant.name, variant.library, args.scenario, options), build
+        RunPoint("explain", variant.name, variant.library, args.scenario, options), variant
     )
     if refused:
         raise UserError(f"{variant.name}: {refused}", 3)

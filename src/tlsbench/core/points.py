@@ -22,12 +22,13 @@ class RunPoint:
         return (self.variant, self.name)
 
     def driver_args(self) -> list[str]:
-        """The options as driver command-line arguments (`accel` is the runner's). A
-        boolean key is one of the driver's flags: present when true, absent when false."""
+        """The options as driver command-line arguments (`accel` and `allocator` are the
+        runner's: an environment). A boolean key is one of the driver's flags: present when
+        true, absent when false."""
         args: list[str] = []
         for key, value in self.options.items():
             option = f"--{key.replace('_', '-')}"
-            if key == "accel" or value is False:
+            if key in ("accel", "allocator") or value is False:
                 continue
             args += [option] if value is True else [option, str(value)]
         return args

@@ -9,9 +9,9 @@ import sys
 
 from tlsbench.builds import arches, certs
 from tlsbench.builds.build import Build, Builder
-from tlsbench.builds.variants import Catalog
+from tlsbench.builds.variants import Catalog, Variant
 from tlsbench.core.errors import UserError
-from tlsbench.driver import cpuprofile
+from tlsbench.driver import allocators, cpuprofile
 from tlsbench.driver.declaration import declared
 
 # Two programs from the same sources: timing without heap accounting in the allocation path,
@@ -27,7 +27,10 @@ MEASURE_OPTIONS = {"locks": ["--locks"]}
 # point asks (accel=off sets its own); a stray one in the user's shell would silently change
 # every figure of a run.
 FILTERED_ENV_PREFIXES = ("OPENSSL_", "GNUTLS_", "NETTLE_", "WOLFSSL_", "MBEDTLS_", "MALLOC_")
-FILTERED_ENV_NAMES = {"GLIBC_TUNABLES", "LD_PRELOAD", "LD_BIND_NOW", "SSLKEYLOGFILE"}
+# TLSBENCH_ALLOCATOR tells the driver which allocator it must find (allocators.py): only the
+# runner sets it, with the preload it goes with.
+FILTERED_ENV_NAMES = {"GLIBC_TUNABLES", "LD_PRELOAD", "LD_BIND_NOW", "SSLKEYLOGFILE",
+                      "TLSBENCH_ALLOCATOR"}  # fmt: skip
 
 
 def driver_environment(point_env: dict[str, str]) -> dict[str, str]:
@@ -78,6 +81,23 @@ def driver_command(
     return command + args
 
 
+def allocator_environment(variant: Variant, allocator: str | None,
+                          measure: str | None) -> dict[str, str]:  # fmt: skip
+    """`drive --allocator`'s environment, refused where it cannot apply (exit 2)."""
+    if allocator is None:
+        return {}
+    if allocator != "glibc" and variant.arch != "x86_64":
+        raise UserError(f"--allocator {allocator}: the allocators are x86-64 objects, and "
+                        f"{variant.name} is not an x86-64 build")  # fmt: skip
+    if measure == "heap":
+        raise UserError(f"--allocator {allocator} with --measure heap: "
+                        f"{allocators.HEAP_REFUSAL}")  # fmt: skip
+    why = allocators.refusal(allocator)
+    if why:
+        raise UserError(f"--allocator {allocator}: {why}")
+    return allocators.environment(allocator)
+
+
 def drive(
     spec: str,
     scenario: str,
@@ -85,10 +105,12 @@ def drive(
     catalog: Catalog | None = None,
     measure: str | None = None,
     replace: bool = False,
+    allocator: str | None = None,
 ) -> int:
     """Runs one driver; `measure` None = "time", or "heap" where time means nothing (armhf
     under qemu-user), where an explicit "time" is refused. `replace`: exec the driver in
-    this process (no tlsbench process stays around it)."""
+    this process (no tlsbench process stays around it). `allocator`: the one the driver
+    runs on (allocators.py), read back by the driver."""
     catalog = catalog or Catalog()
     variant = catalog.resolve(spec)
     if not arches.arch(variant.arch).timing:
@@ -109,6 +131,7 @@ def drive(
             "the times in the driver's output are the emulator's, not an ARM core's",
             file=sys.stderr,
         )
+    alloc_env = allocator_environment(variant, allocator, measure)
     build = Builder().build(variant)
     command = driver_command(build, scenario, args, measure or "time")
     if replace:
@@ -116,9 +139,10 @@ def drive(
         # that stops a server) reaches the driver, and its output is the driver's own.
         sys.stdout.flush()
         sys.stderr.flush()
-        os.execvpe(command[0], command, driver_environment({}))
-    # The user's own switches pass through; a CPU profile adds its own on top of them.
-    env = {**os.environ, **cpuprofile.active_environment()}
+        os.execvpe(command[0], command, driver_environment(alloc_env))
+    # The user's own switches pass through; a CPU profile adds its own on top of them, and
+    # an allocator asked for replaces any preload of the user's.
+    env = {**os.environ, **cpuprofile.active_environment(), **alloc_env}
     code = subprocess.run(command, check=False, env=env).returncode
     if code < 0:  # killed by a signal: say which, and exit as a shell would (128 + n)
         try:

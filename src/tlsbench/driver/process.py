@@ -21,6 +21,7 @@ from typing import Any
 from tlsbench.builds.build import Build
 from tlsbench.builds.recipes.runtime import at_run_time
 from tlsbench.core.points import RunPoint
+from tlsbench.driver import allocators
 from tlsbench.driver.drive import driver_command, driver_environment
 
 STDERR_TAIL_LINES = 20
@@ -54,6 +55,17 @@ def accel_env(point: RunPoint, build: Build) -> tuple[dict[str, str], str | None
     if point.options.get("accel") != "off":
         return {}, None
     return at_run_time(point.library).accel_off(build.variant.name, build.variant.features)
+
+
+def allocator_env(point: RunPoint, measure: str) -> tuple[dict[str, str], str | None]:
+    """The environment of a point's `allocator` (its object preloaded, the name the driver
+    reads back), or why not; none for the heap driver, which keeps its own accounting over
+    glibc's malloc whatever the point's allocator (allocators.py)."""
+    name = point.options.get("allocator")
+    if name is None or measure == "heap":
+        return {}, None
+    refused = allocators.refusal(str(name))
+    return ({}, refused) if refused else (allocators.environment(str(name)), None)
 
 
 def pinning_cpu() -> int | None:
@@ -92,6 +104,10 @@ def run_driver(
     env, refused = accel_env(point, build)
     if refused:
         return unsupported(refused)
+    alloc_env, refused = allocator_env(point, measure)
+    if refused:
+        return unsupported(refused)
+    env = {**env, **alloc_env}
     args = [*point.driver_args(), *(extra_args or []), "--json"]
     command = driver_command(build, point.scenario, args, measure)
     command = [*(prefix or []), *command]
@@ -131,6 +147,9 @@ def run_driver(
         return Outcome("failed", code if sig is None else None, sig, seconds, None, tail)
     if output is not None and env:
         output["run_env"] = env
+    if output is not None and alloc_env:  # beside the driver's read-back, the package
+        output["allocator"] = {**(output.get("allocator") or {}),
+                               **allocators.record(str(point.options["allocator"]))}  # fmt: skip
     if code == 0 and output is not None:
         return Outcome("ok", 0, None, seconds, output, tail)
     status = "unsupported" if code == 3 else "failed"

@@ -49,6 +49,7 @@ import numpy as np
 
 from tlsbench.builds.build import Build
 from tlsbench.builds.recipes.runtime import at_run_time
+from tlsbench.driver import allocators
 from tlsbench.driver.drive import driver_command, driver_environment
 from tlsbench.peers import interop, programs
 from tlsbench.peers.interop import PairResult, Side
@@ -286,8 +287,9 @@ def run_point(options: dict[str, Any], build: Build, client_build: Build | None,
                      client_env)  # fmt: skip
     if timed.status != "ok" or timed.output is None or not options.get("heap"):
         return timed
+    # The heap driver keeps its own accounting over glibc's malloc: no allocator preloaded.
     heap = run_once(options, build, client_build, "heap", min(duration, HEAP_DURATION_S),
-                    deadline, server_env, client_env)  # fmt: skip
+                    deadline, allocators.without(server_env), client_env)  # fmt: skip
     if heap.status != "ok" or heap.output is None:
         heap.stderr_tail = f"(the heap run, tlsbench-driver-heap serve)\n{heap.stderr_tail}"
         return heap
@@ -298,6 +300,8 @@ def run_point(options: dict[str, Any], build: Build, client_build: Build | None,
         output["summary"]["server_heap_per_connection"] = {"unit": "bytes"}
     output["heap_run"] = {"serve": heap.output.get("serve"), "load": heap.output.get("load")}
     output["measure"] = {"time": "tlsbench-driver serve", "heap": "tlsbench-driver-heap serve"}
+    if allocators.ALLOCATOR_ENV in server_env:  # the timed run's allocator is not the heap run's
+        output["measure"]["heap_allocator"] = "glibc's, under the heap driver's own accounting"
     return PairResult("ok", 0, time.monotonic() - started, output,
                       "\n".join(t for t in (timed.stderr_tail, heap.stderr_tail) if t))  # fmt: skip
 
@@ -587,6 +591,8 @@ def _output(options: dict[str, Any], build: Build, load: dict[str, Any], serve: 
             if option(options, k) is not None
         },
         "negotiated": negotiated,
+        # The tlsbench server's read-back of its malloc (where the point asks an allocator).
+        **({"allocator": served["allocator"]} if served and served.get("allocator") else {}),
         "load": {k: v for k, v in load.items() if k != "histogram"},
         "histogram": load.get("histogram"),
         "serve": serve,

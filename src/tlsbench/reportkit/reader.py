@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 CASE_KEYS = (
     "tls", "suite", "kx", "group", "key_share", "sigalg", "cert", "chain", "auth", "record_size",
     "payload", "bytes", "aead", "accel", "transport", "io", "rtt_ms", "loss", "rate",
+    "allocator",
 )  # fmt: skip
 SIDES = ("client", "server")
 BASELINE_VARIANT = "null"
@@ -81,7 +82,7 @@ def format_option(key: str, value: Any) -> str:
         return f"{value} B"
     if key == "bytes":
         return f"{int(value):,} bytes"
-    if key in ("chain", "auth", "accel", "kx"):
+    if key in ("chain", "auth", "accel", "kx", "allocator"):
         return f"{key} {value}"
     if key == "rtt_ms":
         return f"RTT {value} ms"

@@ -40,7 +40,7 @@ from tlsbench.core.errors import UserError
 from tlsbench.core.machine import cpu_facts, cpu_flags, measurement_warnings
 from tlsbench.core.points import RunPoint
 from tlsbench.core.store import Point, Store, now
-from tlsbench.driver import cpuprofile, parallel
+from tlsbench.driver import allocators, cpuprofile, parallel
 from tlsbench.driver.drive import FILTERED_ENV_NAMES, FILTERED_ENV_PREFIXES
 from tlsbench.driver.process import PINNED_CPU, Outcome, signal_name
 from tlsbench.peers import interop, remote
@@ -302,6 +302,11 @@ class Runner:
         # The credentials' digests: figures that depend on a key are only comparable between
         # runs made with the same set (compare and ab check it).
         env["credentials"] = certs.credentials_record(credential_kinds(points, builds))
+        # The allocators the points preload, each with its package and version (each result
+        # also carries the driver's read-back of it).
+        used = sorted({str(p.options["allocator"]) for p in points if "allocator" in p.options})
+        if used:
+            env["allocators"] = {name: allocators.record(name) for name in used}
         count = shard.count if shard else 1
         settings = {
             "experiment": experiment.name, "question": experiment.question, "mode": self.mode,

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from tlsbench.builds import certs
 from tlsbench.core.points import PSK_KX, RunPoint, suite_kx
+from tlsbench.driver import allocators
 from tlsbench.driver.declaration import Declared
 from tlsbench.reportkit.section import Section
 
@@ -191,6 +192,9 @@ CONNECTIONS_KEY = Key("connections", bounded_whole(), fmt("c{}"))
 # Threads at once: of a one-process handshake point (scaling) or of a server (load, the
 # threaded model beside worker processes): the driver's --threads, in its range.
 THREADS_KEY = Key("threads", bounded_whole(), fmt("t{}"))
+# The allocator the driver's process runs on (scaling, load): glibc's malloc, or another
+# preloaded (driver/allocators.py); the heap driver and instruction mode keep glibc's.
+ALLOCATOR_KEY = Key("allocator", one_of(allocators.NAMES), fmt("alloc-{}"))
 # Keys that tune a measurement without changing what is measured.
 TUNING_KEYS = (Key("iterations", whole(), None), Key("warmup", whole(), None))
 # The TLS keys of a point (a TLS scenario takes all of them).
@@ -266,6 +270,22 @@ def check_cert_version(checker: PointChecker, values: dict[str, Any]) -> None:
         raise checker.value_error("cert", cert, 'with tls = "1.3" only: its leaf signs with '
                                   f"{certs.leaf_algorithm(str(cert))}, which TLS 1.2 has no "
                                   "signature scheme for")  # fmt: skip
+
+
+def check_allocator(checker: PointChecker, values: dict[str, Any], variant: Variant,
+                    why_not: str | None = None) -> None:  # fmt: skip
+    """An `allocator` other than glibc's: installed here, for a driver of this machine's
+    code (the preloaded objects are x86-64), and nothing the family says against it."""
+    name = values.get("allocator")
+    if name is None:
+        return
+    why = allocators.refusal(str(name))
+    if why is None and name != "glibc" and variant.arch != "x86_64":
+        why = f"an x86-64 variant: the allocators are x86-64 objects, {variant.name} is not"
+    if why is None and name != "glibc":
+        why = why_not
+    if why is not None:
+        raise checker.value_error("allocator", name, why)
 
 
 def check_kx(checker: PointChecker, values: dict[str, Any], resumes: bool = False) -> None:

@@ -23,8 +23,9 @@ from tlsbench.core.errors import UserError
 from tlsbench.core.paths import commit_id
 from tlsbench.core.points import RunPoint
 from tlsbench.core.store import Point
+from tlsbench.driver import allocators
 from tlsbench.driver.declaration import Declared
-from tlsbench.driver.process import Outcome, accel_env, unsupported
+from tlsbench.driver.process import Outcome, accel_env, allocator_env, unsupported
 from tlsbench.peers import load, programs, remote
 from tlsbench.reportkit.palette import server_style
 from tlsbench.reportkit.reader import RunReader, case_labels
@@ -32,6 +33,7 @@ from tlsbench.reportkit.section import Section, SummaryCell, TableSpec, first_pe
 from tlsbench.reportkit.views import View, fmt_bytes, fmt_sig, variant_cell
 from tlsbench.scenarios import base, modes
 from tlsbench.scenarios.base import (
+    ALLOCATOR_KEY,
     CONNECTIONS_KEY,
     SERVER_KEY,
     THREADS_KEY,
@@ -79,6 +81,12 @@ class Load(Family):
         base.check_key_share(checker, values)
         base.check_kx(checker, values, resumes=values.get("pattern") == "resume")
         base.check_suite_version(checker, values)
+        base.check_allocator(checker, values, variant, why_not=(
+            "the variant's own server (server = \"self\"): it is preloaded into the driver, "
+            "which reads back that its malloc comes from it; nginx has its own pools"
+            if values.get("server") == "nginx" else
+            "this host's drivers: it is preloaded and read back on this host only"
+            if any(values.get(k) for k in remote.HOST_KEYS) else None))  # fmt: skip
 
     def settle(self, checker: PointChecker, scenario: str, options: dict[str, Any],
                values: dict[str, Any], variant: Variant) -> None:  # fmt: skip
@@ -139,7 +147,15 @@ class Load(Family):
         env, refused = accel_env(point, server)
         if refused:
             return unsupported(refused)
+        # The server's allocator (the generator stays a fixed client on glibc's malloc).
+        alloc_env, refused = allocator_env(point, "time")
+        if refused:
+            return unsupported(refused)
+        env = {**env, **alloc_env}
         result = load.run_point(point.options, server, client_build, ctx.timeout, env, {})
+        if result.output is not None and alloc_env:
+            record = allocators.record(str(point.options["allocator"]))
+            result.output["allocator"] = {**(result.output.get("allocator") or {}), **record}
         if result.output is not None and env:
             result.output["run_env"] = env
         return Outcome(result.status, result.exit_code, None, result.seconds, result.output,
@@ -407,6 +423,7 @@ FAMILY = Load(
         Key("request_size", bounded_whole(), fmt("req{}B")),
         Key("workers", bounded_whole(), fmt("w{}")),
         THREADS_KEY,
+        ALLOCATOR_KEY,
         # Other hosts (remote.py): OpenSSH destinations of the server and the generators
         # (comma-separated), and the address the generators connect to.
         Key("server_host", text(HOSTS), fmt("server-on-{}")),

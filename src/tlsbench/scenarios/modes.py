@@ -28,9 +28,10 @@ from typing import Any
 from tlsbench.builds import arches
 from tlsbench.builds.build import Build
 from tlsbench.builds.recipes.runtime import at_run_time
+from tlsbench.builds.variants import Variant
 from tlsbench.core.costs import SideCosts
 from tlsbench.core.points import RunPoint
-from tlsbench.driver import callgrind
+from tlsbench.driver import allocators, callgrind
 from tlsbench.driver.declaration import declared
 from tlsbench.driver.process import Outcome, run_driver, unsupported
 from tlsbench.reportkit.metrics import Metric
@@ -154,10 +155,13 @@ def run_heap_only(point: RunPoint, build: Build, timeout: float) -> Outcome:
 # -- instructions ----------------------------------------------------------------------------
 
 
-def run_instructions(point: RunPoint, build: Build, timeout: float) -> Outcome:
+def run_instructions(point: RunPoint, build: Build, timeout: float, heap: bool = True) -> Outcome:
     """Instruction counts and atomic operations per measured operation and side, identical
-    from run to run, and each side's cost by function (output["costs"])."""
-    refused = instruction_refusal(point, build)
+    from run to run, and each side's cost by function (output["costs"]); the heap driver's
+    figures beside them unless `heap` is False."""
+    refused = instruction_refusal(point, build.variant)
+    if point.options.get("allocator", "glibc") != "glibc":
+        refused = f"allocator {point.options['allocator']}: {allocators.VALGRIND_REFUSAL}"
     if refused:
         return unsupported(refused)
     outcome, by_side = count_costs(point, build, timeout)
@@ -172,16 +176,20 @@ def run_instructions(point: RunPoint, build: Build, timeout: float) -> Outcome:
     outcome.output["samples"] = counts
     outcome.output["summary"] = {k: {"unit": unit} for k, unit in units.items()}
     outcome.output["costs"] = {side: costs.to_json() for side, costs in by_side.items()}
-    outcome.output["heap"] = None  # valgrind replaces malloc: the driver's counters read 0
-    return with_heap_figures(point, build, timeout, outcome)
+    outcome.output["heap"] = None  # the timing driver has no heap accounting
+    return with_heap_figures(point, build, timeout, outcome) if heap else outcome
 
 
-def instruction_refusal(point: RunPoint, build: Build) -> str | None:
-    """Why instruction mode cannot count a point, or None."""
-    if arches.arch(build.variant.arch).emulator:
+def instruction_refusal(point: RunPoint, variant: Variant) -> str | None:
+    """Why instruction mode cannot count a point with the variant, or None: said before
+    anything is built where a caller asks first (`tlsbench bisect`)."""
+    if arches.arch(variant.arch).emulator:
         return (f"instruction mode runs valgrind on this machine's code; "
-                f"{build.variant.name} runs under qemu-user")  # fmt: skip
-    undecodable = at_run_time(point.library).valgrind_refusal(build.variant.features)
+                f"{variant.name} runs under qemu-user")  # fmt: skip
+    if arches.arch(variant.arch).firmware:
+        return (f"{variant.name} is a firmware image: its instructions are counted by QEMU "
+                "(`tlsbench cortex-m`), not by callgrind")  # fmt: skip
+    undecodable = at_run_time(point.library).valgrind_refusal(variant.features)
     if undecodable:
         return f"instruction mode runs valgrind, and {undecodable}"
     if not collected_sides(point.scenario):

@@ -45,6 +45,7 @@ from tlsbench.reportkit.section import Section, SummaryCell, TableSpec, first_pe
 from tlsbench.reportkit.views import View, fmt_sig, variant_cell
 from tlsbench.scenarios import base, modes
 from tlsbench.scenarios.base import (
+    ALLOCATOR_KEY,
     THREADS_KEY,
     TLS_KEYS,
     Family,
@@ -81,13 +82,14 @@ class Scaling(Family):
         return DRIVER_SCENARIOS[scenario]
 
     def accepts(self, scenario: str, declared: Declared) -> tuple[str, ...]:
-        return (*TLS_KEYS, "threads", "contexts", "iterations", "warmup")
+        return (*TLS_KEYS, "threads", "contexts", "allocator", "iterations", "warmup")
 
     def check(self, checker: PointChecker, scenario: str, values: dict[str, Any],
               variant: Variant) -> None:  # fmt: skip
         base.check_key_share(checker, values)
         base.check_kx(checker, values, resumes=scenario == "scaling-resume")
         base.check_suite_version(checker, values)
+        base.check_allocator(checker, values, variant)
 
     def run(self, point: RunPoint, ctx: RunContext) -> Outcome:
         if ctx.mode == "instructions":
@@ -150,11 +152,14 @@ def atomics_per_handshake(point: RunPoint, build: Build, timeout: float) -> dict
                                                            options.items())))  # fmt: skip
     if key not in _ATOMICS:
         one = dataclasses.replace(point, options=options)
-        refused = modes.instruction_refusal(one, build)
+        refused = modes.instruction_refusal(one, build.variant)
         if refused:
             _ATOMICS[key] = {"not_counted": refused}
         else:
-            outcome, by_side = modes.count_costs(one, build, timeout)
+            try:
+                outcome, by_side = modes.count_costs(one, build, timeout)
+            except ValueError as exc:  # a callgrind output without its totals
+                outcome, by_side = unsupported(f"callgrind's output cannot be read: {exc}"), {}
             if outcome.status != "ok" or not by_side:
                 reason = ((outcome.output or {}).get("error") or {}).get("message") or \
                     outcome.stderr_tail.strip()[-300:]  # fmt: skip
@@ -429,7 +434,7 @@ def scaling_summary(model: RunModel) -> list[SummaryCell]:
 FAMILY = Scaling(
     "scaling",
     tuple(DRIVER_SCENARIOS),
-    keys=(THREADS_KEY, CONTEXTS_KEY),
+    keys=(THREADS_KEY, CONTEXTS_KEY, ALLOCATOR_KEY),
     sections=(
         Section("scaling", 25,
                 (TableSpec("scaling", "scaling", "Scaling with threads", ScalingRow),
