@@ -339,7 +339,12 @@ tb_status pin_offer(const tb_config *cfg, PinnedPolicy &p, char *err) {
     const unsigned server_code = code_of(tb_sigalg_names, cfg->sigalg);
     const unsigned client_code = code_of(tb_sigalg_names, client);
     for (const auto &[name, code] : {std::pair{cfg->sigalg, server_code}, {client, client_code}})
-      if (!scheme_available(code) || std::strstr(name, "brainpool") != nullptr)
+      if (std::strncmp(name, "mldsa", 5) == 0 || std::strncmp(name, "slhdsa", 6) == 0)
+        return tb_fail(err, TB_UNSUPPORTED,
+                       "%s: Botan 3 has ML-DSA and SLH-DSA keys and certificates, but no TLS "
+                       "signature scheme for them",
+                       name);
+      else if (!scheme_available(code) || std::strstr(name, "brainpool") != nullptr)
         return tb_fail(err, TB_UNSUPPORTED, "Botan 3 does not sign or verify with %s", name);
     const TLS::Signature_Scheme srv(static_cast<uint16_t>(server_code));
     const TLS::Signature_Scheme cli(static_cast<uint16_t>(client_code));

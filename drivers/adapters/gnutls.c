@@ -240,6 +240,24 @@ static tb_status prio_group(const tb_config *cfg, char *buf, size_t size, char *
 static tb_status prio_sig(const tb_config *cfg, const char *iana, char *buf, size_t size,
                           char *err) {
   const sig_name *sn = sig_by_iana(iana);
+  if (sn == NULL && strncmp(iana, "mldsa", 5) == 0) {
+    /* ML-DSA certificates from 3.8.9, TLS 1.3 signatures from 3.8.10 (lib/algorithms/sign.c:
+     * GNUTLS_SIGN_FLAG_TLS13_OK), both through leancrypto (--with-leancrypto; 3.8.9 also
+     * liboqs), which no pinned line builds: nettle has no ML-DSA. */
+    return tb_fail(err, TB_UNSUPPORTED,
+#if GNUTLS_VERSION_NUMBER >= 0x03080a
+                   "%s: GnuTLS %s signs TLS 1.3 with ML-DSA only when built --with-leancrypto, "
+                   "and leancrypto is not pinned (nettle has no ML-DSA)",
+#else
+                   "%s: GnuTLS %s has ML-DSA certificates only (with leancrypto or liboqs, "
+                   "not built) and no TLS code point for it; 3.8.10 added one",
+#endif
+                   iana, gnutls_check_version(NULL));
+  }
+  if (sn == NULL && strncmp(iana, "slhdsa", 6) == 0) {
+    return tb_fail(err, TB_UNSUPPORTED, "%s: GnuTLS %s has no SLH-DSA", iana,
+                   gnutls_check_version(NULL));
+  }
   if (sn == NULL) {
     return tb_fail(err, TB_UNSUPPORTED, "signature scheme %s: not known to GnuTLS", iana);
   }

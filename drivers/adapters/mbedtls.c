@@ -685,6 +685,9 @@ static int group_available(const mt_group *g, int tls) {
 static const char *sigalg_refusal(const mt_sigalg *s, int tls) {
   unsigned hash = s->code >> 8, sig = s->code & 0xff;
   if (s->code == 0x0807 || s->code == 0x0808) return "mbedTLS has no EdDSA in TLS";
+  if ((s->code >= 0x0904 && s->code <= 0x0906) || (s->code >= 0x0911 && s->code <= 0x091c)) {
+    return "mbedTLS (2.28, 3.6) has no ML-DSA or SLH-DSA, in TLS or in X.509";
+  }
   if (s->code >= 0x0809 && s->code <= 0x080b) {
     return "mbedTLS does not support RSA-PSS (rsassa-pss key) certificates in TLS";
   }

@@ -469,6 +469,9 @@ static tb_status sigalg_code(const tb_config *cfg, const char *name, SSLSignatur
                              char *err) {
   const tb_name *n = tb_name_find(tb_sigalg_names, name);
   if (n == NULL) return tb_fail(err, TB_UNSUPPORTED, "signature scheme %s: unknown", name);
+  if (strncmp(name, "mldsa", 5) == 0 || strncmp(name, "slhdsa", 6) == 0)
+    return tb_fail(err, TB_UNSUPPORTED, "%s: NSS %s has no ML-DSA or SLH-DSA in TLS", name,
+                   NSS_VERSION);
   if (n->tls == 12 && cfg->tls_version == 13)
     return tb_fail(err, TB_UNSUPPORTED, "signature scheme %s is not allowed in TLS 1.3", name);
   *out = (SSLSignatureScheme)n->code;

@@ -111,10 +111,13 @@ static const sigalg_name kSigalgs[] = {
     {"ed448", EVP_PKEY_ED448, NID_undef, 0, 1},
     {"rsa_pkcs1_sha1", EVP_PKEY_RSA, NID_sha1, 0, 0},
     {"ecdsa_sha1", EVP_PKEY_EC, NID_sha1, 0, 0},
+    /* ML-DSA (draft-ietf-tls-mldsa), OpenSSL 3.5 on: 3.5 names the scheme itself, so the key
+     * type -1 never matches 3.0's derivation; 3.0 and 1.1.1 refuse the names (unsupported).
+     * SLH-DSA has no TLS code point in 3.5 or 3.6: unknown here, unsupported. */
+    {"mldsa44", -1, NID_undef, 0, 1},
+    {"mldsa65", -1, NID_undef, 0, 1},
+    {"mldsa87", -1, NID_undef, 0, 1},
 };
-
-/* Signature schemes OpenSSL 3.5 adds (ML-DSA): probed for info() only. */
-static const char *const kExtraSigalgCandidates[] = {"mldsa44", "mldsa65", "mldsa87"};
 
 /* All TLS 1.3 suites OpenSSL knows; used to list (info) and to validate a 1.3 request. */
 static const char kAllTls13Suites[] =
@@ -507,6 +510,16 @@ static tb_status pin_group(SSL_CTX *ctx, const tb_config *cfg, int kx_nid, char 
 }
 
 static tb_status check_sigalg(const tb_config *cfg, const char *name, char *err) {
+  if (strncmp(name, "slhdsa", 6) == 0)
+    return tb_fail(err, TB_UNSUPPORTED,
+                   "%s: %s has no TLS code point for SLH-DSA (3.5 and 3.6 verify SLH-DSA "
+                   "certificates but sign no handshake with it)",
+                   name, OpenSSL_version(OPENSSL_VERSION));
+#if OPENSSL_VERSION_NUMBER < 0x30500000L
+  if (strncmp(name, "mldsa", 5) == 0)
+    return tb_fail(err, TB_UNSUPPORTED, "%s: ML-DSA in TLS came with OpenSSL 3.5; this is %s", name,
+                   OpenSSL_version(OPENSSL_VERSION));
+#endif
   const sigalg_name *sa = find_sigalg(name);
   if (sa == NULL) return tb_fail(err, TB_UNSUPPORTED, "unknown signature scheme '%s'", name);
   if (cfg->tls_version == 13 && !sa->tls13)
@@ -1024,7 +1037,7 @@ static const char *g_build_options[9];
 static const char *g_versions[3];
 static const char *g_suites[MAX_LIST];
 static const char *g_groups[ARRAY_LEN(kGroupCandidates) + 1];
-static const char *g_sigalgs[ARRAY_LEN(kSigalgs) + ARRAY_LEN(kExtraSigalgCandidates) + 1];
+static const char *g_sigalgs[ARRAY_LEN(kSigalgs) + 1];
 
 /* OpenSSL_version() strings start with their own label ("compiler: ", "CPUINFO: "...). */
 static const char *after_label(const char *s) {
@@ -1095,9 +1108,6 @@ static void fill_groups_and_sigalgs(SSL_CTX *ctx) {
     if (kSigalgs[i].hash == NID_sha1) continue;
     if (SSL_CTX_set1_sigalgs_list(ctx, kSigalgs[i].iana)) g_sigalgs[n++] = kSigalgs[i].iana;
   }
-  for (size_t i = 0; i < ARRAY_LEN(kExtraSigalgCandidates); i++)
-    if (SSL_CTX_set1_sigalgs_list(ctx, kExtraSigalgCandidates[i]))
-      g_sigalgs[n++] = kExtraSigalgCandidates[i];
   g_sigalgs[n] = NULL;
 }
 

@@ -160,7 +160,26 @@ static tb_status set_fixed_verify_time(SSL_CTX *ctx, const char *ca_file, char *
   return TB_OK;
 }
 
-static tb_status set_verification(SSL_CTX *ctx, const tb_config *cfg, char *err) {
+/* A trust anchor whose public key this library cannot read (an SLH-DSA root where the library
+ * has no SLH-DSA) verifies nothing it issued: the run is unsupported, said before the
+ * handshake fails on it with an unknown-algorithm verification error. */
+static tb_status check_anchor_key(const tb_ossl_class *cls, const char *ca_file, char *err) {
+  BIO *in = BIO_new_file(ca_file, "r");
+  X509 *anchor = in != NULL ? PEM_read_bio_X509(in, NULL, NULL, NULL) : NULL;
+  BIO_free(in);
+  if (anchor == NULL) return tb_ossl_fail(err, TB_FAILED, "the trust anchor (ca_file)");
+  int readable = X509_get0_pubkey(anchor) != NULL;
+  X509_free(anchor);
+  ERR_clear_error();
+  if (!readable)
+    return tb_fail(err, TB_UNSUPPORTED,
+                   "%s cannot read the trust anchor's key (%s), so cannot verify its chains",
+                   cls->library, ca_file);
+  return TB_OK;
+}
+
+static tb_status set_verification(const tb_ossl_class *cls, SSL_CTX *ctx, const tb_config *cfg,
+                                  char *err) {
   int verifies = cfg->role == TB_CLIENT ? cfg->auth != TB_AUTH_NONE : cfg->auth == TB_AUTH_MUTUAL;
   if (!verifies) {
     SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
@@ -168,6 +187,8 @@ static tb_status set_verification(SSL_CTX *ctx, const tb_config *cfg, char *err)
   }
   if (cfg->ca_file == NULL || !SSL_CTX_load_verify_locations(ctx, cfg->ca_file, NULL))
     return tb_ossl_fail(err, TB_FAILED, "trust anchors (ca_file)");
+  tb_status anchor = check_anchor_key(cls, cfg->ca_file, err);
+  if (anchor != TB_OK) return anchor;
   int mode = SSL_VERIFY_PEER;
   if (cfg->role == TB_SERVER) mode |= SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
   SSL_CTX_set_verify(ctx, mode, NULL);
@@ -317,7 +338,7 @@ static tb_status configure(const tb_ossl_class *cls, tb_ossl_ctx *oc, const tb_c
   if (st == TB_OK && cfg->psk.mode != TB_PSK_NONE) st = set_psk(cls, oc, cfg, err);
   if (st == TB_OK) st = load_own_chain(ctx, cfg, err);
   if (st == TB_OK) st = cls->check_chain(cls, ctx, cfg, kx_nid, err);
-  if (st == TB_OK) st = set_verification(ctx, cfg, err);
+  if (st == TB_OK) st = set_verification(cls, ctx, cfg, err);
   if (st == TB_OK) st = cls->set_record_size(cls, ctx, cfg, err);
   if (st != TB_OK) return st;
   set_resumption(cls, ctx, cfg);
@@ -563,6 +584,9 @@ tb_status tb_bssl_pin_groups(const tb_ossl_class *cls, SSL_CTX *ctx, const tb_co
 static tb_status sigalg_code(const tb_ossl_class *cls, const tb_config *cfg, const char *name,
                              uint16_t *out, char *err) {
   const tb_name *sa = tb_name_find(tb_sigalg_names, name);
+  if (sa != NULL && strncmp(name, "slhdsa", 6) == 0 &&
+      !implements(cls->sigalgs, cls->n_sigalgs, sa->code))
+    return tb_fail(err, TB_UNSUPPORTED, "%s has no TLS code point for SLH-DSA", cls->library);
   if (sa == NULL || !implements(cls->sigalgs, cls->n_sigalgs, sa->code))
     return tb_fail(err, TB_UNSUPPORTED, "%s has no signature scheme '%s'", cls->library, name);
   if (cfg->tls_version == 13 && sa->tls != 13)

@@ -67,11 +67,18 @@ static const char *name_of(const tb_name *table, uint16_t id) {
 /* The signature schemes rustls implements (aws-lc-rs and ring alike), by code point. */
 static const uint16_t kSigalgs[] = {0x0401, 0x0501, 0x0601, 0x0804, 0x0805,
                                     0x0806, 0x0403, 0x0503, 0x0603, 0x0807};
+/* ML-DSA (mldsa44/65/87): the aws-lc-rs provider only (rustls 0.23.3x on signs and
+ * verifies it; ring has none). */
+static const uint16_t kMldsa[] = {0x0904, 0x0905, 0x0906};
+
+static int aws_lc_rs(void) { return strcmp(TB_RUSTLS_PROVIDER, "aws-lc-rs") == 0; }
 
 static int rustls_signs(const char *name) {
   const tb_name *n = name != NULL ? tb_name_find(tb_sigalg_names, name) : NULL;
   for (size_t i = 0; n != NULL && i < ARRAY_LEN(kSigalgs); i++)
     if (kSigalgs[i] == n->code) return 1;
+  for (size_t i = 0; n != NULL && aws_lc_rs() && i < ARRAY_LEN(kMldsa); i++)
+    if (kMldsa[i] == n->code) return 1;
   return 0;
 }
 
@@ -371,6 +378,12 @@ static const char *signer_scheme(const char *key_file, char *err) {
       scheme = "ecdsa_secp384r1_sha384";
     else if (HAS("\x2b\x81\x04\x00\x23"))
       scheme = "ecdsa_secp521r1_sha512";
+    else if (HAS("\x60\x86\x48\x01\x65\x03\x04\x03\x11")) /* id-ML-DSA-44 */
+      scheme = "mldsa44";
+    else if (HAS("\x60\x86\x48\x01\x65\x03\x04\x03\x12"))
+      scheme = "mldsa65";
+    else if (HAS("\x60\x86\x48\x01\x65\x03\x04\x03\x13"))
+      scheme = "mldsa87";
 #undef HAS
   }
   free(pem);
@@ -423,6 +436,9 @@ static tb_status check_offer(const rl_ctx *c, char *err) {
                    c->cfg.key_share);
   if (c->cfg.tls_version == 12 && strstr(first_group(), "MLKEM") != NULL)
     return tb_fail(err, TB_UNSUPPORTED, "TLS 1.2 has no post-quantum groups");
+  if (c->cfg.sigalg != NULL && strncmp(c->cfg.sigalg, "mldsa", 5) == 0 && !aws_lc_rs())
+    return tb_fail(err, TB_UNSUPPORTED, "rustls's %s provider has no ML-DSA (aws-lc-rs has)",
+                   TB_RUSTLS_PROVIDER);
   if (!rustls_signs(c->cfg.sigalg))
     return tb_fail(err, TB_UNSUPPORTED, "rustls cannot sign with '%s'",
                    c->cfg.sigalg ? c->cfg.sigalg : "(none)");
@@ -644,6 +660,11 @@ static tb_status pull(rl_conn *c, const char *what, char *err) {
   rustls_result r = rustls_connection_process_new_packets(c->conn);
   if (r != RUSTLS_RESULT_OK) {
     (void)flush(c, err); /* the alert, so that the peer fails too */
+    /* rustls-webpki verifies RSA, ECDSA, Ed25519 and ML-DSA signatures: a chain an SLH-DSA
+     * CA signed is one this library cannot verify, not a bad chain. */
+    if (r == RUSTLS_RESULT_CERT_UNSUPPORTED_SIGNATURE_ALGORITHM && c->ctx->cfg.ca_file != NULL &&
+        tb_pem_names_slh_dsa(c->ctx->cfg.ca_file))
+      return rl_fail(err, TB_UNSUPPORTED, "rustls-webpki has no SLH-DSA to verify this chain", r);
     return rl_fail(err, TB_FAILED, what, r);
   }
   return TB_OK;
@@ -897,7 +918,7 @@ static const char *g_build_options[4];
 static const char *g_versions[3];
 static const char *g_suites[32];
 static const char *g_groups[2];
-static const char *g_sigalgs[ARRAY_LEN(kSigalgs) + 1];
+static const char *g_sigalgs[ARRAY_LEN(kSigalgs) + ARRAY_LEN(kMldsa) + 1];
 
 static tb_status rl_info(tb_info *out, char *err) {
   (void)err;
@@ -931,6 +952,8 @@ static tb_status rl_info(tb_info *out, char *err) {
       continue;
     g_sigalgs[n++] = s;
   }
+  for (size_t i = 0; aws_lc_rs() && i < ARRAY_LEN(kMldsa); i++)
+    g_sigalgs[n++] = SIGALG_NAME(kMldsa[i]);
   g_sigalgs[n] = NULL;
   snprintf(out->version, sizeof(out->version), "%s", g_version);
   out->build_options = g_build_options;

@@ -50,10 +50,12 @@
 #include "tls/policy/s2n_policy_feature.h"
 #include "tls/s2n_cipher_preferences.h"
 #include "tls/s2n_cipher_suites.h"
+#include "tls/s2n_connection.h"
 #include "tls/s2n_kem.h"
 #include "tls/s2n_kem_preferences.h"
 #include "tls/s2n_security_policies.h"
 #include "tls/s2n_signature_scheme.h"
+#include "tls_wire.h"
 #include "tlsbench/driver.h"
 #include "tlsbench/names.h"
 
@@ -100,13 +102,27 @@ static struct s2n_cipher_suite *const kSuites[] = {
     &s2n_rsa_with_aes_256_cbc_sha,
 };
 
-/* The signature schemes s2n-tls implements that tlsbench names (no Ed25519 in s2n 1.7). */
+/* The signature schemes s2n-tls implements that tlsbench names (no Ed25519, no SLH-DSA in
+ * s2n 1.7). */
 static const struct s2n_signature_scheme *const kSchemes[] = {
-    &s2n_rsa_pss_rsae_sha256, &s2n_rsa_pss_rsae_sha384, &s2n_rsa_pss_rsae_sha512,
-    &s2n_rsa_pss_pss_sha256,  &s2n_rsa_pss_pss_sha384,  &s2n_rsa_pss_pss_sha512,
-    &s2n_ecdsa_sha256,        &s2n_ecdsa_sha384,        &s2n_ecdsa_sha512,
-    &s2n_rsa_pkcs1_sha256,    &s2n_rsa_pkcs1_sha384,    &s2n_rsa_pkcs1_sha512,
-    &s2n_rsa_pkcs1_sha1,      &s2n_ecdsa_sha1,
+    &s2n_rsa_pss_rsae_sha256,
+    &s2n_rsa_pss_rsae_sha384,
+    &s2n_rsa_pss_rsae_sha512,
+    &s2n_rsa_pss_pss_sha256,
+    &s2n_rsa_pss_pss_sha384,
+    &s2n_rsa_pss_pss_sha512,
+    &s2n_ecdsa_sha256,
+    &s2n_ecdsa_sha384,
+    &s2n_ecdsa_sha512,
+    &s2n_rsa_pkcs1_sha256,
+    &s2n_rsa_pkcs1_sha384,
+    &s2n_rsa_pkcs1_sha512,
+    &s2n_rsa_pkcs1_sha1,
+    &s2n_ecdsa_sha1,
+    /* ML-DSA (draft-ietf-tls-mldsa) over AWS-LC's, TLS 1.3 only. */
+    &s2n_mldsa44,
+    &s2n_mldsa65,
+    &s2n_mldsa87,
 };
 
 static struct s2n_cipher_suite *find_suite(unsigned code) {
@@ -190,7 +206,10 @@ typedef struct s2_ctx {
   tb_auth auth;
   int resumption;
   int release_buffers;
-  char server_name[256]; /* client: SNI and the name s2n verifies the server's chain for */
+  char server_name[256];  /* client: SNI and the name s2n verifies the server's chain for */
+  const char *chain_file; /* the run's (it outlives the context): read on a failure only */
+  const char *ca_file;    /* the same */
+  int sigalg_mldsa;       /* the pinned scheme is ML-DSA's */
   struct s2n_config *config;
   struct s2n_cert_chain_and_key *chain;
   /* The policy and the lists it points to (one entry each, two curves with a key_share). */
@@ -367,6 +386,9 @@ static tb_status s2_ctx_new(const tb_config *cfg, void **out, char *err) {
   s2_ctx *c = calloc(1, sizeof(*c));
   if (c == NULL) return tb_fail(err, TB_FAILED, "out of memory");
   c->role = cfg->role;
+  c->chain_file = cfg->chain_file;
+  c->ca_file = cfg->ca_file;
+  c->sigalg_mldsa = cfg->sigalg != NULL && strncmp(cfg->sigalg, "mldsa", 5) == 0;
   c->auth = cfg->auth;
   c->resumption = cfg->resumption;
   c->release_buffers = cfg->release_buffers;
@@ -394,6 +416,12 @@ static tb_status s2_ctx_new(const tb_config *cfg, void **out, char *err) {
     if (!ok) {
       st = chain == NULL || key == NULL
                ? tb_fail(err, TB_FAILED, "cannot read %s or %s", cfg->chain_file, cfg->key_file)
+           : tb_pem_names_slh_dsa(cfg->chain_file)
+               /* AWS-LC's X.509, under s2n, decodes no certificate an SLH-DSA key signed. */
+               ? tb_fail(err, TB_UNSUPPORTED,
+                         "s2n-tls (AWS-LC's X.509) cannot decode a certificate signed with "
+                         "SLH-DSA (%s)",
+                         cfg->chain_file)
                : s2n_fail_(err, "loading the certificate chain and key");
       goto fail;
     }
@@ -602,6 +630,26 @@ static tb_status s2_handshake(void *conn, char *err) {
   s2_conn *c = conn;
   s2n_blocked_status blocked = S2N_NOT_BLOCKED;
   if (s2n_negotiate(c->conn, &blocked) == S2N_SUCCESS) return TB_OK;
+  /* s2n wants every signature of the server's chain among the client's schemes (RFC 8446
+   * 4.2.3: signature_algorithms covers the certificates when signature_algorithms_cert is
+   * absent), and tlsbench offers the leaf's scheme alone: a chain signed with another
+   * algorithm (SLH-DSA, which s2n has no scheme for; an ECDSA CA over an ML-DSA leaf) is
+   * one s2n refuses where the other libraries accept it. */
+  const char *chain = c->ctx->chain_file;
+  if (s2n_errno == S2N_ERR_NO_VALID_SIGNATURE_SCHEME && chain != NULL &&
+      (tb_pem_names_slh_dsa(chain) ||
+       (c->ctx->sigalg_mldsa && tb_pem_names_ecdsa_signature(chain))))
+    return tb_fail(err, TB_UNSUPPORTED,
+                   "s2n-tls wants the chain's signatures among the client's schemes (RFC 8446 "
+                   "4.2.3), and the offer holds the leaf's scheme alone: a chain signed with "
+                   "another algorithm is refused");
+  /* The verifying side: AWS-LC's X.509 has no SLH-DSA, so a chain an SLH-DSA root issued is
+   * "untrusted" to it, whoever serves it (a real program serves it whole). */
+  if (s2n_errno == S2N_ERR_CERT_UNTRUSTED && c->ctx->ca_file != NULL &&
+      tb_pem_names_slh_dsa(c->ctx->ca_file))
+    return tb_fail(err, TB_UNSUPPORTED,
+                   "s2n-tls (AWS-LC's X.509) cannot verify a chain an SLH-DSA root signed: it "
+                   "calls it untrusted");
   tb_status st = io_status("s2n_negotiate", err);
   return st == TB_CLOSED ? tb_fail(err, TB_FAILED, "the peer closed during the handshake") : st;
 }
@@ -668,12 +716,21 @@ static tb_status s2_negotiated(void *conn, tb_negotiated *out, char *err) {
     if (s2n_connection_get_selected_signature_algorithm(c->conn, &sig) == S2N_SUCCESS &&
         s2n_connection_get_selected_digest_algorithm(c->conn, &hash) == S2N_SUCCESS) {
       unsigned code = scheme_code(sig, hash);
+      /* ML-DSA has no digest to tell its three schemes apart: the scheme's own name. */
+      const char *name = NULL;
+      if (code == 0 && sig == S2N_TLS_SIGNATURE_MLDSA &&
+          s2n_connection_get_signature_scheme(c->conn, &name) == S2N_SUCCESS &&
+          tb_name_find(tb_sigalg_names, name) != NULL)
+        code = tb_name_find(tb_sigalg_names, name)->code;
       if (code != 0) code_name(tb_sigalg_names, code, out->sigalg);
     }
     if (c->ctx->auth == TB_AUTH_MUTUAL &&
         s2n_connection_get_selected_client_cert_signature_algorithm(c->conn, &sig) == S2N_SUCCESS &&
         s2n_connection_get_selected_client_cert_digest_algorithm(c->conn, &hash) == S2N_SUCCESS) {
       unsigned code = scheme_code(sig, hash);
+      /* The client's ML-DSA scheme, which no getter names: s2n's own record of it. */
+      const struct s2n_signature_scheme *client = c->conn->handshake_params.client_cert_sig_scheme;
+      if (code == 0 && sig == S2N_TLS_SIGNATURE_MLDSA && client != NULL) code = client->iana_value;
       if (code != 0) code_name(tb_sigalg_names, code, out->client_sigalg);
     }
     /* s2n fails a handshake whose peer chain does not verify: a side that verifies and

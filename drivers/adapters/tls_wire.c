@@ -2,6 +2,7 @@
  * library. */
 #include "tls_wire.h"
 
+#include <stdio.h>
 #include <string.h>
 
 enum {
@@ -296,4 +297,69 @@ void tb_wire_protected_messages(tb_wire *w, tb_wire_dir dir, tb_record_open_fn o
   protected_walk walk = {w->bytes->scratch, 0, 0, open, open_arg};
   each_record(w, dir, protected_record, &walk);
   tb_hs_each_message(walk.out, walk.len, fn, arg);
+}
+
+/* ------------------------------------------------------------------------- certificates */
+
+static int base64_value(int c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  return c == '+' ? 62 : c == '/' ? 63 : -1;
+}
+
+/* DER of an OID arc, tag and length first: 2.16.840.1.101.3.4.3 (NIST's signature algorithms:
+ * SLH-DSA's are its arcs 20 to 31) and 1.2.840.10045.4.3 (ecdsa-with-SHA224 ... SHA512: 1 to
+ * 4). */
+static const unsigned char kNistSigArc[] = {0x06, 0x09, 0x60, 0x86, 0x48,
+                                            0x01, 0x65, 0x03, 0x04, 0x03};
+static const unsigned char kEcdsaSigArc[] = {0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03};
+
+/* Whether the DER of a PEM file holds an OID of `arc` whose last number is lo..hi. Static
+ * storage (the largest set's chain is about 71 kB of PEM): nothing is charged to a side's
+ * heap, and the adapters ask on a failure path only. */
+static int pem_names_oid(const char *path, const unsigned char *arc, size_t arc_len, unsigned lo,
+                         unsigned hi) {
+  static unsigned char pem[128 * 1024], der[96 * 1024];
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) return 0;
+  size_t len = fread(pem, 1, sizeof(pem) - 1, f);
+  fclose(f);
+  pem[len] = '\0';
+  /* The base64 of every PEM block, decoded as one stream of DER bytes (the header and footer
+   * lines are skipped: their dashes and words are not all base64). */
+  size_t n = 0;
+  unsigned acc = 0;
+  int bits = 0, in_block = 0;
+  for (const char *line = (const char *)pem; *line != '\0' && n < sizeof(der);) {
+    const char *end = strchr(line, '\n');
+    size_t line_len = end != NULL ? (size_t)(end - line) : strlen(line);
+    if (strncmp(line, "-----BEGIN", 10) == 0) {
+      in_block = 1, bits = 0, acc = 0;
+    } else if (strncmp(line, "-----END", 8) == 0) {
+      in_block = 0;
+    } else {
+      for (size_t i = 0; in_block && i < line_len && n < sizeof(der); i++) {
+        int v = base64_value((unsigned char)line[i]);
+        if (v < 0) continue;
+        acc = acc << 6 | (unsigned)v;
+        bits += 6;
+        if (bits >= 8) bits -= 8, der[n++] = (unsigned char)(acc >> bits);
+      }
+    }
+    line += line_len + (end != NULL);
+  }
+  for (size_t i = 0; i + arc_len < n; i++) {
+    unsigned last = der[i + arc_len];
+    if (memcmp(der + i, arc, arc_len) == 0 && last >= lo && last <= hi) return 1;
+  }
+  return 0;
+}
+
+int tb_pem_names_slh_dsa(const char *path) {
+  return pem_names_oid(path, kNistSigArc, sizeof(kNistSigArc), 20, 31);
+}
+
+int tb_pem_names_ecdsa_signature(const char *path) {
+  return pem_names_oid(path, kEcdsaSigArc, sizeof(kEcdsaSigArc), 1, 4);
 }

@@ -6,7 +6,7 @@
  * connection sent and received (tb_wire), and one HKDF-Expand-Label (RFC 8446 7.1), written
  * against no library (tls_wire.c). The adapters keep what is their own: where the bytes come
  * from (their I/O callbacks, a message callback) and how a TLS 1.3 record is opened (the
- * library's cipher).
+ * library's cipher). And one question about a certificate file (tb_pem_names_slh_dsa).
  *
  * Handshake messages are RFC 8446 4 / RFC 5246 7.4: a 4-byte header (type, 24-bit length),
  * then the body; the functions below take the body.
@@ -151,5 +151,15 @@ typedef size_t (*tb_record_open_fn)(void *arg, uint64_t seq, const unsigned char
  * inner content is not a handshake message (a record under the next key). */
 void tb_wire_protected_messages(tb_wire *w, tb_wire_dir dir, tb_record_open_fn open, void *open_arg,
                                 tb_hs_fn fn, void *arg);
+
+/* Whether a PEM file of certificates (a trust anchor, a chain) names SLH-DSA (FIPS 205, the
+ * OIDs 2.16.840.1.101.3.4.3.20 to .31: a key or a signature), read without the library: for
+ * the adapters whose library has no SLH-DSA and says only that a certificate would not
+ * decode or verify (s2n-tls, rustls), so that the run is unsupported with that reason.
+ * 0 when the file does not, or cannot be read. */
+int tb_pem_names_slh_dsa(const char *path);
+/* Whether it holds an ECDSA signature (ecdsa-with-SHA224 ... SHA512): a chain an ECDSA CA
+ * signed, e.g. over an ML-DSA leaf. */
+int tb_pem_names_ecdsa_signature(const char *path);
 
 #endif /* TLSBENCH_TLS_WIRE_H */

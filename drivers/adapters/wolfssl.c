@@ -147,6 +147,15 @@ static const int kGroups[] = {
     0,
 };
 
+/* ML-DSA with draft-ietf-tls-mldsa's code points: wolfSSL 5.8.0 on, built with ML-DSA
+ * (--enable-mldsa; HAVE_DILITHIUM is its legacy name, which 5.9 still defines). Before 5.8,
+ * HAVE_DILITHIUM is FIPS 204's draft under OQS's code points (0xFED0..): not these. */
+#if defined(HAVE_DILITHIUM) && LIBWOLFSSL_VERSION_HEX >= 0x05008000
+#define TB_WOLF_IETF_MLDSA 1
+#else
+#define TB_WOLF_IETF_MLDSA 0
+#endif
+
 static const int kSigalgs[] = {
 #ifndef NO_RSA
     0x0401, 0x0501, 0x0601, /* rsa_pkcs1_sha256..512 */
@@ -163,6 +172,17 @@ static const int kSigalgs[] = {
 #endif
 #ifdef HAVE_ED448
     0x0808, /* ed448 */
+#endif
+#if TB_WOLF_IETF_MLDSA
+#ifndef WOLFSSL_NO_ML_DSA_44
+    0x0904, /* mldsa44 */
+#endif
+#ifndef WOLFSSL_NO_ML_DSA_65
+    0x0905, /* mldsa65 */
+#endif
+#ifndef WOLFSSL_NO_ML_DSA_87
+    0x0906, /* mldsa87 */
+#endif
 #endif
     0,
 };
@@ -591,6 +611,14 @@ static int sigalg_code(byte sig, byte hash) {
     case rsa_sa_algo:
     case ecc_dsa_sa_algo:
       return (hash << 8) | sig;
+#if TB_WOLF_IETF_MLDSA
+    case mldsa_44_sa_algo:
+      return 0x0904;
+    case mldsa_65_sa_algo:
+      return 0x0905;
+    case mldsa_87_sa_algo:
+      return 0x0906;
+#endif
     default:
       return -1;
   }
@@ -876,6 +904,13 @@ static tb_status set_verify(WOLFSSL_CTX *ctx, const tb_config *cfg, char *err) {
   }
   if (cfg->ca_file == NULL) return tb_fail(err, TB_FAILED, "verification needs a CA file");
   int ret = wolfSSL_CTX_load_verify_locations(ctx, cfg->ca_file, NULL);
+  /* An algorithm the build lacks (an SLH-DSA root without --enable-slhdsa): the anchor, and
+   * every chain it issued, cannot be verified by this build. */
+  if (ret == ASN_UNKNOWN_OID_E || ret == ASN_SIG_OID_E)
+    return fail_code(err, TB_UNSUPPORTED,
+                     "this build cannot read the trust anchor's algorithm, so cannot verify "
+                     "its chains",
+                     ret);
   if (ret != WOLFSSL_SUCCESS) return fail_code(err, TB_FAILED, cfg->ca_file, ret);
   int mode = WOLFSSL_VERIFY_PEER;
   if (cfg->role == TB_SERVER) mode |= WOLFSSL_VERIFY_FAIL_IF_NO_PEER_CERT;
@@ -1139,8 +1174,26 @@ static tb_status set_psk(wolf_ctx *w, const tb_config *cfg, char *err) {
 #endif /* NO_PSK */
 }
 
+/* Why this build cannot sign or verify a post-quantum scheme, said before its key fails to
+ * load; NULL for any other scheme, or one it has. */
+static const char *post_quantum_refusal(const char *sigalg) {
+  if (sigalg == NULL) return NULL;
+  if (strncmp(sigalg, "slhdsa", 6) == 0)
+    return "wolfSSL has SLH-DSA in wolfCrypt (--enable-slhdsa, 5.8 on) but no TLS code point for "
+           "it";
+  if (strncmp(sigalg, "mldsa", 5) != 0 || code_of(kSigalgs, sigalg) >= 0) return NULL;
+#if LIBWOLFSSL_VERSION_HEX < 0x05008000
+  return "wolfSSL before 5.8.0 has no ML-DSA with the IETF code points (its --enable-dilithium "
+         "is FIPS 204's draft under OQS's 0xFED0..): use wolfssl-5.9.2:ml-dsa";
+#else
+  return "this wolfSSL build has no ML-DSA: the ml-dsa feature (--enable-mldsa) gives it";
+#endif
+}
+
 static tb_status configure(wolf_ctx *w, const tb_config *cfg, char *err) {
   tb_status st = TB_OK;
+  const char *pq = post_quantum_refusal(cfg->sigalg);
+  if (pq != NULL) return tb_fail(err, TB_UNSUPPORTED, "%s: %s", cfg->sigalg, pq);
   if (cfg->chain_file != NULL) st = load_own_chain(w->ctx, cfg, err);
   if (st == TB_OK) st = set_suite(w->ctx, cfg->tls_version, cfg->suite, err);
   if (st == TB_OK && cfg->sigalg != NULL)

@@ -169,18 +169,19 @@ static int check_by_flags(const tb_scenario *const *registry, const tb_scenario 
   return 0;
 }
 
+/* The scheme the certificate kind's leaf signs with (names.c): RSA's is PSS in TLS 1.3 and
+ * PKCS#1 v1.5 in TLS 1.2, the others' the same in both. */
 static const char *default_sigalg(const char *cert, int tls) {
   if (strncmp(cert, "rsa", 3) == 0) return tls == 13 ? "rsa_pss_rsae_sha256" : "rsa_pkcs1_sha256";
-  if (strcmp(cert, "ecdsa-p256") == 0) return "ecdsa_secp256r1_sha256";
-  if (strcmp(cert, "ecdsa-p384") == 0) return "ecdsa_secp384r1_sha384";
-  if (strcmp(cert, "ed25519") == 0) return "ed25519";
-  return NULL;
+  const tb_name *kind = tb_name_find(tb_cert_kinds, cert);
+  const tb_name *scheme = kind != NULL ? tb_name_of_code(tb_sigalg_names, kind->code) : NULL;
+  return scheme != NULL ? scheme->name : NULL;
 }
 
 /* In TLS 1.2 the supported groups also name the curves an ECDSA certificate may use, so a
  * pinned offer must hold the certificate's curve; TLS 1.3 separates the two. */
 static const char *default_group(const char *cert, int tls) {
-  if (tls == 12 && strcmp(cert, "ecdsa-p256") == 0) return "secp256r1";
+  if (tls == 12 && strncmp(cert, "ecdsa-p256", 10) == 0) return "secp256r1";
   if (tls == 12 && strcmp(cert, "ecdsa-p384") == 0) return "secp384r1";
   return "x25519";
 }
@@ -281,6 +282,15 @@ static int check_tls(tb_options *o) {
   if (choose_kx(o) != 0) return -1;
   if (is_psk(o->kx) && check_psk(o) != 0) return -1;
   if (!is_psk(o->kx)) {
+    /* ML-DSA and SLH-DSA sign in TLS 1.3 only (draft-ietf-tls-mldsa 3, draft-reddy-tls-slhdsa
+     * 3): no library could run the request. */
+    const tb_name *kind = tb_name_find(tb_cert_kinds, o->cert);
+    if (kind != NULL && kind->tls == 13 && o->tls == 12) {
+      return tb_usage_error(
+          "the %s certificate signs in TLS 1.3 only (its scheme %s is not "
+          "defined for TLS 1.2): use --tls 1.3",
+          o->cert, tb_name_of_code(tb_sigalg_names, kind->code)->name);
+    }
     if (o->group == NULL) o->group = default_group(o->cert, o->tls);
     if (o->sigalg == NULL) o->sigalg = default_sigalg(o->cert, o->tls);
     if (o->sigalg == NULL) return tb_usage_error("unknown --cert %s", o->cert);

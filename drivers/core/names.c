@@ -227,14 +227,39 @@ const tb_name tb_sigalg_names[] = {{"rsa_pkcs1_sha1", 0x0201, 12},
                                    {"rsa_pss_pss_sha256", 0x0809, 13},
                                    {"rsa_pss_pss_sha384", 0x080A, 13},
                                    {"rsa_pss_pss_sha512", 0x080B, 13},
+                                   /* draft-ietf-tls-mldsa and draft-reddy-tls-slhdsa: TLS 1.3
+                                    * only (a TLS 1.2 peer must refuse them). */
+                                   {"mldsa44", 0x0904, 13},
+                                   {"mldsa65", 0x0905, 13},
+                                   {"mldsa87", 0x0906, 13},
+                                   {"slhdsa_sha2_128s", 0x0911, 13},
+                                   {"slhdsa_sha2_128f", 0x0912, 13},
                                    {NULL, 0, 0}};
 
 const tb_name tb_aead_names[] = {
     {"AES-128-GCM", 0, 0}, {"AES-256-GCM", 0, 0}, {"ChaCha20-Poly1305", 0, 0}, {NULL, 0, 0}};
 
-const tb_name tb_cert_kinds[] = {{"rsa1024", 0, 0},    {"rsa2048", 0, 0}, {"rsa3072", 0, 0},
-                                 {"rsa4096", 0, 0},    {"rsa8192", 0, 0}, {"ecdsa-p256", 0, 0},
-                                 {"ecdsa-p384", 0, 0}, {"ed25519", 0, 0}, {NULL, 0, 0}};
+/* The kinds of tlsbench's certificate sets (src/tlsbench/builds/certs.py KINDS, the same
+ * order). `code`: the signature scheme the leaf's key signs with in TLS 1.3; `tls`: 13 when
+ * the leaf signs in TLS 1.3 only (ML-DSA, SLH-DSA), 12 when TLS 1.2 has a scheme for it too. A
+ * mixed kind LEAF-under-CA signs as its leaf; its CA's signatures are in the certificates. */
+const tb_name tb_cert_kinds[] = {{"rsa1024", 0x0804, 12},
+                                 {"rsa2048", 0x0804, 12},
+                                 {"rsa3072", 0x0804, 12},
+                                 {"rsa4096", 0x0804, 12},
+                                 {"rsa8192", 0x0804, 12},
+                                 {"ecdsa-p256", 0x0403, 12},
+                                 {"ecdsa-p384", 0x0503, 12},
+                                 {"ed25519", 0x0807, 12},
+                                 {"ml-dsa-44", 0x0904, 13},
+                                 {"ml-dsa-65", 0x0905, 13},
+                                 {"ml-dsa-87", 0x0906, 13},
+                                 {"slh-dsa-sha2-128s", 0x0911, 13},
+                                 {"slh-dsa-sha2-128f", 0x0912, 13},
+                                 {"ml-dsa-44-under-ecdsa-p256", 0x0904, 13},
+                                 {"ecdsa-p256-under-ml-dsa-44", 0x0403, 12},
+                                 {"ml-dsa-44-under-slh-dsa-sha2-128s", 0x0904, 13},
+                                 {NULL, 0, 0}};
 
 const tb_name *tb_name_find(const tb_name *table, const char *name) {
   for (const tb_name *n = table; n->name != NULL; n++) {

@@ -112,6 +112,20 @@ static void write_wire_side(tb_json *j, const char *key, const tb_wire_side *w) 
   tb_json_object_end(j);
 }
 
+/* The flights in order (both sides' in one process, this side's own in two): what the
+ * server's first flight holds, against TCP's initial window. */
+static void write_flights(tb_json *j, const tb_wire *w) {
+  tb_json_array(j, "flights");
+  for (int i = 0; i < w->n_flights && i < TB_WIRE_FLIGHTS; i++) {
+    tb_json_object(j, NULL);
+    tb_json_str(j, "from", w->flight[i].sender == 2 ? "server" : "client");
+    tb_json_u64(j, "bytes", w->flight[i].bytes);
+    tb_json_u64(j, "records", w->flight[i].records);
+    tb_json_object_end(j);
+  }
+  tb_json_array_end(j);
+}
+
 /* Bytes, records and flights per side of the first full and first resumed handshake. */
 static void write_wire(tb_json *j, const tb_run *r) {
   const tb_wire_report *reports[2] = {&r->wire_full, &r->wire_resumed};
@@ -126,6 +140,11 @@ static void write_wire(tb_json *j, const tb_run *r) {
       write_wire_side(j, server ? "server" : "client",
                       server ? &reports[i]->wire.server : &reports[i]->wire.client);
       tb_json_u64(j, "bytes_received", r->peer_bytes_received);
+      /* The peer's flights as they arrived: the server's first flight, whatever served it. */
+      tb_json_array(j, server ? "client_flights_received" : "server_flights_received");
+      for (int f = 0; f < TB_WIRE_FLIGHTS && reports[i]->wire.received[f] > 0; f++)
+        tb_json_u64(j, NULL, reports[i]->wire.received[f]);
+      tb_json_array_end(j);
       if (!server) tb_json_u64(j, "client_hello_bytes", reports[i]->wire.client.first_record);
       if (!server) tb_json_u64(j, "round_trips", reports[i]->client_rtt);
     } else {
@@ -134,6 +153,7 @@ static void write_wire(tb_json *j, const tb_run *r) {
       tb_json_u64(j, "client_hello_bytes", reports[i]->wire.client.first_record);
       tb_json_u64(j, "round_trips", reports[i]->client_rtt);
     }
+    write_flights(j, &reports[i]->wire);
     tb_json_object_end(j);
   }
   tb_json_object_end(j);

@@ -108,9 +108,16 @@ void tb_tcp_pair_free(tb_tcp_pair *p) {
 void tb_wire_count_sent(tb_wire *wire, int server, const unsigned char *buf, size_t len) {
   tb_wire_side *w = server ? &wire->server : &wire->client;
   int sender = server ? 2 : 1;
-  if (wire->last_sender != sender) w->flights++;
+  if (wire->last_sender != sender) {
+    w->flights++;
+    if (wire->n_flights < TB_WIRE_FLIGHTS) wire->flight[wire->n_flights].sender = sender;
+    wire->n_flights++;
+  }
   wire->last_sender = sender;
   w->bytes += len;
+  tb_wire_flight *flight =
+      wire->n_flights <= TB_WIRE_FLIGHTS ? &wire->flight[wire->n_flights - 1] : NULL;
+  if (flight != NULL) flight->bytes += len;
   for (size_t i = 0; i < len;) {
     if (w->body_left > 0) {
       size_t take = len - i < w->body_left ? len - i : w->body_left;
@@ -123,6 +130,7 @@ void tb_wire_count_sent(tb_wire *wire, int server, const unsigned char *buf, siz
       w->body_left = ((size_t)w->header[3] << 8) | w->header[4];
       w->header_have = 0;
       if (w->records++ == 0) w->first_record = 5 + w->body_left;
+      if (flight != NULL) flight->records++;
     }
   }
 }

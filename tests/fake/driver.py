@@ -172,7 +172,11 @@ def main(argv: list[str]) -> int:
                                 "resumed": scenario == "resume"}  # fmt: skip
         output["wire"] = {"full": {"client": {"bytes_sent": 300, "records_sent": 3},
                                    "server": {"bytes_sent": 1500, "records_sent": 5},
-                                   "client_hello_bytes": 250, "round_trips": 1}}  # fmt: skip
+                                   "client_hello_bytes": 250, "round_trips": 1,
+                                   "flights": [{"from": "client", "bytes": 250, "records": 1},
+                                               {"from": "server", "bytes": 1500, "records": 5},
+                                               {"from": "client", "bytes": 50,
+                                                "records": 2}]}}  # fmt: skip
     heap_run = program == "heap" and "heap" in flags
     output["heap"] = None
     if heap_run:

@@ -99,6 +99,29 @@ def test_fit_on_a_16k_m0_says_why_nothing_fits(build_of) -> None:
     assert "over the 16.0 KiB budget" in text and "Smallest record buffer that fits" in text
 
 
+def test_fit_answers_for_an_ml_dsa_44_client_on_a_64k_part(build_of) -> None:
+    """`fit --sig ml-dsa-44`: the line whose firmware has ML-DSA-44 (wolfSSL 5.9 with its
+    small-memory code) measured against 64 KiB of RAM and 256 KiB of flash, the others named
+    with the reason; the verdict is the arithmetic of the measured parts either way."""
+    build_of("wolfssl-5.9.2:cortex-m4,ml-dsa-small")
+    done = tlsbench("fit", "--ram", "64K", "--flash", "256K", "--core", "m4", "--sig",
+                    "ml-dsa-44", "--records", "16384", "--quiet", "--plot", "none",
+                    "--json")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    rows = {r["configuration"]: r for r in answer["candidates"]}
+    assert set(rows) == {"ml-dsa-small", "small,ml-dsa-small"}
+    for row in rows.values():
+        assert (row["library"], row["status"]) == ("wolfssl-5.9.2", "ok"), row
+        fits = row["ram"]["total"] <= 64 * KIB and row["flash"]["total"] <= 256 * KIB
+        assert row["fits"] == fits
+        assert row["ram"]["heap"] > 29 * KIB  # ML-DSA-44's verification buffer, at least
+    # The device build leaves out what the job does not use: less flash.
+    assert rows["small,ml-dsa-small"]["flash"]["total"] < rows["ml-dsa-small"]["flash"]["total"]
+    assert any("mbedtls-3.6.6: no ML-DSA" in note for note in answer["notes"])
+    assert any("wolfssl-5.7.2: its ML-DSA is FIPS 204's draft" in n for n in answer["notes"])
+
+
 def test_fit_refuses_what_it_cannot_answer_before_building(tmp_path) -> None:
     cache = tmp_path / "cache"
     for args, message in [
@@ -109,6 +132,9 @@ def test_fit_refuses_what_it_cannot_answer_before_building(tmp_path) -> None:
         (["--tls", "1.3", "--kx", "rsa"], "static RSA is TLS 1.2 only"),
         (["--config", "tiny"], "--config tiny"),
         (["--line", "openssl-3.5.x"], "--line openssl-3.5.x"),
+        (["--sig", "ml-dsa-44", "--tls", "1.2"], "signs in TLS 1.3 only"),
+        (["--sig", "ml-dsa-44", "--cert", "ecdsa-p256"], "give one"),
+        (["--sig", "ml-dsa-87"], "--sig: invalid choice: 'ml-dsa-87'"),
     ]:
         base = {"--ram": "64K", "--flash": "256K", "--core": "m4"}
         for i in range(0, len(args), 2):

@@ -56,6 +56,35 @@ def test_an_emulated_network_delays_and_drops_and_is_removed(tmp_path: Path, bui
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces and TUN need root")
+def test_a_first_flight_past_the_initial_window_costs_a_round_trip(
+    tmp_path: Path, build_of
+) -> None:
+    """An ML-DSA-87 chain of three (a server flight of about 27 kB, 19 segments) cannot leave
+    in TCP's initial window of 10 segments: the handshake takes a round trip more than with
+    an ECDSA leaf (1.3 kB), which the report's network table models and measures."""
+    from tlsbench.report import load_run
+
+    build_of("openssl-3.5.x")
+    proc, store = run_experiment(
+        tmp_path,
+        HEADER + '[[matrix]]\nvariant = ["openssl-3.5.x"]\npeer = ["openssl-3.5.x"]\n'
+        'cert = ["ecdsa-p256"]\nrtt_ms = [100]\niterations = [4]\n'
+        '[[matrix]]\nvariant = ["openssl-3.5.x"]\npeer = ["openssl-3.5.x"]\n'
+        'cert = ["ml-dsa-87"]\nchain = [3]\nrtt_ms = [100]\niterations = [4]\n',
+    )
+    assert proc.returncode == 0, proc.stderr
+    run_id = store.run("latest")["id"]
+    walls = {p.params["cert"]: store.samples(p.id, "client_wall_ns") for p in store.points(run_id)}
+    # TCP's handshake and TLS's one round trip: 2 x RTT; the large flight one more.
+    assert max(walls["ecdsa-p256"]) < 3 * 100e6 <= min(walls["ml-dsa-87"]), walls
+    rows = {r.line: r for r in load_run(store, run_id).interop}
+    small, large = rows["ecdsa-p256"], rows["ml-dsa-87 chain 3"]
+    assert small.server_flight_segments <= 10 < large.server_flight_segments
+    assert (small.window_rounds, large.window_rounds) == (1, 2)
+    assert round(small.measured_round_trips) == 2 and round(large.measured_round_trips) == 3
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces and TUN need root")
 def test_namespaces_are_removed_after_an_interrupt_and_after_a_kill(
     tmp_path: Path, build_of
 ) -> None:

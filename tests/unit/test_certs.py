@@ -18,11 +18,15 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, SignatureAlgorithmOID
 
+from tlsbench.builds import certs as certs_module
+from tlsbench.builds.build import Builder, certificate_tool
 from tlsbench.builds.certs import (
     CERT_FILES,
     KEY_FILES,
     KINDS,
     PUBLISHED_DIGESTS,
+    TOOL_KINDS,
+    TOOL_LINE,
     PrivateKey,
     cert_dir,
     digest,
@@ -82,7 +86,17 @@ def test_kinds_are_the_contract() -> None:
         "ecdsa-p256",
         "ecdsa-p384",
         "ed25519",
+        "ml-dsa-44",
+        "ml-dsa-65",
+        "ml-dsa-87",
+        "slh-dsa-sha2-128s",
+        "slh-dsa-sha2-128f",
+        "ml-dsa-44-under-ecdsa-p256",
+        "ecdsa-p256-under-ml-dsa-44",
+        "ml-dsa-44-under-slh-dsa-sha2-128s",
     )
+    # The pinned OpenSSL program makes these (tests/libraries/test_pq_certs.py).
+    assert KINDS[8:] == TOOL_KINDS
 
 
 def test_files_exist_with_modes(folder: Path, cache: Path, kind: str) -> None:
@@ -326,6 +340,43 @@ def test_ensure_all_reports_generated_kinds_only(
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1 and "ecdsa-p256" in lines[0]
     ensure_all(kinds, tmp_path)
+    assert capsys.readouterr().err == ""
+
+
+def test_a_kind_of_the_tool_says_which_build_it_needs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A post-quantum kind is made by the pinned OpenSSL build's program: a build without it
+    is an error that names the build, never another program's set."""
+    asked = []
+
+    def missing(why: str) -> Path:
+        asked.append(why)
+        return tmp_path / "no-build" / "bin" / "openssl"
+
+    monkeypatch.setattr(certs_module, "_tool", missing)
+    with pytest.raises(UserError, match=rf"pinned {TOOL_LINE} build's openssl program") as info:
+        cert_dir("ml-dsa-44", tmp_path)
+    assert str(tmp_path / "no-build") in str(info.value)
+    assert asked == ["the ml-dsa-44 certificates are made by its openssl program"]
+    assert not (tmp_path / "certs" / "v2" / "ml-dsa-44").exists()
+
+
+def test_the_tool_says_when_its_build_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """builds/build.py's tool: a missing build is said (and built: here a stand-in), a
+    present one is taken silently."""
+    built = {"done": False}
+    monkeypatch.setattr(Builder, "library_built", lambda self, variant: built["done"])
+    monkeypatch.setattr(Builder, "library", lambda self, variant: tmp_path / variant.name)
+    program = certificate_tool("the ml-dsa-44 certificates are made by its openssl program")
+    assert program == tmp_path / TOOL_LINE / "prefix" / "bin" / "openssl"
+    err = capsys.readouterr().err
+    assert "the ml-dsa-44 certificates are made by its openssl program" in err
+    assert f"the pinned {TOOL_LINE} build is not in the cache: building it now" in err
+    built["done"] = True
+    certificate_tool("again")
     assert capsys.readouterr().err == ""
 
 

@@ -53,6 +53,8 @@ OTHER_PROGRAMS_FLAGS = {
     "--enable-dh", "--disable-dh", "--enable-pkcallbacks",
     "--minimized-build", "--enable-modules", "--build-targets", "--disable-shared-library",
     "--without-documentation", "--with-build-dir",  # Botan's configure.py
+    "--enable-mldsa", "--enable-slhdsa", "--enable-dilithium", "--disable-threadlocal",
+    "--with-leancrypto",  # wolfSSL's post-quantum switches; GnuTLS's leancrypto
 }  # fmt: skip
 
 

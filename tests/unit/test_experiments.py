@@ -197,6 +197,26 @@ iterations = 9
             "peer = ['self']\ngroup = ['secp256r1']\nkey_share = ['x25519']\n",
             r"key_share = 'x25519' .* with role = \"client\" only",
         ),
+        # Post-quantum certificates: TLS 1.3 only; a name that is not a kind; no chain of 4.
+        (
+            "[matrix]\nvariant = ['null']\nscenario = ['handshake']\ntls = ['1.2']\n"
+            "cert = ['ml-dsa-44']\n",
+            r"cert = 'ml-dsa-44' .* with tls = \"1.3\" only: its leaf signs with ml-dsa-44",
+        ),
+        (
+            "[matrix]\nvariant = ['null']\nscenario = ['interop']\npeer = ['self']\n"
+            "tls = ['1.2']\ncert = ['ml-dsa-44-under-ecdsa-p256']\n",
+            r"cert = 'ml-dsa-44-under-ecdsa-p256' .* with tls = \"1.3\" only",
+        ),
+        (
+            "[matrix]\nvariant = ['null']\nscenario = ['handshake']\ncert = ['mldsa44']\n",
+            r"cert = 'mldsa44' .* did you mean ml-dsa-44",
+        ),
+        (
+            "[matrix]\nvariant = ['null']\nscenario = ['handshake']\ncert = ['ml-dsa-44']\n"
+            "chain = [4]\n",
+            r"chain = 4 .* 1\.\.3",
+        ),
         (
             "[matrix]\nvariant = ['null']\nscenario = ['handshake']\nkey_share = ['x2519']\n",
             r"key_share = 'x2519' .* did you mean x25519",

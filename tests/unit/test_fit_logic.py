@@ -39,4 +39,7 @@ def test_pareto_front_and_smallest_fitting_record() -> None:
     text = fit.nothing_fits([a16k, b], budget, "client")
     # b is over on flash only (50 KiB), a16k on RAM only (11.1 KiB): the closest is a16k.
     assert "The closest is a-1 default with 16384-byte records: RAM 40.3 KiB" in text
-    assert "flash" not in text.split("records:")[1]
+    over = text.split("records:")[1].split(" The smallest part")[0]
+    assert "flash" not in over
+    # And the smallest part it fits: RAM and flash rounded up to the sizes parts come in.
+    assert text.endswith("The smallest part it fits has 48 KiB of RAM and 192 KiB of flash.")

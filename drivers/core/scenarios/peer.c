@@ -80,6 +80,8 @@ static long sock_recv(void *io, unsigned char *buf, size_t len) {
     if (n > 0) {
       if (s->last_was_send || s->flights_received == 0) s->flights_received++;
       s->last_was_send = 0;
+      if (s->flights_received <= TB_WIRE_FLIGHTS)
+        s->wire.received[s->flights_received - 1] += (uint64_t)n;
       s->wire.last_sender = s->server ? 1 : 2; /* the peer's turn: our next send is a flight */
       s->bytes_received += (uint64_t)n;
       return (long)n;

@@ -32,7 +32,7 @@ enum fw_kx {
   FW_KX_PSK_DHE, /* the key and (EC)DHE: TLS 1.3 psk_dhe_ke, TLS 1.2 ECDHE-PSK suites */
 };
 
-enum fw_cert { FW_CERT_RSA2048, FW_CERT_ECDSA_P256, FW_CERTS };
+enum fw_cert { FW_CERT_RSA2048, FW_CERT_ECDSA_P256, FW_CERT_ML_DSA_44, FW_CERTS };
 
 /* What one run asks for (the image's arguments, firmware_core.c). */
 typedef struct {
@@ -51,6 +51,14 @@ typedef struct {
   size_t ca_len, leaf1_len, leaf2_len, inter_len, key_len;
 } fw_credentials;
 extern const fw_credentials fw_certs[FW_CERTS];
+/* A signature the ML-DSA-44 operations verify (mode=ops): the root's public key (FIPS 204's
+ * raw pk), the leaf's TBSCertificate and the root's signature over it, from the compiled-in
+ * ML-DSA-44 set: the verification a client makes of the chain. */
+typedef struct {
+  const unsigned char *pub, *msg, *sig;
+  size_t pub_len, msg_len, sig_len;
+} fw_signed;
+extern const fw_signed fw_ml_dsa_44_signed;
 extern const unsigned char fw_psk[32];
 extern const char fw_psk_identity[];
 #define FW_SERVER_NAME "localhost"

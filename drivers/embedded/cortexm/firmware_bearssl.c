@@ -281,7 +281,14 @@ static int setup_server(const fw_job *job) {
   return narrow(&server.eng, job, server_io, sizeof server_io);
 }
 
+/* BearSSL 0.6 has no ML-DSA (nor TLS 1.3). */
+#define NO_ML_DSA "BearSSL has no ML-DSA"
+
 int fw_setup(enum fw_side side, const fw_job *job) {
+  if (job->cert == FW_CERT_ML_DSA_44 && job->kx != FW_KX_PSK && job->kx != FW_KX_PSK_DHE) {
+    unsupported(NO_ML_DSA);
+    return FW_UNSUPPORTED;
+  }
   int ret = refuse(job);
   if (ret != 0) return ret;
   jobs[side] = job;
@@ -572,5 +579,7 @@ const fw_op fw_ops[] = {
     {"chacha20poly1305_kib", op_common, chachapoly_run, op_none, NULL},
     {"sha256_kib", sha256_prepare, sha256_run, sha256_release, NULL},
     {"hkdf_sha256", op_common, hkdf_run, op_none, NULL},
+    {"mldsa44_sign", NULL, NULL, NULL, NO_ML_DSA},
+    {"mldsa44_verify", NULL, NULL, NULL, NO_ML_DSA},
 };
 const size_t fw_op_count = sizeof fw_ops / sizeof fw_ops[0];

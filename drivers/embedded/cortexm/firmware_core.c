@@ -6,7 +6,8 @@
  *
  * Arguments (QEMU -semihosting-config arg=...): the program name, then KEY=VALUE:
  *   tls=1.2|1.3  suite=IANA-NAME-WITH-DASHES  kx=ecdhe|rsa|psk|psk_dhe
- *   group=NAME (the client's only group; default: the library's)  cert=rsa2048|ecdsa-p256
+ *   group=NAME (the client's only group; default: the library's)
+ *   cert=rsa2048|ecdsa-p256|ml-dsa-44 (ML-DSA: TLS 1.3 only)
  *   chain=1|2  record=512|1024|2048|4096 (max_fragment_length the client asks for)
  * or mode=ops [batch=N]: no handshake, but each of the adapter's operations (fw_ops: the
  * library's own crypto API, one call per operation) run N times in one measured batch, and
@@ -373,7 +374,7 @@ static int fail(const char *what, int error) {
 }
 
 static const char *const kx_names[] = {"ecdhe", "rsa", "psk", "psk_dhe"};
-static const char *const cert_names[FW_CERTS] = {"rsa2048", "ecdsa-p256"};
+static const char *const cert_names[FW_CERTS] = {"rsa2048", "ecdsa-p256", "ml-dsa-44"};
 
 static int lookup(const char *value, const char *const *names, int count) {
   for (int i = 0; i < count; i++)

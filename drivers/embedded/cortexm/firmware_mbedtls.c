@@ -232,7 +232,14 @@ static int setup_server(peer *p) {
   return finish(p, FW_SERVER);
 }
 
+/* mbedTLS (2.28, 3.6) has no ML-DSA, in TLS or X.509. */
+#define NO_ML_DSA "mbedTLS has no ML-DSA"
+
 int fw_setup(enum fw_side side, const fw_job *job) {
+  if (job->cert == FW_CERT_ML_DSA_44 && job->kx != FW_KX_PSK && job->kx != FW_KX_PSK_DHE) {
+    fw_unsupported_reason = NO_ML_DSA;
+    return FW_UNSUPPORTED;
+  }
   peer *p = peers[side] = calloc(1, sizeof *p);
   if (p == NULL) return MBEDTLS_ERR_SSL_ALLOC_FAILED;
   p->job = job;
@@ -542,6 +549,8 @@ const fw_op fw_ops[] = {
     CHACHAPOLY_OP("chacha20poly1305_kib"),
     SHA256_OP("sha256_kib"),
     HKDF_OP("hkdf_sha256"),
+    {"mldsa44_sign", NULL, NULL, NULL, NO_ML_DSA},
+    {"mldsa44_verify", NULL, NULL, NULL, NO_ML_DSA},
 };
 #else
 #define OLD_API "the operations are written for mbedTLS 3's API (2.28's signatures differ)"
@@ -558,6 +567,8 @@ const fw_op fw_ops[] = {
     {"chacha20poly1305_kib", NULL, NULL, NULL, OLD_API},
     {"sha256_kib", NULL, NULL, NULL, OLD_API},
     {"hkdf_sha256", NULL, NULL, NULL, OLD_API},
+    {"mldsa44_sign", NULL, NULL, NULL, NO_ML_DSA},
+    {"mldsa44_verify", NULL, NULL, NULL, NO_ML_DSA},
 };
 #endif
 const size_t fw_op_count = sizeof fw_ops / sizeof fw_ops[0];

@@ -218,6 +218,21 @@ static int setup_server(peer *p) {
 }
 
 int fw_setup(enum fw_side side, const fw_job *job) {
+  if (job->cert == FW_CERT_ML_DSA_44 && !is_psk(job)) {
+#if !defined(WOLFSSL_HAVE_MLDSA) || defined(WOLFSSL_NO_ML_DSA_44)
+    fw_unsupported_reason =
+        "no ML-DSA-44 in this build (wolfSSL 5.9's --enable-mldsa: the "
+        "ml-dsa-small firmware feature)";
+    return FW_UNSUPPORTED;
+#elif defined(WOLFSSL_MLDSA_VERIFY_ONLY)
+    /* The image's own server must sign: a verify-only build is a client's, measured by
+     * --ops and its client image's sizes. */
+    fw_unsupported_reason =
+        "a verify-only ML-DSA build (ml-dsa-verify) cannot run the "
+        "image's server, which signs: ml-dsa-small runs the handshake";
+    return FW_UNSUPPORTED;
+#endif
+  }
   peer *p = peers[side] = calloc(1, sizeof *p);
   if (p == NULL) return MEMORY_E;
   p->job = job;
@@ -499,6 +514,59 @@ static int hkdf_run(void) {
   { name, NULL, NULL, NULL, "no HKDF in this build (HAVE_HKDF)" }
 #endif
 
+#if defined(WOLFSSL_HAVE_MLDSA) && !defined(WOLFSSL_NO_ML_DSA_44)
+/* ML-DSA-44 (wolfSSL 5.9's canonical API): verify the root's signature over the compiled-in
+ * leaf (fw_ml_dsa_44_signed), as a client verifies the chain; sign 1 KiB of test bytes with
+ * the compiled-in server key (PKCS #8, seed only), hedged with the build's DRBG. Empty
+ * context string, as TLS and X.509 sign. */
+#include <wolfssl/wolfcrypt/wc_mldsa.h>
+static wc_MlDsaKey op_mldsa;
+static FW_HARNESS unsigned char op_mldsa_sig[WC_MLDSA_44_SIG_SIZE];
+static int mldsa_key(void) {
+  int ret = op_common();
+  if (ret != 0 || (ret = wc_MlDsaKey_Init(&op_mldsa, NULL, INVALID_DEVID)) != 0) return ret;
+  return wc_MlDsaKey_SetParams(&op_mldsa, WC_ML_DSA_44);
+}
+static int mldsa_verify_prepare(void) {
+  int ret = mldsa_key();
+  if (ret != 0) return ret;
+  const fw_signed *v = &fw_ml_dsa_44_signed;
+  return wc_MlDsaKey_ImportPubRaw(&op_mldsa, v->pub, (word32)v->pub_len);
+}
+static int mldsa_verify_run(void) {
+  const fw_signed *v = &fw_ml_dsa_44_signed;
+  int verified = 0;
+  int ret = wc_MlDsaKey_VerifyCtx(&op_mldsa, v->sig, (word32)v->sig_len, NULL, 0, v->msg,
+                                  (word32)v->msg_len, &verified);
+  return ret != 0 ? ret : (verified == 1 ? 0 : SIG_VERIFY_E);
+}
+static void mldsa_release(void) { wc_MlDsaKey_Free(&op_mldsa); }
+#define MLDSA_VERIFY_OP(name) \
+  { name, mldsa_verify_prepare, mldsa_verify_run, mldsa_release, NULL }
+#if !defined(WOLFSSL_MLDSA_VERIFY_ONLY)
+static int mldsa_sign_prepare(void) {
+  int ret = mldsa_key();
+  if (ret != 0) return ret;
+  const fw_credentials *c = &fw_certs[FW_CERT_ML_DSA_44];
+  word32 at = 0;
+  return wc_MlDsaKey_PrivateKeyDecode(&op_mldsa, c->key, (word32)c->key_len, &at);
+}
+static int mldsa_sign_run(void) {
+  word32 len = sizeof op_mldsa_sig;
+  return wc_MlDsaKey_SignCtx(&op_mldsa, NULL, 0, op_mldsa_sig, &len, op_in, FW_OP_BYTES, &op_rng);
+}
+#define MLDSA_SIGN_OP(name) \
+  { name, mldsa_sign_prepare, mldsa_sign_run, mldsa_release, NULL }
+#else
+#define MLDSA_SIGN_OP(name) \
+  { name, NULL, NULL, NULL, "a verify-only ML-DSA build (WOLFSSL_MLDSA_VERIFY_ONLY)" }
+#endif
+#else
+#define MLDSA_VERIFY_OP(name) \
+  { name, NULL, NULL, NULL, "no ML-DSA-44 in this build (wolfSSL 5.9's --enable-mldsa)" }
+#define MLDSA_SIGN_OP(name) MLDSA_VERIFY_OP(name)
+#endif
+
 const fw_op fw_ops[] = {
     ECC_OPS("p256_keygen", p256_keygen_prepare, p256_keygen_run),
     ECC_OPS("p256_ecdh", p256_pair_prepare, p256_ecdh_run),
@@ -512,5 +580,7 @@ const fw_op fw_ops[] = {
     CHACHAPOLY_OP("chacha20poly1305_kib"),
     SHA256_OP("sha256_kib"),
     HKDF_OP("hkdf_sha256"),
+    MLDSA_SIGN_OP("mldsa44_sign"),
+    MLDSA_VERIFY_OP("mldsa44_verify"),
 };
 const size_t fw_op_count = sizeof fw_ops / sizeof fw_ops[0];

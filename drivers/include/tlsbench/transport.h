@@ -56,9 +56,26 @@ typedef struct tb_wire_side {
   size_t header_have, body_left;
 } tb_wire_side;
 
+/* One flight: a run of one side's sends not interrupted by the other's (by what this process
+ * saw: in two processes, a side sees its own flights only), its bytes and the TLS records
+ * whose headers it completed. */
+typedef struct tb_wire_flight {
+  int sender; /* 1 client, 2 server */
+  uint64_t bytes, records;
+} tb_wire_flight;
+
+/* The flights a handshake's report keeps, in order: a TLS 1.3 handshake has 3, TLS 1.2 4, a
+ * HelloRetryRequest adds 2. */
+#define TB_WIRE_FLIGHTS 8
+
 typedef struct tb_wire {
   tb_wire_side client, server;
   int last_sender; /* 0 none yet, 1 client, 2 server */
+  tb_wire_flight flight[TB_WIRE_FLIGHTS];
+  int n_flights; /* flights seen; those past TB_WIRE_FLIGHTS are counted, not kept */
+  /* In two processes (peer): the bytes of each flight this side received, in order (the
+   * peer's flights as they arrived, whatever the peer is: another driver or a program). */
+  uint64_t received[TB_WIRE_FLIGHTS];
 } tb_wire;
 
 /* Counts `len` bytes one side sent into its bytes, records and flights. */

@@ -40,6 +40,7 @@ from typing import Any
 from tlsbench.builds import arches, certs, firmware, localsource
 from tlsbench.builds.recipes import recipe_for
 from tlsbench.builds.recipes.base import BaseBuild, BuildContext, BuildLog, LinkInfo, tool_version
+from tlsbench.builds.recipes.openssl import PROGRAM as OPENSSL_PROGRAM
 from tlsbench.builds.sources import Sources
 from tlsbench.builds.variants import Catalog, Variant
 from tlsbench.core import paths, progress
@@ -315,6 +316,15 @@ class Builder:
         drivers_folder = self._build_drivers(variant, key, folder)
         return Build(variant, key, folder, manifest, drivers_folder)
 
+    def library(self, variant: Variant) -> Path:
+        """A variant's library build alone (no driver programs), built now unless cached:
+        its folder. What a tool of the build (OpenSSL's program) needs."""
+        return self._library(variant)[1]
+
+    def library_built(self, variant: Variant) -> bool:
+        """Whether the variant's library build is in the cache (nothing is built)."""
+        return (self.folder(variant, self.key(variant)) / MANIFEST).exists()
+
     def _library(self, variant: Variant) -> tuple[str, Path, dict[str, Any]]:
         """The library build of a variant (built now unless cached): key, folder, manifest."""
         inputs = self.key_inputs(variant)
@@ -547,3 +557,18 @@ def _variant_cmake(library: str, link: LinkInfo) -> str:
         f"set(TLSBENCH_LINK_FLAGS {_cmake_list(link.link_flags)})\n"
         f"set(TLSBENCH_LIBRARIES {_cmake_list(link.libraries)})\n"
     )
+
+
+def certificate_tool(why: str) -> Path:
+    """The `openssl` program of the pinned build that makes the post-quantum certificate sets
+    (certs.TOOL_LINE), built first when it is missing, saying so with `why`."""
+    builder = Builder()
+    variant = Catalog().resolve(certs.TOOL_LINE)
+    if not builder.library_built(variant):
+        progress.event(f"tlsbench: {why}, and the pinned {certs.TOOL_LINE} build is not in "
+                       "the cache: building it now")  # fmt: skip
+    return builder.library(variant) / "prefix" / OPENSSL_PROGRAM
+
+
+# certs.py cannot import this module (it imports certs); it asks for its tool through this.
+certs.use_tool(certificate_tool)

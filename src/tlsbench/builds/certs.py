@@ -4,7 +4,9 @@ same bytes on every machine.
 Layout (other code and the C drivers depend on it):
 
     <cache>/certs/v2/<KIND>/        KIND in KINDS: rsa1024 ... rsa8192, ecdsa-p256, ecdsa-p384,
-                                    ed25519
+                                    ed25519; the post-quantum ml-dsa-44, ml-dsa-65, ml-dsa-87,
+                                    slh-dsa-sha2-128s, slh-dsa-sha2-128f; the mixed
+                                    LEAF-under-CA kinds (MIXED_KINDS)
         ca.pem, ca.key              root CA, self-signed: the trust anchor
         inter.pem, inter.key        intermediate CA signed by the root (pathlen 0)
         server.key                  the server's private key
@@ -18,8 +20,12 @@ Layout (other code and the C drivers depend on it):
                                     of ca.pem but another key
 
 Every key of a KIND is of that kind: RSA (e=65537) of the given bits, EC on P-256 or P-384,
-or Ed25519. Certificates are signed with SHA-256 (RSA PKCS#1 v1.5, P-256), SHA-384 (P-384)
-or Ed25519. The server leaf is CN=localhost with SAN DNS:localhost and IP:127.0.0.1.
+Ed25519, ML-DSA or SLH-DSA of the named parameter set. Certificates are signed with SHA-256
+(RSA PKCS#1 v1.5, P-256), SHA-384 (P-384), Ed25519, or pure ML-DSA / SLH-DSA (empty
+context). A mixed kind `LEAF-under-CA` has server and client keys of LEAF and root,
+intermediate and wrong-CA keys of CA: a post-quantum leaf under a classical CA (the server
+signs post-quantum, its chain is classical) and the reverse (a post-quantum PKI before the
+handshake signature moves). The server leaf is CN=localhost with SAN DNS:localhost and IP:127.0.0.1.
 Certificates are valid from VALID_FROM to VALID_UNTIL (decades, whatever the day they are
 made). Keys are unencrypted PKCS#8 PEM with mode 0600, certificates PEM with mode 0644; chain
 files list the leaf first.
@@ -31,7 +37,13 @@ are the figures that depend on a key: instruction counts of RSA and ECDSA operat
 certificate lengths, wire bytes, heap. `digest(kind)` names a set; every run stores the
 digests of the kinds it used (`credentials_record`), and `compare` / `ab` refuse two runs
 made with different sets. PUBLISHED_DIGESTS are the digests this version makes: a machine
-that makes other bytes (another `cryptography` that encodes differently) is told so.
+that makes other bytes (another `cryptography` that encodes differently, another OpenSSL pin
+for the TOOL_KINDS) is told so.
+
+The classical kinds are made here with the cryptography package; the post-quantum and mixed
+ones (TOOL_KINDS) by the pinned OpenSSL 3.5 build's `openssl` program (pq_certs.py), which
+this module asks the builder for (`use_tool`: builds/build.py registers it, since build.py
+imports this module): a missing build is said and built, never replaced by another program.
 
 A kind's folder is written under a temporary name and renamed into place when complete, so
 a folder under its final name is always a whole set.
@@ -59,7 +71,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from tlsbench.builds import seeded_keys
+from tlsbench.builds import pq_certs, seeded_keys
 from tlsbench.core import paths
 from tlsbench.core.errors import UserError
 
@@ -72,7 +84,29 @@ KINDS: tuple[str, ...] = (
     "ecdsa-p256",
     "ecdsa-p384",
     "ed25519",
+    "ml-dsa-44",
+    "ml-dsa-65",
+    "ml-dsa-87",
+    "slh-dsa-sha2-128s",
+    "slh-dsa-sha2-128f",
+    "ml-dsa-44-under-ecdsa-p256",
+    "ecdsa-p256-under-ml-dsa-44",
+    "ml-dsa-44-under-slh-dsa-sha2-128s",
 )
+
+# The mixed kinds: (leaf algorithm, CA algorithm). An ML-DSA leaf under an ECDSA PKI is what
+# a server can deploy first (its own key and signature move, its CA's do not); an ECDSA leaf
+# under an ML-DSA PKI is the CA moving first; an SLH-DSA root over an ML-DSA leaf is the
+# pairing the SLH-DSA drafts propose (a conservative, long-lived trust anchor; the handshake
+# signs with the faster ML-DSA).
+MIXED_KINDS: dict[str, tuple[str, str]] = {
+    "ml-dsa-44-under-ecdsa-p256": ("ml-dsa-44", "ecdsa-p256"),
+    "ecdsa-p256-under-ml-dsa-44": ("ecdsa-p256", "ml-dsa-44"),
+    "ml-dsa-44-under-slh-dsa-sha2-128s": ("ml-dsa-44", "slh-dsa-sha2-128s"),
+}
+# The kinds the pinned OpenSSL program makes (pq_certs.py), and that program's line.
+TOOL_KINDS = (*(k for k in KINDS if k in pq_certs.POST_QUANTUM), *MIXED_KINDS)
+TOOL_LINE = "openssl-3.5.x"
 
 # Bump it when the contents change at all (v1 was made with fresh randomness on each
 # machine; v2 is derived), so that a set in a user's cache is never taken for another.
@@ -128,7 +162,49 @@ _PROFILES: dict[str, _Profile] = {
     "ecdsa-p384": _Profile(_ec(ec.SECP384R1()), hashes.SHA384(), rsa=False),
     "ed25519": _Profile(seeded_keys.ed25519_key, None, rsa=False),
 }
-assert tuple(_PROFILES) == KINDS
+assert (*_PROFILES, *TOOL_KINDS) == KINDS
+
+
+def leaf_algorithm(kind: str) -> str:
+    """The algorithm of a kind's server and client keys (a mixed kind's leaf's)."""
+    return MIXED_KINDS[kind][0] if kind in MIXED_KINDS else kind
+
+
+def tls13_only(kind: str) -> bool:
+    """Whether the kind's leaf signs in TLS 1.3 only (ML-DSA, SLH-DSA: their drafts define no
+    TLS 1.2 scheme)."""
+    return leaf_algorithm(kind) in pq_certs.POST_QUANTUM
+
+
+def ca_algorithm(kind: str) -> str:
+    """The algorithm that signs a kind's certificates (a mixed kind's CA's)."""
+    return MIXED_KINDS[kind][1] if kind in MIXED_KINDS else kind
+
+
+# How the pinned OpenSSL program is found (and built when missing): registered by
+# builds/build.py, which imports this module and so cannot be imported from it.
+# It takes the reason it is asked for (said when the build is missing and made now).
+_tool: Callable[[str], Path] | None = None
+
+
+def use_tool(find: Callable[[str], Path]) -> None:
+    """Registers what returns the pinned OpenSSL program, building it first if needed."""
+    global _tool
+    _tool = find
+
+
+def _openssl_program(kind: str) -> Path:
+    if _tool is None:  # a caller that imported this module alone
+        raise RuntimeError("tlsbench.builds.build registers the certificate tool on import")
+    program = _tool(f"the {kind} certificates are made by its openssl program")
+    if not program.is_file():
+        raise UserError(
+            f"the {kind} certificates are made by the pinned {TOOL_LINE} build's openssl "
+            f"program, and {program} is missing: remove that build folder and run "
+            f"`tlsbench build {TOOL_LINE}`",
+            exit_code=1,
+        )
+    return program
 
 
 @dataclass(frozen=True)
@@ -149,6 +225,21 @@ PUBLISHED_DIGESTS: dict[str, str] = {
     "ecdsa-p256": "54a80d7fe812165d458ff60df87a4beb297eb12af16ed6078e731d8973f8df9c",
     "ecdsa-p384": "b53287a4bb09a06d8e08cbf2ae3aec7672db97254b2ac1b66340abc9cc84ea15",
     "ed25519": "75b1ee997f1214f5f547b65cd3f2f74cdafd45b22a094aca18f545b82650fcd8",
+    # Made by the pinned OpenSSL 3.5 program (pq_certs.py): a move of its pin may move them.
+    "ml-dsa-44": "ac1db01d020e0e1ee2b5df59e00b030791b73fff4258b756cbcc15e04727f431",
+    "ml-dsa-65": "dafc90d2de4a7b2482ee309982d39be9fdf9541eef4dcab7ceb8b3a31edff0ed",
+    "ml-dsa-87": "aea08a535529e7c5acad92a437ee1b96b771e3462e06e79fe860f74089addba7",
+    "slh-dsa-sha2-128s": "de9f0d977d8b620cccd65beaa51a910a3513c4f1887d065639bea43859a1ea64",
+    "slh-dsa-sha2-128f": "418bc44aee5d742ae5e44ddec1e3ed826d9017d9cc30865bcf4389c8032eeab0",
+    "ml-dsa-44-under-ecdsa-p256": (
+        "990930ac900a81cd239bb7d88c4b7fc7a2b56ea4fece0ad75e9bcbec4fcbfd40"
+    ),
+    "ecdsa-p256-under-ml-dsa-44": (
+        "a27c18ca8bbca33376ca64f08f535cc0a59be619ef3b4490c02436771bca38b9"
+    ),
+    "ml-dsa-44-under-slh-dsa-sha2-128s": (
+        "149ef9f104ff75e9aeb1a28e18a3378d96e62dc06c7e37df0a2a565b2e3398f9"
+    ),
 }
 
 
@@ -191,7 +282,7 @@ def ensure_all(
 
 
 def _check_kind(kind: str) -> None:
-    if kind in _PROFILES:
+    if kind in KINDS:
         return
     close = difflib.get_close_matches(kind, KINDS, n=3, cutoff=0.5)
     hint = f" Did you mean {', '.join(close)}?" if close else ""
@@ -206,12 +297,14 @@ def _ensure(kind: str, cache: Path | None, progress: bool) -> Path:
         _check_complete(final)
         return final
     base.mkdir(parents=True, exist_ok=True)
+    # Found (or built, which says so) before the line below, which the build would break.
+    tool = _openssl_program(kind) if kind in TOOL_KINDS else None
     started = time.monotonic()
     if progress:
         print(f"tlsbench: making the {kind} certificates in {final} ...", end="", file=sys.stderr)
         sys.stderr.flush()
     try:
-        _generate_into(kind, final)
+        _generate_into(kind, final, tool)
     except BaseException:
         if progress:  # ends the line, so an error message does not run on from it
             print(" failed", file=sys.stderr)
@@ -224,15 +317,18 @@ def _ensure(kind: str, cache: Path | None, progress: bool) -> Path:
         print(
             f"tlsbench: warning: the {kind} set made here (sha256 {made[:16]}) is not the "
             f"published one ({PUBLISHED_DIGESTS[kind][:16]}): figures that depend on a key "
-            "will differ from other machines'; the cryptography package that encoded it is "
-            f"{_cryptography_version()} (pyproject.toml pins the one that matches)",
+            f"will differ from other machines'; {_maker(kind)}",
             file=sys.stderr,
         )
     return final
 
 
-def _cryptography_version() -> str:
-    return str(cryptography.__version__)
+def _maker(kind: str) -> str:
+    """What made the set, for a warning that it differs."""
+    if kind in TOOL_KINDS:
+        return f"it was made by the openssl program of the pinned {TOOL_LINE} build"
+    return (f"the cryptography package that encoded it is {cryptography.__version__} "
+            "(pyproject.toml pins the one that matches)")  # fmt: skip
 
 
 def _check_complete(folder: Path) -> None:
@@ -246,12 +342,12 @@ def _check_complete(folder: Path) -> None:
         )
 
 
-def _generate_into(kind: str, final: Path) -> None:
+def _generate_into(kind: str, final: Path, tool: Path | None) -> None:
     tmp = Path(tempfile.mkdtemp(prefix=f".{kind}.partial-", dir=final.parent))
     try:
         # mkdtemp makes it 0700; the certificates are meant to be readable like their 0644 says.
         tmp.chmod(0o755)
-        _write_set(kind, tmp)
+        _write_set(kind, tmp, tool)
         _fsync_path(tmp)
         _install(tmp, final)
     except BaseException:
@@ -271,7 +367,10 @@ def _install(tmp: Path, final: Path) -> None:
     _fsync_path(final.parent)
 
 
-def _write_set(kind: str, folder: Path) -> None:
+def _write_set(kind: str, folder: Path, tool: Path | None) -> None:
+    if tool is not None:
+        _write_tool_set(kind, folder, tool)
+        return
     profile = _PROFILES[kind]
     root_name = _ca_name(kind, "root CA")
 
@@ -295,6 +394,24 @@ def _write_set(kind: str, folder: Path) -> None:
     _write_certs(folder / "wrong-ca.pem", [wrong.cert])
     for role in ("server", "client"):
         _write_leaf_set(profile, kind, folder, role, root, inter)
+
+
+def _write_tool_set(kind: str, folder: Path, openssl: Path) -> None:
+    plan = pq_certs.Plan(
+        kind=kind,
+        ca=pq_certs.ALGORITHMS[ca_algorithm(kind)],
+        leaf=pq_certs.ALGORITHMS[leaf_algorithm(kind)],
+        valid_from=VALID_FROM.strftime("%Y%m%d%H%M%SZ"),
+        valid_until=VALID_UNTIL.strftime("%Y%m%d%H%M%SZ"),
+        root_subject=f"/O=tlsbench/CN=tlsbench {kind} root CA",
+        inter_subject=f"/O=tlsbench/CN=tlsbench {kind} intermediate CA",
+    )
+    files = pq_certs.make_set(plan, openssl)
+    assert sorted(files) == sorted((*KEY_FILES, *CERT_FILES)), sorted(files)
+    for name in KEY_FILES:
+        _write_file(folder / name, files[name], 0o600)
+    for name in CERT_FILES:
+        _write_file(folder / name, files[name], 0o644)
 
 
 def _write_leaf_set(

@@ -6,7 +6,8 @@ riscv64-unknown-elf-gcc and picolibc; in place of the driver programs it gets fi
 images (drivers/embedded/cortexm: a core, one adapter per library, semihosting, and the
 Cortex-M startup code and linker script; drivers/embedded/riscv: RISC-V's startup code and
 linker script: an architecture's Family), with the test credentials compiled in as DER (RSA
-2048 and ECDSA P-256 chains of one and two certificates, their CA, and a pre-shared key):
+2048, ECDSA P-256 and ML-DSA-44 chains of one and two certificates, their CA, and a
+pre-shared key):
 
   firmware.elf   client and server; runs one TLS job on the core's QEMU board and prints
                  one JSON line: what was negotiated (read back from the library and from the
@@ -25,7 +26,8 @@ clock of a reference part, and is always shown as that range.
 
 This module is what the build needs of it: the cores, the suites and jobs an image runs, the
 images' build commands and linker script, the compiled-in credentials and the probe. Running
-the images is src/tlsbench/embedded/.
+the images is src/tlsbench/embedded/. Its size (over 600 lines) is that one vocabulary (cores,
+suites, jobs, operations, credentials), which the build, the runner and `fit` share.
 """
 
 from __future__ import annotations
@@ -307,7 +309,9 @@ SUITES: dict[str, Suite] = {
 }
 KNOWN_SUITES = tuple(SUITES)
 KX = ("ecdhe", "rsa", "psk", "psk_dhe")
-CERTS = ("rsa2048", "ecdsa-p256")
+CERTS = ("rsa2048", "ecdsa-p256", "ml-dsa-44")
+# The kinds whose leaf signs in TLS 1.3 only (certs.tls13_only): ML-DSA.
+TLS13_CERTS = tuple(c for c in CERTS if certs.tls13_only(c))
 GROUPS = ("x25519", "secp256r1", "secp384r1")
 RECORD_SIZES = (512, 1024, 2048, 4096, 16384)  # 16384: no max_fragment_length asked
 CHAINS = (1, 2)
@@ -404,6 +408,8 @@ def make_job(
     kind = cert or found.cert or "rsa2048"
     if kind not in CERTS:
         raise UserError(f"cert {kind}: the images carry {', '.join(CERTS)}")
+    if kind in TLS13_CERTS and version != "1.3" and exchange not in ("psk", "psk_dhe"):
+        raise UserError(f"cert {kind}: its leaf signs in TLS 1.3 only (choose a TLS 1.3 suite)")
     if found.cert is not None and kind != found.cert:
         raise UserError(f"{name} needs a {found.cert} certificate, not {kind}")
     if group is not None and group not in GROUPS:
@@ -450,6 +456,10 @@ OPERATIONS: dict[str, Operation] = {
         Operation("chacha20poly1305_kib", "ChaCha20-Poly1305 encrypt", "symmetric", "KiB"),
         Operation("sha256_kib", "SHA-256", "symmetric", "KiB"),
         Operation("hkdf_sha256", "HKDF-SHA256 (extract + expand, 32 bytes)", "symmetric"),
+        # ML-DSA-44 (FIPS 204): 1 KiB signed with the compiled-in server key; the root's
+        # signature over the compiled-in leaf verified, as a client verifies the chain.
+        Operation("mldsa44_sign", "ML-DSA-44 sign (1 KiB message)", "public"),
+        Operation("mldsa44_verify", "ML-DSA-44 verify (a certificate's signature)", "public"),
     )
 }
 OPERATION_KINDS = {"public": "public-key arithmetic", "symmetric": "symmetric ciphers and hashes"}
@@ -552,10 +562,34 @@ def credentials_source() -> str:
     lines.append("const fw_credentials fw_certs[FW_CERTS] = {")
     lines += entries
     lines.append("};")
+    lines += _signed_source("ml-dsa-44", "fw_ml_dsa_44_signed")
     psk = ", ".join(f"0x{b:02x}" for b in TEST_PSK)
     lines.append(f"const unsigned char fw_psk[32] = {{{psk}}};")
     lines.append(f'const char fw_psk_identity[] = "{TEST_PSK_IDENTITY}";')
     return "\n".join(lines) + "\n"
+
+
+def _signed_source(kind: str, name: str) -> list[str]:
+    """A signature to verify (fw_signed): the root's raw public key, the leaf's TBSCertificate
+    and the root's signature over it, from the kind's set."""
+    folder = certs.cert_dir(kind)
+    root = x509.load_pem_x509_certificate((folder / "ca.pem").read_bytes())
+    leaf = x509.load_pem_x509_certificates((folder / "server-chain1.pem").read_bytes())[0]
+    parts = {
+        "pub": root.public_key().public_bytes(serialization.Encoding.Raw,
+                                              serialization.PublicFormat.Raw),
+        "msg": leaf.tbs_certificate_bytes,
+        "sig": leaf.signature,
+    }  # fmt: skip
+    lines = []
+    for part, data in parts.items():
+        lines.append(f"static FW_CERTS_SECTION const unsigned char {name}_{part}[] = {{")
+        lines += ["  " + ", ".join(f"0x{b:02x}" for b in data[i : i + 16]) + ","
+                  for i in range(0, len(data), 16)]  # fmt: skip
+        lines.append("};")
+    lines.append(f"const fw_signed {name} = {{{name}_pub, {name}_msg, {name}_sig, "
+                 f"sizeof {name}_pub, sizeof {name}_msg, sizeof {name}_sig}};")  # fmt: skip
+    return lines
 
 
 def credential_bytes(job: Job, role: str) -> int:

@@ -26,8 +26,11 @@ def add_arguments(verb: Verb) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tlsbench.builds import certs
+    from tlsbench.builds import build, certs
 
+    # The post-quantum and mixed kinds are made by the pinned OpenSSL build's program, which
+    # the builder finds (and builds when missing); certs.py cannot import build.py itself.
+    certs.use_tool(build.certificate_tool)
     kinds = args.kinds or list(certs.KINDS)
     if not args.json:
         print(f"certificate set {certs.LAYOUT_VERSION} (derived: the same bytes on every machine)")

@@ -42,7 +42,11 @@ def add_arguments(verb: Verb) -> None:
         "(psk_dhe_ke; ECDHE-PSK suites); TLS 1.2 suites name their own",
     )
     cortex.add_argument("--group", help="the client's only group (x25519, secp256r1, secp384r1)")
-    cortex.add_argument("--cert", choices=["rsa2048", "ecdsa-p256"], help="server certificate")
+    cortex.add_argument(
+        "--cert",
+        choices=["rsa2048", "ecdsa-p256", "ml-dsa-44"],
+        help="server certificate (ml-dsa-44: TLS 1.3 only)",
+    )
     cortex.add_argument("--chain", type=int, choices=[1, 2], help="certificates sent (default 1)")
     cortex.add_argument(
         "--record-size",

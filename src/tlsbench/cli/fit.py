@@ -34,8 +34,13 @@ def add_arguments(verb: Verb) -> None:
         "--kx", choices=["ecdhe", "rsa", "psk", "psk_dhe"], default="ecdhe",
         help="key exchange: ecdhe (certificate; default), psk, psk_dhe; rsa (TLS 1.2)",
     )  # fmt: skip
-    fitting.add_argument("--cert", choices=["rsa2048", "ecdsa-p256"],
+    fitting.add_argument("--cert", choices=["rsa2048", "ecdsa-p256", "ml-dsa-44"],
                          help="the server's certificate (default ecdsa-p256)")  # fmt: skip
+    fitting.add_argument(
+        "--sig", choices=["rsa2048", "ecdsa-p256", "ml-dsa-44"],
+        help="the signature the client verifies (the server's certificate chain, as --cert): "
+        "ml-dsa-44 is TLS 1.3, on the lines whose firmware has it (wolfssl-5.9.2)",
+    )  # fmt: skip
     fitting.add_argument("--group", help="(EC)DHE group (default x25519; TLS 1.2: secp256r1)")
     fitting.add_argument("--role", choices=["client", "server"], default="client",
                          help="the device's side (default client)")  # fmt: skip
@@ -82,11 +87,19 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.kx == "rsa" and args.tls == "1.3":
         raise UserError("--kx rsa: static RSA is TLS 1.2 only")
-    lines = tuple(args.line or fit.LINES)
+    if args.sig and args.cert and args.sig != args.cert:
+        raise UserError(f"--sig {args.sig} and --cert {args.cert}: they name the same thing, "
+                        "the server's certificate; give one")  # fmt: skip
+    cert = args.sig or args.cert or ("rsa2048" if args.kx == "rsa" else "ecdsa-p256")
+    post_quantum = cert in firmware.TLS13_CERTS
+    if post_quantum and (args.tls != "1.3" or args.kx != "ecdhe"):
+        raise UserError(f"--sig {cert}: an ML-DSA certificate signs in TLS 1.3 only, with an "
+                        "(EC)DHE key exchange (--tls 1.3 --kx ecdhe, the defaults)")  # fmt: skip
+    known = (*fit.LINES, *fit.ML_DSA_LINES)
+    lines = tuple(args.line or (known if post_quantum else fit.LINES))
     for line in lines:
-        if line not in fit.LINES:
-            raise UserError(f"--line {line}: choose among {', '.join(fit.LINES)}")
-    cert = args.cert or ("rsa2048" if args.kx == "rsa" else "ecdsa-p256")
+        if line not in known:
+            raise UserError(f"--line {line}: choose among {', '.join(known)}")
     job = fit.job_for(args.tls, args.kx, cert, args.group, 16384)  # usage errors first
     records = tuple(args.records or firmware.RECORD_SIZES)
     for record in records:

@@ -47,6 +47,17 @@ RECORD_FEATURES = {"mbedtls": MBEDTLS_RECORD_FEATURES, "bearssl": MBEDTLS_RECORD
 # What a library line cannot do in any build: left out of the fit with the reason.
 NEVER = {"bearssl": {"1.3": "no TLS 1.3 (BearSSL 0.6 implements TLS 1.0 to 1.2)",
                      "psk": "no PSK suites (BearSSL 0.6 has none)"}}  # fmt: skip
+# A post-quantum certificate (an ML-DSA-44 chain): the lines whose firmware has it, with the
+# configurations (variants.toml features) that run it, and why the others cannot.
+ML_DSA_LINES = {"wolfssl-5.9.2": ("ml-dsa-small", "small,ml-dsa-small")}
+NO_ML_DSA = {
+    "mbedtls": "no ML-DSA (mbedTLS has none)",
+    "bearssl": "no ML-DSA (BearSSL has none)",
+    "wolfssl": "its ML-DSA is FIPS 204's draft under OQS's code points (5.8.0 brought the "
+               "final one): wolfssl-5.9.2 with ml-dsa-small",
+}  # fmt: skip
+# Memory sizes parts come in, for the smallest budget a candidate fits (KiB).
+PART_SIZES = (16, 20, 32, 48, 64, 96, 128, 192, 256, 320, 384, 512, 640, 768, 1024, 1536, 2048)
 
 
 def parse_bytes(text: str, what: str) -> int:
@@ -140,8 +151,12 @@ def candidates(
     catalog = Catalog()
     out = []
     notes = []
+    post_quantum = cert in firmware.TLS13_CERTS
     for line in lines:
         base = catalog.resolve(line)
+        if post_quantum and line not in ML_DSA_LINES:
+            notes.append(f"{line}: {NO_ML_DSA.get(base.library, 'no ML-DSA firmware')}")
+            continue
         if tls == "1.3" and line.startswith("mbedtls-2."):
             notes.append(f"{line}: no TLS 1.3 (the 2.x line has none)")
             continue
@@ -155,8 +170,8 @@ def candidates(
         except UserError:  # no firmware of this line for the core (BearSSL: Cortex-M only)
             notes.append(f"{line}: no firmware build for {core.arch} (variants.toml)")
             continue
-        for configuration in CONFIGURATIONS[base.library]:
-            if (configuration or "default") not in configurations:
+        for configuration in ML_DSA_LINES[line] if post_quantum else CONFIGURATIONS[base.library]:
+            if not post_quantum and (configuration or "default") not in configurations:
                 continue
             for record in records:
                 features = [core.arch, configuration]
@@ -375,8 +390,12 @@ def nothing_fits(outcomes: list[Outcome], budget: Budget, role: str) -> str:
         what.append(f"flash {kib(closest.flash(role)['total'])} KiB, {kib(flash_over)} KiB over "
                     f"the {kib(budget.flash)} KiB budget")  # fmt: skip
     c = closest.candidate
+    ram_part = next((k for k in PART_SIZES if k * KIB >= ram["total"]), None)
+    flash_part = next((k for k in PART_SIZES if k * KIB >= closest.flash(role)["total"]), None)
+    smallest = (f" The smallest part it fits has {ram_part} KiB of RAM and {flash_part} KiB of "
+                "flash." if ram_part and flash_part else "")  # fmt: skip
     return (f"Nothing fits. The closest is {c.line} {c.configuration} with {c.record}-byte "
-            f"records: " + "; ".join(what) + ".")  # fmt: skip
+            f"records: " + "; ".join(what) + "." + smallest)  # fmt: skip
 
 
 def _over(row: dict[str, Any]) -> str:

@@ -41,6 +41,10 @@ from tlsbench.peers import netem, programs
 # How long the server may take to listen, and a peer to answer, before the point fails.
 START_TIMEOUT_S = 10.0
 PEER_TIMEOUT_S = programs.PEER_TIMEOUT_S
+# Over a lossy emulated link TCP backs off exponentially (a lost SYN is sent again after 1, 2,
+# 4, 8 s...): at 10 % loss a connection in a few hundred waits longer than 10 s for its first
+# bytes, which is the network's doing, not a stalled peer. Six backoffs (about 63 s) bound it.
+LOSSY_PEER_TIMEOUT_S = 64
 STDERR_TAIL_LINES = 12
 # The parameters both sides must have read back alike.
 AGREED = ("version", "suite", "group", "sigalg", "resumed", "psk")
@@ -173,7 +177,8 @@ def _driver_args(options: dict[str, Any]) -> list[str]:
 def driver_side(build: Build, role: str, options: dict[str, Any], measure: str,
                 scratch: Path, connect: str | None, body_any: bool,
                 host: str = "127.0.0.1") -> Side:  # fmt: skip
-    args = [*_driver_args(options), "--role", role, "--peer-timeout", str(PEER_TIMEOUT_S), "--json"]
+    patience = LOSSY_PEER_TIMEOUT_S if float(options.get("loss") or 0) > 0 else PEER_TIMEOUT_S
+    args = [*_driver_args(options), "--role", role, "--peer-timeout", str(patience), "--json"]
     if role == "server":
         args += ["--port-file", str(scratch / "port"), "--listen", f"{host}:0"]
     else:
@@ -458,7 +463,12 @@ def merge(results: dict[str, dict[str, Any] | None], sides: dict[str, Side],
         other_wire = (result.get("wire") or {}).get("full") or {}
         if name in other_wire:
             wire_full[name] = other_wire[name]
-        for key in ("client_hello_bytes", "round_trips"):
+        for key in (
+            "client_hello_bytes",
+            "round_trips",
+            "server_flights_received",
+            "client_flights_received",
+        ):
             if key in other_wire:
                 wire_full[key] = other_wire[key]
         verified.update(((result.get("negotiated") or {}).get("peer_verified")) or {})

@@ -71,7 +71,7 @@ GNUTLS_VERSIONS = {"1.2": "+VERS-TLS1.2", "1.3": "+VERS-TLS1.3"}
 PSK_KEY_HEX = bytes(range(0x10, 0x30)).hex()
 PSK_IDENTITY = "tlsbench-device"
 # The group a driver checks when the point names none (default_group in the driver core):
-# in TLS 1.2 an ECDSA certificate's curve, else x25519.
+# in TLS 1.2 an ECDSA leaf's curve (a mixed kind's leaf too), else x25519.
 TLS12_CERT_GROUPS = {"ecdsa-p256": "secp256r1", "ecdsa-p384": "secp384r1"}
 
 
@@ -86,7 +86,8 @@ def point_group(options: dict[str, Any]) -> str:
     if options.get("group"):
         return str(options["group"])
     if str(options.get("tls", "1.3")) == "1.2":
-        return TLS12_CERT_GROUPS.get(str(options.get("cert", "rsa2048")), "x25519")
+        leaf = certs.leaf_algorithm(str(options.get("cert", "rsa2048")))
+        return TLS12_CERT_GROUPS.get(leaf, "x25519")
     return "x25519"
 
 
@@ -243,9 +244,25 @@ class Program:
             return f"{self.name} is run with certificates only (no pre-shared key)"
         return None
 
+    # The TLS library it runs on, in a refusal's words, and whether that has ML-DSA.
+    library_text: str = ""
+    post_quantum: bool = False
+
+    def post_quantum_refusal(self, options: dict[str, Any]) -> str | None:
+        """Why it cannot run the point's post-quantum certificate set, if it has one."""
+        cert = str(options.get("cert", "rsa2048"))
+        if cert not in certs.TOOL_KINDS or self.post_quantum:
+            return None
+        return (f"{self.name} runs on {self.library_text}, which reads no ML-DSA or SLH-DSA "
+                f"key or certificate ({cert}): the pinned {PINNED_OPENSSL_LINE} programs "
+                "are the real peers that have them")  # fmt: skip
+
     def refusal(self, options: dict[str, Any]) -> str | None:
         """What this program cannot do for an interop point, whatever the command: a real
-        program runs one process per connection with a one-certificate chain."""
+        program runs one process per connection with a one-certificate chain, and a
+        post-quantum set only where its library has ML-DSA."""
+        if (pq := self.post_quantum_refusal(options)) is not None:
+            return pq
         if int(options.get("chain", 1)) != 1:
             return f"{self.name} is run with a one-certificate chain only"
         if options.get("resume") == "on":
@@ -274,6 +291,7 @@ class OpensslProgram(Program):
     package = "openssl"
     uses = ("interop",)
     takes_psk = True
+    library_text = "the machine's OpenSSL 3.0"
 
     def version_command(self, executable: str) -> list[str]:
         return [executable, "version"]
@@ -354,6 +372,15 @@ class PinnedOpenssl(OpensslProgram):
     """The `openssl` program of the pinned openssl-3.5.x build (built on first use)."""
 
     package = ""  # built by tlsbench, never installed
+    library_text = f"the pinned {PINNED_OPENSSL_LINE} build"
+    post_quantum = True
+
+    def post_quantum_refusal(self, options: dict[str, Any]) -> str | None:
+        cert = str(options.get("cert", "rsa2048"))
+        if certs.leaf_algorithm(cert).startswith("slh-dsa"):
+            return (f"{self.name}: OpenSSL 3.5 has no TLS code point for SLH-DSA, so a {cert} "
+                    "leaf signs no handshake (an SLH-DSA CA over an ML-DSA leaf does)")  # fmt: skip
+        return None
 
     def program_file(self) -> str:
         return _pinned_openssl()
@@ -396,6 +423,7 @@ class GnutlsServer(Program):
     name, role, executable, package, uses = "gnutls-serv", "server", "gnutls-serv", \
         "gnutls-bin", ("interop",)  # fmt: skip
     takes_psk = True
+    library_text = "the machine's GnuTLS 3.7"
 
     def command(self, options: dict[str, Any], port: int | None, connections: int,
                 scratch: Path, host: str) -> list[str] | str:  # fmt: skip
@@ -429,6 +457,7 @@ class GnutlsClient(Program):
     name, role, executable, package, uses = "gnutls-cli", "client", "gnutls-cli", \
         "gnutls-bin", ("interop",)  # fmt: skip
     takes_psk = True
+    library_text = "the machine's GnuTLS 3.7"
 
     def command(self, options: dict[str, Any], port: int | None, connections: int,
                 scratch: Path, host: str) -> list[str] | str:  # fmt: skip
@@ -464,6 +493,7 @@ class Nginx(Program):
     serves_pattern = True
     # Its TLS library: the machine's OpenSSL, tlsbench's openssl-system.
     line = "openssl-system"
+    library_text = "the machine's OpenSSL 3.0"
 
     def version_command(self, executable: str) -> list[str]:
         return [executable, "-v"]  # nginx prints it on stderr
@@ -536,6 +566,7 @@ class Nginx(Program):
 
 class Curl(Program):
     name, role, executable, package, uses = "curl", "client", "curl", "curl", ("interop",)
+    library_text = "the machine's OpenSSL 3.0"
 
     def command(self, options: dict[str, Any], port: int | None, connections: int,
                 scratch: Path, host: str) -> list[str] | str:  # fmt: skip

@@ -40,9 +40,10 @@ class SummaryCell:
 
 @dataclass(frozen=True)
 class Section:
-    """A family's part of the report: tables in report order, by rank (firmware 10,
-    handshakes 20, code size 30, records 40, connections 45, AEAD 50, instructions 60,
-    interop 70, load 80: a new family takes a rank between those it belongs between)."""
+    """A family's part of the report: tables in report order, by rank (certificates 5,
+    firmware 10, handshakes 20, code size 30, records 40, connections 45, AEAD 50,
+    instructions 60, interop 70, load 80: a new family takes a rank between those it belongs
+    between)."""
 
     name: str
     rank: int

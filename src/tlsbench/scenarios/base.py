@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tlsbench.builds import certs
 from tlsbench.core.points import PSK_KX, RunPoint, suite_kx
 from tlsbench.driver import allocators
 from tlsbench.driver.declaration import Declared
@@ -261,6 +262,16 @@ def check_key_share(
         raise checker.value_error("key_share", key_share, why)
 
 
+def check_cert_version(checker: PointChecker, values: dict[str, Any]) -> None:
+    """A certificate whose leaf signs in TLS 1.3 only (ML-DSA, SLH-DSA) with TLS 1.2: no
+    library could run it (the driver refuses it too)."""
+    cert = values.get("cert")
+    if cert is not None and values.get("tls", "1.3") == "1.2" and certs.tls13_only(str(cert)):
+        raise checker.value_error("cert", cert, 'with tls = "1.3" only: its leaf signs with '
+                                  f"{certs.leaf_algorithm(str(cert))}, which TLS 1.2 has no "
+                                  "signature scheme for")  # fmt: skip
+
+
 def check_allocator(checker: PointChecker, values: dict[str, Any], variant: Variant,
                     why_not: str | None = None) -> None:  # fmt: skip
     """An `allocator` other than glibc's: installed here, for a driver of this machine's
@@ -280,7 +291,8 @@ def check_allocator(checker: PointChecker, values: dict[str, Any], variant: Vari
 def check_kx(checker: PointChecker, values: dict[str, Any], resumes: bool = False) -> None:
     """The key exchange against the version, the suite and resumption (`resumes`: the point
     resumes sessions), as the driver checks them (drivers/core/cmdline.c), before anything
-    runs."""
+    runs; and the certificate against the version (check_cert_version)."""
+    check_cert_version(checker, values)
     tls = values.get("tls", "1.3")
     suite = str(values.get("suite", ""))
     if tls == "1.2" and suite.startswith("TLS_RSA_PSK_"):

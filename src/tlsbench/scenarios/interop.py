@@ -33,7 +33,7 @@ from tlsbench.reportkit.palette import series_styles
 from tlsbench.reportkit.reader import RunReader, case_labels, int_or_none
 from tlsbench.reportkit.section import Section, SummaryCell, TableSpec
 from tlsbench.reportkit.views import View, fmt_bytes, fmt_count, fmt_sig
-from tlsbench.scenarios import base, modes
+from tlsbench.scenarios import base, modes, tls_certificates
 from tlsbench.scenarios.base import (
     SERVER_KEY,
     TLS_KEYS,
@@ -200,6 +200,17 @@ class InteropRow:
     # what the measured client wall time adds to it.
     model_ms: float | None = None
     residual_ms: float | None = None
+    # The server's first flight as the client received it, its TCP segments and the round
+    # trips slow start needs to send it (tls_certificates.py), and over an emulated network
+    # the model with those rounds, the measured round trips ((wall - CPU) / RTT), the mean
+    # wall time and the number of handshakes.
+    server_flight_bytes: float | None = None
+    server_flight_segments: int | None = None
+    window_rounds: int | None = None
+    window_model_ms: float | None = None
+    measured_round_trips: float | None = None
+    client_wall_mean_ms: float | None = None
+    handshakes: int = 0
     # A download (`bytes`): its size, the client's MB/s (tlsbench's or curl's own figure)
     # and each tlsbench side's CPU seconds per GB in its read / write calls.
     download_bytes: int | None = None
@@ -285,12 +296,23 @@ def load_interop(reader: RunReader) -> dict[str, list[Any]]:
         walls = reader.store.samples(p.id, "client_wall_ns")
         wall_p90 = float(np.percentile(walls, 90, method="inverted_cdf")) / 1e6 if walls else None
         round_trips = first_wire(outputs, None, "round_trips")
+        received = (
+            ((outputs[0].get("wire") or {}).get("full") or {}).get("server_flights_received")
+            if outputs
+            else None
+        )
+        flight = float(received[0]) if received else None
+        flight_segments = tls_certificates.segments(flight) if flight else None
+        rounds = tls_certificates.window_rounds(flight_segments) if flight_segments else None
         rtt = float(p.params.get("rtt_ms") or 0)
-        model_ms = residual_ms = None
+        model_ms = residual_ms = window_model_ms = measured_rounds = None
         if rtt > 0 and round_trips is not None and client_wall is not None:
             cpu = (median_ms("client_cpu_ns") or 0.0) + (median_ms("server_cpu_ns") or 0.0)
             model_ms = cpu + (round_trips + 1) * rtt  # + 1: TCP's own handshake
             residual_ms = client_wall - model_ms
+            if rounds is not None:
+                window_model_ms = model_ms + (rounds - 1) * rtt
+            measured_rounds = (client_wall - cpu) / rtt
         finding = verdict = reproduce = ""
         if result == "failed":
             match = findings.explain(known, client, server, dict(p.params), detail)
@@ -323,6 +345,13 @@ def load_interop(reader: RunReader) -> dict[str, list[Any]]:
                 round_trips=round_trips,
                 model_ms=model_ms,
                 residual_ms=residual_ms,
+                server_flight_bytes=flight,
+                server_flight_segments=flight_segments,
+                window_rounds=rounds,
+                window_model_ms=window_model_ms,
+                measured_round_trips=measured_rounds,
+                client_wall_mean_ms=float(np.mean(walls)) / 1e6 if walls else None,
+                handshakes=len(walls),
                 rtt_ms=float(p.params["rtt_ms"]) if "rtt_ms" in p.params else None,
                 loss=float(p.params.get("loss") or 0) if "rtt_ms" in p.params else None,
                 client_wall_p90_ms=wall_p90,
@@ -465,7 +494,46 @@ def interop_views(model: RunModel) -> list[View]:
             ],
         )
     )  # fmt: skip
+    out += network_rounds_view(model)
     return out
+
+
+def network_rounds_view(model: RunModel) -> list[View]:
+    """Over an emulated network: the server's first flight against TCP's initial window, and
+    the round trips it took, per RTT and loss."""
+    rows = [r for r in model.interop if r.result == "ok" and r.rtt_ms is not None
+            and r.server_flight_bytes is not None]  # fmt: skip
+    if not rows:
+        return []
+    rows.sort(key=lambda r: (r.client, r.server, r.line, r.loss or 0, r.rtt_ms or 0))
+    window = tls_certificates.INITIAL_WINDOW
+    return [
+        View(
+            "network_rounds",
+            "Round trips over the network: the server's first flight against TCP's window",
+            "Per pair, case, loss and RTT: the server's first flight as the client received "
+            f"it, the TCP segments it needs (MSS {tls_certificates.MSS}) and the rounds slow "
+            f"start takes to send it from an initial window of {window} segments; `model` = "
+            "TCP's handshake + TLS's round trips + the extra rounds; `measured` = (median "
+            "client wall - both sides' CPU) / RTT, the round trips the handshake really took "
+            "(loss adds retransmission timeouts: the mean and p90 say how often). n = "
+            "handshakes measured.",
+            ["client", "server", "case", "loss %", "RTT ms", "server flight", "segments",
+             "rounds", "model round trips", "measured round trips", "wall ms (median)",
+             "mean", "p90", "n"],
+            [False, False, False] + [True] * 11,
+            [
+                [r.client, r.server, r.line, f"{r.loss or 0:g}", f"{r.rtt_ms:g}",
+                 fmt_bytes(r.server_flight_bytes), fmt_count(r.server_flight_segments),
+                 fmt_count(r.window_rounds),
+                 fmt_count((r.round_trips or 0) + 1 + (r.window_rounds or 1) - 1),
+                 fmt_sig(r.measured_round_trips), fmt_sig(r.client_wall_ms),
+                 fmt_sig(r.client_wall_mean_ms), fmt_sig(r.client_wall_p90_ms),
+                 str(r.handshakes)]
+                for r in rows
+            ],
+        )
+    ]  # fmt: skip
 
 
 def network_latency(model: RunModel) -> Plot | None:

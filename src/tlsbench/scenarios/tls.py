@@ -6,9 +6,10 @@ every TLS key, and the options its driver scenario declares among payload and by
 runs as modes.py says (time and heap in separate processes, heap only under emulation,
 instructions under callgrind).
 
-Report: the handshake section (tls_handshakes.py: heap per side, handshake time, what went
-over the wire) and the records section (tls_records.py: record latency with its CDF, bulk
-throughput).
+Report: the certificate section (tls_certificates.py: what a chain costs, where the points
+differ in certificate or chain), the handshake section (tls_handshakes.py: heap per side,
+handshake time, what went over the wire) and the records section (tls_records.py: record
+latency with its CDF, bulk throughput).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from tlsbench.scenarios.base import TLS_KEYS, Family, PointChecker, RunContext
 
 if TYPE_CHECKING:
     from tlsbench.builds.variants import Variant
-from tlsbench.scenarios import tls_handshakes, tls_records
+from tlsbench.scenarios import tls_certificates, tls_handshakes, tls_records
 
 
 class OneProcess(Family):
@@ -60,5 +61,5 @@ FAMILY = OneProcess(
     "tls",
     ("handshake", "resume", "records", "bulk"),
     claimable=True,
-    sections=(tls_handshakes.SECTION, tls_records.SECTION),
+    sections=(tls_certificates.SECTION, tls_handshakes.SECTION, tls_records.SECTION),
 )  # fmt: skip
