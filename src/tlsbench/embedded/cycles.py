@@ -161,9 +161,7 @@ def run(command: list[str], image: Path, setting: Setting,
     window = symbol_address(image, *window_symbol)
     with tempfile.TemporaryDirectory(prefix="tlsbench-cycles-") as tmp:
         out = Path(tmp) / "cycles.txt"
-        loaded = ",".join(
-            [str(plugin()), *(f"arg={a}" for a in plugin_arguments(setting, image, window, out))]
-        )
+        loaded = ",".join([str(plugin()), *plugin_arguments(setting, image, window, out)])
         try:
             done = subprocess.run([*command, "-plugin", loaded], capture_output=True, text=True,
                                   timeout=timeout * 4, check=False)  # fmt: skip

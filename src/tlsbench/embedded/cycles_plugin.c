@@ -30,6 +30,8 @@
  *                   none); every line read from flash for execution is kept
  *   dcache=N:W      its cache for data read from flash (literal pools, constant tables)
  *   muls=1|32       cycles of MULS (ARMv6-M: the implementation's multiplier)
+ *   trace=PATH      every instruction charged inside a window: window, address, kind, memory
+ *                   accesses, cycles, taken (for debugging the model)
  * Output lines:
  *   windows N
  *   window INDEX INSTRUCTIONS CYCLES FETCH_STALL DATA_WAIT SPAN UNDECODED
@@ -155,6 +157,7 @@ static tally *windows;
 static size_t n_windows, cap_windows;
 static int window_open;
 static uint64_t window_addr;
+static FILE *trace; /* trace=PATH: every charged instruction of a window, for the model's tests */
 
 /* The instruction that ran last, not yet charged (its cost needs what ran after it). */
 static const insn *pending;
@@ -341,6 +344,9 @@ static void settle(const insn *next) {
   if (taken && !i->writes_pc && i->kind != K_TRAP)
     cycles += core == M0 ? 16 : core == M0PLUS ? 15 : 12; /* an exception's entry */
   cycles += pending_data_wait + pending_unaligned;
+  if (trace != NULL && pending_window >= 0)
+    fprintf(trace, "%d %08x %u %u %u %" PRIu64 " %d %08x\n", pending_window, i->addr, i->size,
+            i->kind, pending_accesses, cycles, taken, next ? next->addr : 0);
   now += cycles;
   charge(pending_window, cycles, 0, pending_data_wait, span, 1, i->undecoded);
   previous = i;
@@ -616,9 +622,14 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
     insn *out = calloc(1, sizeof *out); /* kept for the run: blocks are retranslated rarely */
     if (out == NULL) abort();
     out->addr = (uint32_t)qemu_plugin_insn_vaddr(qi);
-    out->size = (uint8_t)qemu_plugin_insn_size(qi);
-    cs_insn *d = NULL;
+    /* The size from the encoding: QEMU 7.2's Thumb translator peeks at the next halfword near
+     * the end of a page (insn_crosses_page), and the peek is recorded as the instruction's. */
     const uint8_t *bytes = qemu_plugin_insn_data(qi);
+    size_t have = qemu_plugin_insn_size(qi);
+    unsigned top = have >= 2 ? bytes[1] >> 3 : 0;
+    out->size = (uint8_t)(top == 0x1d || top == 0x1e || top == 0x1f ? 4 : 2);
+    if (out->size > have) out->size = (uint8_t)have;
+    cs_insn *d = NULL;
     if (cs_disasm(cs, bytes, out->size, out->addr, 1, &d) == 1) {
       classify(out, d);
     } else {
@@ -655,6 +666,7 @@ static void on_quit(qemu_plugin_id_t id, void *p) {
   fprintf(f, "total ");
   print_tally(f, &total);
   fclose(f);
+  if (trace != NULL) fclose(trace);
 }
 
 static int parse_pair(const char *text, unsigned *a, unsigned *b) {
@@ -699,6 +711,9 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
       if (parse_pair(a + 7, &ic_lines, &ic_ways)) goto bad;
     } else if (strncmp(a, "dcache=", 7) == 0) {
       if (parse_pair(a + 7, &dc_lines, &dc_ways)) goto bad;
+    } else if (strncmp(a, "trace=", 6) == 0) {
+      trace = fopen(a + 6, "w");
+      if (trace == NULL) goto bad;
     } else if (strncmp(a, "muls=", 5) == 0) {
       muls_cycles = (unsigned)strtoul(a + 5, NULL, 10);
     } else {
