@@ -65,8 +65,9 @@ def per_rep(images: dict[str, Path], model: str, setting: parts.Setting | None =
     fewest and at the most (the operand-dependent instructions' range)."""
     arch = BUILDS[model]
     image = images[arch]
-    result, windows = cycles.run(qemu.qemu_command(image, core_of(arch), []), image,
-                                 setting or zero_wait(model), ("fw_window", None))  # fmt: skip
+    text, _, windows = cycles.run(qemu.qemu_command(image, core_of(arch), []), image,
+                                  setting or zero_wait(model), ("fw_window", None))  # fmt: skip
+    result = cycles.last_json(text)
     names = result["kernels"]
     cycles.check_windows(windows, 2 * len(names), "kernels")
     out = {}

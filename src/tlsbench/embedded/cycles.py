@@ -24,6 +24,7 @@ import json
 import subprocess
 import tempfile
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,9 @@ from tlsbench.embedded import tcg
 from tlsbench.embedded.parts import Setting
 
 PLUGIN_SOURCE = Path(__file__).with_name("cycles_plugin.c")
+# The model's error on same-code board figures, per core: written by `tlsbench model-check
+# --write` (samecode.py), read beside every projected figure.
+MODEL_CHECK_FILE = Path(__file__).with_name("model_check.json")
 # The firmware images' window: firmware_core.c's `current`, stored before and after each
 # measured call.
 WINDOW_SYMBOL = ("current", "firmware_core.c")
@@ -155,9 +159,10 @@ def read_output(path: Path) -> tuple[list[Tally], Tally]:
 
 def run(command: list[str], image: Path, setting: Setting,
         window_symbol: tuple[str, str | None] = WINDOW_SYMBOL,
-        timeout: float = TIMEOUT_SECONDS) -> tuple[dict[str, Any], list[Tally]]:  # fmt: skip
+        timeout: float = TIMEOUT_SECONDS) -> tuple[str, int, list[Tally]]:  # fmt: skip
     """Runs QEMU's `command` (qemu.qemu_command's, for `image`) with the cycle model for
-    `setting`: the JSON line the image printed, and the cycles of each window."""
+    `setting`: what QEMU printed, its exit status, and the cycles of each window. The model
+    runs QEMU some times slower than alone: the time bound is four times the plain run's."""
     window = symbol_address(image, *window_symbol)
     with tempfile.TemporaryDirectory(prefix="tlsbench-cycles-") as tmp:
         out = Path(tmp) / "cycles.txt"
@@ -168,13 +173,25 @@ def run(command: list[str], image: Path, setting: Setting,
         except subprocess.TimeoutExpired:
             raise UserError(f"the firmware image did not finish within {timeout * 4:.0f} s "
                             "under the cycle model", exit_code=1) from None  # fmt: skip
-        lines = [x for x in (done.stdout + done.stderr).splitlines() if x.startswith("{")]
-        if not lines:
-            raise UserError(f"the firmware image printed nothing under the cycle model (exit "
-                            f"status {done.returncode}): {(done.stdout + done.stderr)[-800:]}",
-                            exit_code=1)  # fmt: skip
-        windows, _ = read_output(out)
-    return dict(json.loads(lines[-1])), windows
+        windows, _ = read_output(out) if out.exists() else ([], ZERO)
+    return done.stdout + done.stderr, done.returncode, windows
+
+
+def last_json(text: str) -> dict[str, Any]:
+    lines = [x for x in text.splitlines() if x.startswith("{")]
+    if not lines:
+        raise UserError(f"the firmware image printed nothing under the cycle model: "
+                        f"{text[-800:]}", exit_code=1)  # fmt: skip
+    return dict(json.loads(lines[-1]))
+
+
+def call_order(calls: dict[str, int]) -> str:
+    """The side of each measured handshake call in turn (firmware_core.c's loop: client and
+    server alternate until one is done, then the other goes on alone)."""
+    order = []
+    for turn in range(max(calls.values(), default=0)):
+        order += [side[0] for side in ("client", "server") if turn < calls[side]]
+    return "".join(order)
 
 
 def check_windows(windows: list[Tally], expected: int, what: str) -> None:
@@ -190,7 +207,7 @@ def check_windows(windows: list[Tally], expected: int, what: str) -> None:
 def handshake_windows(windows: list[Tally], order: str) -> dict[str, Tally]:
     """Per side the cycles of its set-up and of its handshake calls: the image measures the
     global set-up, the client's and the server's set-up, then the handshake calls in `order`
-    (c and s, profile.call_order's)."""
+    (c and s, call_order's)."""
     check_windows(windows, 3 + len(order), "handshake")
     sums = {"global": windows[0], "client_setup": windows[1], "server_setup": windows[2],
             "client": ZERO, "server": ZERO}  # fmt: skip
@@ -202,3 +219,22 @@ def handshake_windows(windows: list[Tally], order: str) -> dict[str, Tally]:
 
 def describe(core: Core, setting: Setting) -> str:
     return f"cycle model of the {core.label} ({setting.part.model}) and {setting.describe()}"
+
+
+@cache
+def _checks() -> dict[str, Any]:
+    if not MODEL_CHECK_FILE.exists():
+        return {}
+    return dict(json.loads(MODEL_CHECK_FILE.read_text()))
+
+
+def model_error(core_arch: str) -> dict[str, Any]:
+    """The model's measured error on same-code board figures of `core_arch` (model-check's):
+    the points, the lowest and highest error, and a label for the figures it goes beside."""
+    found = _checks().get("cores", {}).get(core_arch)
+    if found:
+        return dict(found)
+    name = core_arch.replace("cortex-m", "Cortex-M")
+    return {"points": 0, "low": None, "high": None, "parts": [],
+            "label": f"no same-code board figure of a {name} found: the model's error on this "
+            "core is not measured"}  # fmt: skip

@@ -36,7 +36,7 @@ from tlsbench.builds import arches
 from tlsbench.builds.firmware import SIDES, TIMEOUT_SECONDS, Core, Job
 from tlsbench.core import paths
 from tlsbench.core.errors import UserError
-from tlsbench.embedded import qemu, tcg
+from tlsbench.embedded import cycles, qemu, tcg
 
 PLUGIN_SOURCE = Path(__file__).with_name("profile_plugin.c")
 MEASURED_CALL = "fw_step"  # firmware_core.c's measured handshake step, per side
@@ -242,14 +242,8 @@ def measured_call_sites(image: Path) -> tuple[int, list[int]]:
     return int(entry.group(1), 16), returns
 
 
-def call_order(calls: dict[str, int]) -> str:
-    """The side of each measured handshake call in turn (firmware_core.c's loop: client and
-    server alternate until one is done, then the other goes on alone)."""
-    order = []
-    for turn in range(max(calls.values())):
-        order += [side[0] for side in SIDES if turn < calls[side]]
-    return "".join(order)
-
+# The side of each measured handshake call in turn (the cycle model reads its windows alike).
+call_order = cycles.call_order
 
 # ---------------------------------------------------------------------------- the split
 

@@ -24,6 +24,7 @@ What differs from the boards' build, and how it is handled:
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import shutil
 import subprocess
@@ -37,7 +38,7 @@ from tlsbench.builds.firmware import FIRMWARE, TIMEOUT_SECONDS, core_of, linker_
 from tlsbench.builds.sources import Sources
 from tlsbench.core import paths
 from tlsbench.core.errors import UserError
-from tlsbench.embedded import cycles, parts, qemu
+from tlsbench.embedded import calibrate, cycles, parts, qemu
 
 LINE = "mbedtls-3.6.6"
 P256M = "3rdparty/p256-m/p256-m"
@@ -169,8 +170,9 @@ def measure(core_arch: str, code: str, setting: parts.Setting,
     """The model's cycles of each of p256-m's four operations on `setting`."""
     path = image(core_arch, code)
     core = core_of(core_arch)
-    result, windows = cycles.run(qemu.qemu_command(path, core, []), path, setting, WINDOW,
-                                 timeout)  # fmt: skip
+    text, _, windows = cycles.run(qemu.qemu_command(path, core, []), path, setting, WINDOW,
+                                  timeout)  # fmt: skip
+    result = cycles.last_json(text)
     if result.get("returns") != [0, 0, 0, 0]:
         raise UserError(f"p256-m's benchmark failed on {core_arch}: {result}", exit_code=1)
     cycles.check_windows(windows, len(OPERATIONS), "p256-m benchmark")
@@ -210,3 +212,47 @@ def summary(rows: list[dict[str, Any]], code: str = "board") -> dict[str, dict[s
         out[part] = {"points": len(errors), "worst": max(errors, key=abs),
                      "mean_abs": sum(abs(e) for e in errors) / len(errors)}  # fmt: skip
     return out
+
+
+def wolfssl_rows() -> list[dict[str, Any]]:
+    """wolfSSL's STM32 benchmark table (the pinned archive's IDE/STM32Cube/STM32_Benchmarks.md),
+    one row per part and section, and why each cannot check the model: a same-code point needs
+    the row's release rebuilt with its configuration, and no row's release is one tlsbench can
+    fetch (pinned, or offered by Debian's archive)."""
+    selection, _ = calibrate.load_selection()
+    table_path = Sources().source_dir(selection["library"]) / selection["source"]
+    table = calibrate.read_table(table_path.read_text())
+    pinned = sorted(p.upstream for p in Sources().pins.values() if p.package == "wolfssl")
+    rows = []
+    for (section, number), block in table.items():
+        why = (f"wolfSSL {block.version or 'of no stated release'}: not a release tlsbench can "
+               f"rebuild (pinned, as Debian offers them: {', '.join(pinned)})")  # fmt: skip
+        if block.version in pinned:
+            why = "its release is pinned: its configuration is to be rebuilt"
+        rows.append({"part": block.part, "mhz": block.mhz, "section": section, "block": number,
+                     "version": block.version, "operations": sorted(block.ms),
+                     "checks": block.version in pinned, "why_not": why})  # fmt: skip
+    return rows
+
+
+def write(rows: list[dict[str, Any]], path: Path = cycles.MODEL_CHECK_FILE) -> dict[str, Any]:
+    """model_check.json: every same-code point, and per core the model's error on the board's
+    code, with the label every projected figure carries."""
+    cores: dict[str, Any] = {}
+    compared = [r for r in rows if r["code"] == "board"]
+    for core in dict.fromkeys(r["core"] for r in compared):
+        mine = [r for r in compared if r["core"] == core]
+        low, high = min(r["error"] for r in mine), max(r["error"] for r in mine)
+        where = ", ".join(dict.fromkeys(f"{r['library']} on {r['part']}" for r in mine))
+        cores[core] = {
+            "points": len(mine), "low": round(low, 4), "high": round(high, 4),
+            "parts": list(dict.fromkeys(r["part"] for r in mine)),
+            "label": f"the model's error on same-code board figures: {where} "
+                     f"{100 * low:+.1f} % to {100 * high:+.1f} % ({len(mine)} points, none "
+                     "used to set the model)",
+        }  # fmt: skip
+    data = {"generated_by": "tlsbench model-check --write", "cores": cores,
+            "points": [{k: (round(v, 6) if isinstance(v, float) else v) for k, v in r.items()}
+                       for r in rows]}  # fmt: skip
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    return data
