@@ -20,12 +20,14 @@ from tlsbench.core.errors import UserError
 TABLE = Path(__file__).with_name("parts.toml")
 MODELS = ("m0", "m0plus", "m3", "m4", "m33", "m7")
 KIB = 1024
-# The part a core's projection uses when none is named: the parts whose same-code board
-# figures check the model where one exists (docs/embedded.md, "Same-code checks").
+# The part a core's projection uses when none is named: the reference parts of the CPI ranges
+# before the model where the table has them (STM32F103, STM32F401, STM32F746), else the part of
+# the core's same-code check (STM32F091 for the M0, whose reference was the micro:bit's
+# nRF51822) or a current one (STM32U585 for the M33, whose reference was the STM32L552).
 DEFAULT_PARTS = {
     "cortex-m0": "STM32F091",
     "cortex-m3": "STM32F103",
-    "cortex-m4": "STM32F411",
+    "cortex-m4": "STM32F401",
     "cortex-m7": "STM32F746",
     "cortex-m33": "STM32U585",
 }
