@@ -90,6 +90,11 @@ typedef struct insn {
   uint8_t undecoded;   /* capstone could not decode it: charged as one data operation */
   uint16_t dst;        /* core registers written, r0..r15 */
   uint16_t addr_regs;  /* base and index registers of a load or store */
+  uint16_t src;        /* core registers read */
+  uint8_t reads_flags, writes_flags;
+  uint8_t shifted;     /* a shifted register operand (read a stage early on the M7) */
+  uint8_t slot0;       /* issues only in the M7's first slot (LLVM's M7Slot0Only, SIMD) */
+  uint8_t narrow_load; /* a byte or halfword load (a cycle slower on the M7) */
 } insn;
 
 /* ---------------------------------------------------------------- the part's memory */
@@ -276,6 +281,185 @@ static uint64_t cost_v7m(const insn *i, unsigned accesses, int taken, const insn
   }
 }
 
+/* Cortex-M7: an in-order, dual-issue pipeline as LLVM's ARMScheduleM7.td models it (Arm gives
+ * no cycle table): two issue slots a cycle; two ALUs, two load ports, one store port, one MAC,
+ * one branch unit and one shifter per cycle; LDM/STM/PUSH/POP, LDRD/STRD, divisions, table
+ * branches and system instructions single-issue; CLZ, bit fields, extends and the DSP SIMD
+ * instructions in the first slot only; results for the next instruction after 1 cycle (ALU,
+ * word loads), 2 (byte and halfword loads, multiplies), 3 (floating point), address operands
+ * and shifted ones read a stage early (one cycle more); a branch misprediction costs 4 cycles
+ * (`MispredictPenalty`), predicted by 2-bit counters and a target cache of 256 entries; the
+ * data of a store and a multiply-accumulate's accumulator are read a stage late.
+ * Load and store multiples move two registers a cycle (the 64-bit data path). */
+static uint64_t m7_ready[17]; /* the cycle a register (16: the flags) can be read in EX2 */
+static int m7_open;           /* the group issued last cycle has a free slot */
+static struct { unsigned alu, load, store, mac, branch, shift, fp; } m7_group;
+static uint8_t m7_counter[256];
+static uint32_t m7_target[256];
+
+static int m7_pairs(const insn *i) {
+  switch (i->kind) {
+    case K_ALU:
+      return m7_group.alu < 2 && (!i->shifted || m7_group.shift < 1);
+    case K_MUL:
+    case K_MLA:
+    case K_LMUL:
+    case K_LMLA:
+      return m7_group.mac < 1;
+    case K_LOAD:
+      return m7_group.load < 2;
+    case K_STORE:
+      return m7_group.store < 1;
+    case K_BRANCH:
+      return m7_group.branch < 1;
+    case K_FP:
+    case K_FPMAC:
+    case K_FPDIV:
+      return m7_group.fp < 1;
+    case K_IT:
+    case K_NOP:
+      return 1;
+    default:
+      return 0; /* single-issue */
+  }
+}
+
+static void m7_take(const insn *i) {
+  switch (i->kind) {
+    case K_ALU:
+      m7_group.alu++;
+      m7_group.shift += i->shifted;
+      break;
+    case K_MUL:
+    case K_MLA:
+    case K_LMUL:
+    case K_LMLA:
+      m7_group.mac++;
+      break;
+    case K_LOAD:
+      m7_group.load++;
+      break;
+    case K_STORE:
+      m7_group.store++;
+      break;
+    case K_BRANCH:
+      m7_group.branch++;
+      break;
+    case K_FP:
+    case K_FPMAC:
+    case K_FPDIV:
+      m7_group.fp++;
+      break;
+    default:
+      break;
+  }
+}
+
+/* Cycles a single-issue instruction holds both slots. */
+static uint64_t m7_occupies(const insn *i, unsigned accesses, uint64_t *span) {
+  switch (i->kind) {
+    case K_MULTI:
+      return 1 + (accesses + 1) / 2;
+    case K_LDRD:
+      return 2;
+    case K_DIV:
+      *span += 10;
+      return 2;
+    case K_TB:
+      return 2;
+    case K_SYS:
+    case K_BARRIER:
+    case K_ISB:
+      return 3;
+    default:
+      return 1;
+  }
+}
+
+static unsigned m7_latency(const insn *i) {
+  switch (i->kind) {
+    case K_LOAD:
+      return i->narrow_load ? 2 : 1;
+    case K_MULTI:
+    case K_LDRD:
+      return 1;
+    case K_MUL:
+    case K_MLA:
+    case K_LMUL:
+    case K_LMLA:
+      return 2;
+    case K_FP:
+    case K_FPMAC:
+    case K_FPDIV:
+      return 3;
+    default:
+      return 1;
+  }
+}
+
+/* Whether the branch predictor got `i` right (and what it learns). */
+static int m7_predicted(const insn *i, int taken, const insn *next) {
+  unsigned index = (i->addr >> 1) & 255;
+  if (!i->writes_pc) return 1;
+  if (i->direct && !i->conditional) return 1;
+  if (!i->direct) { /* an indirect branch: the target cache */
+    uint32_t target = next != NULL ? next->addr : 0;
+    int right = taken && m7_target[index] == target;
+    if (taken) m7_target[index] = target;
+    return right;
+  }
+  int right = (m7_counter[index] >= 2) == taken;
+  if (taken && m7_counter[index] < 3) m7_counter[index]++;
+  if (!taken && m7_counter[index] > 0) m7_counter[index]--;
+  return right;
+}
+
+static uint64_t cost_m7(const insn *i, unsigned accesses, int taken, const insn *next,
+                        uint64_t *span) {
+  uint64_t need = 0;
+  int stores = i->kind == K_STORE || (i->kind == K_LDRD && !i->dst);
+  for (int r = 0; r < 16; r++) {
+    if (!((i->src >> r) & 1)) continue;
+    uint64_t ready = m7_ready[r];
+    if (((i->addr_regs >> r) & 1) || i->shifted)
+      ready++; /* read in EX1: M7Read_ISS */
+    else if (stores && ready > 0)
+      ready--; /* the data of a store is read in EX3: M7Read_EX2 */
+    else if ((i->kind == K_MLA || i->kind == K_LMLA) && ((i->dst >> r) & 1) && ready > 0)
+      ready--; /* the accumulator is read a stage late: ReadMAC */
+    if (ready > need) need = ready;
+  }
+  if (i->reads_flags && m7_ready[16] > need) need = m7_ready[16];
+  uint64_t issue, added;
+  int single = i->kind == K_MULTI || i->kind == K_LDRD || i->kind == K_DIV || i->kind == K_TB ||
+               i->kind == K_SYS || i->kind == K_BARRIER || i->kind == K_ISB || i->kind == K_CPS ||
+               i->kind == K_TRAP;
+  if (m7_open && now > 0 && !single && !i->slot0 && need <= now - 1 && m7_pairs(i)) {
+    issue = now - 1;
+    m7_take(i);
+    m7_open = 0;
+    added = 0;
+  } else {
+    issue = need > now ? need : now;
+    memset(&m7_group, 0, sizeof m7_group);
+    uint64_t occupy = single ? m7_occupies(i, accesses, span) : 1;
+    m7_take(i);
+    m7_open = !single;
+    added = issue + occupy - now;
+  }
+  for (int r = 0; r < 15; r++)
+    if ((i->dst >> r) & 1) m7_ready[r] = issue + m7_latency(i);
+  if (i->writes_flags) m7_ready[16] = issue + 1;
+  if (i->writes_pc && (taken || i->conditional)) {
+    if (taken) m7_open = 0; /* the group ends at a taken branch */
+    if (!m7_predicted(i, taken, next)) {
+      added += 4;
+      m7_open = 0;
+    }
+  }
+  return added;
+}
+
 /* ARMv6-M: Cortex-M0 TRM (DDI 0432C) and Cortex-M0+ TRM (DDI 0484C) table 3-1. */
 static uint64_t cost_v6m(const insn *i, unsigned accesses, int taken) {
   int plus = core == M0PLUS;
@@ -339,11 +523,14 @@ static void settle(const insn *next) {
   uint64_t span = 0, cycles;
   if (core == M0 || core == M0PLUS)
     cycles = cost_v6m(i, pending_accesses, taken);
+  else if (core == M7)
+    cycles = cost_m7(i, pending_accesses, taken, next, &span);
   else
     cycles = cost_v7m(i, pending_accesses, taken, next, &span);
   if (taken && !i->writes_pc && i->kind != K_TRAP)
     cycles += core == M0 ? 16 : core == M0PLUS ? 15 : 12; /* an exception's entry */
   cycles += pending_data_wait + pending_unaligned;
+  if (core == M7 && pending_data_wait + pending_unaligned) m7_open = 0; /* a stall */
   if (trace != NULL && pending_window >= 0)
     fprintf(trace, "%d %08x %u %u %u %" PRIu64 " %d %08x\n", pending_window, i->addr, i->size,
             i->kind, pending_accesses, cycles, taken, next ? next->addr : 0);
@@ -359,6 +546,7 @@ static void on_exec(unsigned int vcpu, void *udata) {
   settle(i);
   uint64_t stall = fetch(i->addr, i->size);
   now += stall;
+  if (stall) m7_open = 0; /* the front end waited: nothing pairs across it */
   pending = i;
   pending_window = window_open ? (int)n_windows - 1 : -1;
   pending_accesses = 0;
@@ -410,11 +598,20 @@ static void classify(insn *out, const cs_insn *d) {
   uint8_t n_read = 0, n_written = 0;
   unsigned id = d->id;
   out->conditional = arm->cc != ARM_CC_AL && arm->cc != ARM_CC_INVALID;
-  if (cs_regs_access(cs, d, read, &n_read, written, &n_written) == CS_ERR_OK)
+  if (cs_regs_access(cs, d, read, &n_read, written, &n_written) == CS_ERR_OK) {
     for (int k = 0; k < n_written; k++) {
       int r = reg_number(written[k]);
       if (r >= 0) out->dst |= (uint16_t)(1u << r);
+      if (written[k] == ARM_REG_CPSR) out->writes_flags = 1;
     }
+    for (int k = 0; k < n_read; k++) {
+      int r = reg_number(read[k]);
+      if (r >= 0) out->src |= (uint16_t)(1u << r);
+      if (read[k] == ARM_REG_CPSR) out->reads_flags = 1;
+    }
+  }
+  if (arm->update_flags) out->writes_flags = 1;
+  if (out->conditional) out->reads_flags = 1;
   for (int k = 0; k < arm->op_count; k++) {
     const cs_arm_op *op = &arm->operands[k];
     if (op->type == ARM_OP_MEM) {
@@ -425,6 +622,8 @@ static void classify(insn *out, const cs_insn *d) {
     }
     if (op->type == ARM_OP_REG && reg_number(op->reg) == 15 && (op->access & CS_AC_WRITE))
       out->dst |= 1u << 15;
+    if (op->type == ARM_OP_REG && op->shift.type != ARM_SFT_INVALID && op->shift.value)
+      out->shifted = 1;
   }
   out->writes_pc = (out->dst >> 15) & 1;
   out->kind = K_ALU;
@@ -602,6 +801,54 @@ static void classify(insn *out, const cs_insn *d) {
       break;
     default:
       if (d->mnemonic[0] == 'v') out->kind = K_FP;
+      break;
+  }
+  switch (id) {
+    case ARM_INS_CLZ:
+    case ARM_INS_BFC:
+    case ARM_INS_BFI:
+    case ARM_INS_SXTB:
+    case ARM_INS_SXTH:
+    case ARM_INS_UXTB:
+    case ARM_INS_UXTH:
+    case ARM_INS_SXTAB:
+    case ARM_INS_SXTAH:
+    case ARM_INS_UXTAB:
+    case ARM_INS_UXTAH:
+    case ARM_INS_REV:
+    case ARM_INS_REV16:
+    case ARM_INS_REVSH:
+    case ARM_INS_RBIT:
+    case ARM_INS_SBFX:
+    case ARM_INS_UBFX:
+    case ARM_INS_SSAT:
+    case ARM_INS_USAT:
+    case ARM_INS_PKHBT:
+    case ARM_INS_PKHTB:
+    case ARM_INS_SEL:
+    case ARM_INS_UADD8:
+    case ARM_INS_UADD16:
+    case ARM_INS_USUB8:
+    case ARM_INS_USUB16:
+    case ARM_INS_SADD8:
+    case ARM_INS_SADD16:
+    case ARM_INS_SSUB8:
+    case ARM_INS_SSUB16:
+    case ARM_INS_QADD:
+    case ARM_INS_QSUB:
+    case ARM_INS_USAD8:
+    case ARM_INS_LDREX:
+    case ARM_INS_LDREXB:
+    case ARM_INS_LDREXH:
+      out->slot0 = 1;
+      break;
+    case ARM_INS_LDRB:
+    case ARM_INS_LDRH:
+    case ARM_INS_LDRSB:
+    case ARM_INS_LDRSH:
+      out->narrow_load = 1;
+      break;
+    default:
       break;
   }
   if (out->kind != K_STORE) out->store_imm = 0;
