@@ -175,15 +175,17 @@ def setting(
     mhz = clock if clock is not None else part.clock_mhz
     if mhz > part.max_mhz + 1e-9:
         raise UserError(f"--clock {mhz:g}: {part.name} runs at up to {part.max_mhz:g} MHz "
-                        f"({part.sources.get('max_mhz', 'its datasheet')})")  # fmt: skip
+                        f"({part.sources.get('max_mhz', 'its datasheet')}); known parts: "
+                        f"{known()}")  # fmt: skip
     needed = part.wait_states_at(mhz)
     states = needed if wait_states is None else wait_states
     if states < needed:
         raise UserError(f"--wait-states {states}: at {mhz:g} MHz the flash of {part.name} needs "
-                        f"at least {needed} ({part.sources.get('wait_states', '')})")  # fmt: skip
+                        f"at least {needed} ({part.sources.get('wait_states', '')}); known "
+                        f"parts: {known()}")  # fmt: skip
     if states > part.max_wait_states:
         raise UserError(f"--wait-states {states}: {part.name}'s flash latency register holds at "
-                        f"most {part.max_wait_states}")  # fmt: skip
+                        f"most {part.max_wait_states}; known parts: {known()}")  # fmt: skip
     return Setting(part, mhz, states)
 
 
@@ -209,5 +211,6 @@ def _unlisted(core: str | None, clock: float | None, wait_states: int | None) ->
                         f"(known parts: {known()})")  # fmt: skip
     if wait_states > MAX_UNLISTED_WAIT_STATES:
         raise UserError(f"--wait-states {wait_states}: a flash latency of more than "
-                        f"{MAX_UNLISTED_WAIT_STATES} wait states is no part's")  # fmt: skip
+                        f"{MAX_UNLISTED_WAIT_STATES} wait states is no part's; known parts: "
+                        f"{known()}")  # fmt: skip
     return Setting(found, clock, wait_states, listed=False)
