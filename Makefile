@@ -75,8 +75,10 @@ deps:
 	done); \
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ]; then \
-			echo "installing Debian packages: $$missing"; \
-			apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+			log=$$(mktemp -t tlsbench-apt.XXXXXX.log); \
+			echo "installing Debian packages:" $$missing "(apt's output: $$log)"; \
+			{ apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; } > "$$log" 2>&1 \
+				|| { tail -n 40 "$$log"; echo "apt-get failed: its whole output is in $$log"; exit 1; }; \
 		else \
 			echo "missing Debian packages: $$missing"; \
 			echo "install them with: sudo apt-get install $$missing"; exit 1; \

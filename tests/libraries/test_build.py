@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tlsbench.builds import certs
 from tlsbench.builds.build import Builder
 from tlsbench.builds.variants import Catalog
 from tlsbench.core import paths
@@ -131,7 +132,11 @@ def test_cache_prune_removes_only_what_no_current_variant_uses(tmp_path: Path) -
     old_tree = builder.sources.unpacked / "mbedtls-3.6.6-000000000000"
     pinned = builder.sources.pins["mbedtls-3.6.6"]
     kept_tree = builder.sources.unpacked / f"mbedtls-3.6.6-{pinned.sha256[:12]}"
-    for folder in (current_drivers, old_drivers, gone_build, crashed, running, old_tree, kept_tree):
+    old_certs = tmp_path / "certs" / "v1" / "rsa2048"  # random keys: never read again
+    current_certs = tmp_path / "certs" / certs.LAYOUT_VERSION / "rsa2048"
+    folders = (current_drivers, old_drivers, gone_build, crashed, running, old_tree, kept_tree,
+               old_certs, current_certs)  # fmt: skip
+    for folder in folders:
         folder.mkdir(parents=True)
         (folder / "file").write_bytes(b"x" * 1000)
     (builder.builds / "mbedtls-3.6.6-00000000deadbeef.failed.log").write_text("failed\n")
@@ -142,9 +147,11 @@ def test_cache_prune_removes_only_what_no_current_variant_uses(tmp_path: Path) -
         crashed,
         old_tree,
         builder.builds / "mbedtls-3.6.6-00000000deadbeef.failed.log",
+        old_certs.parent,
     }
     cache.remove(cache.plan(builder, catalog))
     assert current_drivers.exists() and running.exists() and kept_tree.exists()
+    assert current_certs.exists()
     assert not any(p.exists() for p in stale)
 
 

@@ -281,7 +281,7 @@ def test_report_exports_bmf_and_github_action_benchmark(tmp_path: Path) -> None:
     assert heap["stack"] == {"value": 4000.0}
     latency = bmf[f"{BASE} handshake_1.3"]["latency"]
     assert latency["lower_value"] <= latency["value"] <= latency["upper_value"]
-    assert bmf[f"{BASE} code-size client x86-64"]["code-size"] == {"value": 780577.0}
+    assert bmf[f"{BASE} code-size x86-64 client"]["code-size"] == {"value": 780577.0}
     gab = json.loads(export(model, "gab"))
     names = {entry["name"]: entry for entry in gab}
     peak = names[f"{CANDIDATE} handshake_1.3 client heap-peak"]

@@ -18,7 +18,17 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, SignatureAlgorithmOID
 
-from tlsbench.builds.certs import CERT_FILES, KEY_FILES, KINDS, PrivateKey, cert_dir, ensure_all
+from tlsbench.builds.certs import (
+    CERT_FILES,
+    KEY_FILES,
+    KINDS,
+    PUBLISHED_DIGESTS,
+    PrivateKey,
+    cert_dir,
+    digest,
+    ensure_all,
+    published,
+)
 from tlsbench.core.errors import UserError
 
 # RSA 3072 and up take seconds to minutes to generate; these cover every key family.
@@ -76,7 +86,7 @@ def test_kinds_are_the_contract() -> None:
 
 
 def test_files_exist_with_modes(folder: Path, cache: Path, kind: str) -> None:
-    assert folder == cache / "certs" / "v1" / kind
+    assert folder == cache / "certs" / "v2" / kind
     assert sorted(p.name for p in folder.iterdir()) == sorted((*KEY_FILES, *CERT_FILES))
     for name in KEY_FILES:
         assert (folder / name).stat().st_mode & 0o777 == 0o600, name
@@ -200,15 +210,49 @@ def test_client_leaf_extensions(folder: Path) -> None:
 
 
 def test_validity_and_serials(folder: Path) -> None:
-    now = dt.datetime.now(dt.UTC)
     serials = set()
     certs = [c for name in CERT_FILES for c in load_chain(folder / name)]
     for cert in certs:
-        assert abs(cert.not_valid_before_utc - (now - dt.timedelta(days=1))) < dt.timedelta(hours=1)
-        years = (cert.not_valid_after_utc - cert.not_valid_before_utc).days / 365.25
-        assert 10 < years < 10.01
+        # A fixed window, whatever the day the set was made: the bytes may not depend on it.
+        assert cert.not_valid_before_utc == dt.datetime(2020, 1, 1, tzinfo=dt.UTC)
+        assert cert.not_valid_after_utc == dt.datetime(2049, 12, 31, 23, 59, 59, tzinfo=dt.UTC)
+        assert cert.not_valid_before_utc < dt.datetime.now(dt.UTC) < cert.not_valid_after_utc
         serials.add(cert.serial_number)
     assert len(serials) == len({c.fingerprint(hashes.SHA256()) for c in certs})
+
+
+def test_every_key_is_distinct(folder: Path) -> None:
+    publics = [load_key(folder / name).public_key() for name in KEY_FILES]
+    assert all(a != b for a, b in itertools.combinations(publics, 2))
+
+
+def test_a_set_is_the_same_bytes_in_two_empty_caches(kind: str, tmp_path: Path) -> None:
+    """Two machines (here two empty cache folders) make byte-identical sets: a figure that
+    depends on a key is then the same on every machine."""
+    first, second = cert_dir(kind, tmp_path / "one"), cert_dir(kind, tmp_path / "two")
+    names = sorted(p.name for p in first.iterdir())
+    assert names == sorted(p.name for p in second.iterdir())
+    for name in names:
+        assert (first / name).read_bytes() == (second / name).read_bytes(), name
+    assert digest(kind, tmp_path / "one") == digest(kind, tmp_path / "two")
+
+
+def test_sets_are_the_published_ones(folder: Path, kind: str, cache: Path) -> None:
+    """What this machine makes is what the docs' figures were measured with: a change of the
+    generator, or a cryptography that encodes otherwise, fails here first."""
+    assert published(kind, digest(kind, cache)) is True, (kind, digest(kind, cache))
+
+
+def test_every_kind_has_a_published_digest() -> None:
+    assert sorted(PUBLISHED_DIGESTS) == sorted(KINDS)
+
+
+def test_a_digest_changes_with_any_byte(tmp_path: Path) -> None:
+    before = digest("ed25519", tmp_path)
+    pem = cert_dir("ed25519", tmp_path) / "ca.pem"
+    pem.chmod(0o644)
+    pem.write_bytes(pem.read_bytes().replace(b"-----END", b"\n-----END"))
+    assert digest("ed25519", tmp_path) != before
 
 
 def test_wrong_ca_has_same_name_other_key(folder: Path) -> None:
@@ -278,7 +322,7 @@ def test_ensure_all_reports_generated_kinds_only(
     cert_dir("ed25519", tmp_path)
     capsys.readouterr()
     result = ensure_all(kinds, tmp_path)
-    assert result == {k: tmp_path / "certs" / "v1" / k for k in kinds}
+    assert result == {k: tmp_path / "certs" / "v2" / k for k in kinds}
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1 and "ecdsa-p256" in lines[0]
     ensure_all(kinds, tmp_path)
@@ -320,7 +364,7 @@ def test_concurrent_processes_agree_on_one_set(tmp_path: Path) -> None:
     go.touch()  # releases them together, so several generate and all but one lose the rename
     outputs = [racer.communicate(timeout=60)[0].strip() for racer in racers]
     assert [racer.returncode for racer in racers] == [0] * 4
-    folder = cache / "certs" / "v1" / "ecdsa-p256"
+    folder = cache / "certs" / "v2" / "ecdsa-p256"
     assert set(outputs) == {str(folder)}
     assert [p.name for p in folder.parent.iterdir()] == ["ecdsa-p256"]
     chain = load_chain(folder / "server-chain3.pem")

@@ -17,9 +17,10 @@ from drivers import tlsbench
 from tlsbench.core.errors import UserError
 from tlsbench.core.stats import MACHINE_DRIFT, NO_DIFFERENCE, SLOWER, TOO_FEW
 from tlsbench.core.store import Store
-from tlsbench.reportkit.compare import compare_runs, run_warnings
+from tlsbench.reportkit.compare import check_same_credentials, compare_runs, run_warnings
 
-ENV = {"cpu": {"model": "Test CPU"}, "cpu_flags": "aes sse2"}
+CREDENTIALS = {"layout": "v2", "kinds": {"rsa2048": "a" * 64, "ecdsa-p256": "b" * 64}}
+ENV = {"cpu": {"model": "Test CPU"}, "cpu_flags": "aes sse2", "credentials": CREDENTIALS}
 BUILD = {"library": "null", "cache_key": "k1"}
 
 
@@ -154,6 +155,29 @@ def test_warnings_for_what_is_not_comparable(tmp_path: Path) -> None:
     (row,) = compare_runs(store, a, b)
     assert any("built differently (k1 / k2)" in w for w in row.warnings)
     assert any("1 of 5 repetitions failed in B" in w for w in row.warnings)
+
+
+def test_runs_made_with_other_certificates_are_not_judged(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    a = _run(store, [1000] * 5)
+    other = {"layout": "v2", "kinds": {"rsa2048": "c" * 64}}
+    b = _run(store, [1000] * 5, env={**ENV, "credentials": other})
+    with pytest.raises(UserError, match=r"runs 1 and 2 were made with different certificate "
+                       r"sets \(rsa2048: other keys\)"):  # fmt: skip
+        check_same_credentials(store, a, b)
+    # Kinds one run used and the other did not are no conflict.
+    c = _run(store, [1000] * 5, env={**ENV, "credentials": {"layout": "v2", "kinds": {}}})
+    check_same_credentials(store, a, c)
+    assert not [n for n in run_warnings(store, a, c) if "certificate" in n]
+
+
+def test_a_run_that_names_no_certificate_set_is_warned_about(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    a = _run(store, [1000] * 5)
+    old = _run(store, [1000] * 5, env={k: v for k, v in ENV.items() if k != "credentials"})
+    check_same_credentials(store, a, old)  # not refused: it cannot be known
+    [note] = [n for n in run_warnings(store, a, old) if "certificate" in n]
+    assert note.startswith(f"run {old} names no certificate set")
 
 
 def _machine(store: Store, host: str) -> int:

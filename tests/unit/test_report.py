@@ -28,6 +28,7 @@ from tlsbench.core import paths
 from tlsbench.core.errors import UserError
 from tlsbench.core.store import Store
 from tlsbench.report import FORMATS, export, load_run, write_report
+from tlsbench.report.csv import TIDY_COLUMNS
 from tlsbench.reportkit.contents import plots, views, write_plots
 from tlsbench.reportkit.model import RunModel
 from tlsbench.reportkit.views import fmt_bytes, fmt_sig
@@ -481,8 +482,42 @@ def test_markdown_tables_are_well_formed(model: RunModel) -> None:
         assert len(widths) == 1, block
 
 
-def test_csv_parses_back(model: RunModel) -> None:
+def test_tidy_csv_is_one_figure_per_row(model: RunModel) -> None:
+    """What pandas, R or DuckDB load without knowing tlsbench: every row one figure, named
+    by its columns, its value a number."""
     rows = list(csv.DictReader(io.StringIO(export(model, "csv"))))
+    assert rows and list(rows[0]) == list(TIDY_COLUMNS)
+    keys = [(r["variant"], r["point"], r["side"], r["detail"], r["metric"], r["statistic"])
+            for r in rows]  # fmt: skip
+    assert len(keys) == len(set(keys)), "a figure appears twice"
+    for row in rows:
+        float(row["value"])
+        assert row["run"] == str(model.run.id) and row["unit"]
+    handshake = model.handshakes[0]
+    [median] = [r for r in rows if (r["variant"], r["point"], r["metric"], r["statistic"]) ==
+                (handshake.variant, handshake.point, "latency", "median")]  # fmt: skip
+    assert float(median["value"]) == handshake.ms * 1e6  # exact: floats round-trip
+    memory = model.memory[0]
+    [peak] = [r for r in rows if (r["variant"], r["point"], r["side"], r["metric"]) ==
+              (memory.variant, memory.point, memory.side, "heap-peak")]  # fmt: skip
+    assert float(peak["value"]) == memory.peak_minus_start and peak["unit"] == "bytes"
+    assert {r["statistic"] for r in rows} >= {"value", "median", "ci95_low", "ci95_high"}
+
+
+def test_tidy_csv_loads_in_pandas_as_figures(model: RunModel, tmp_path: Path) -> None:
+    import pandas  # a dev dependency: the tool a user loads the figures with
+
+    (tmp_path / "run.csv").write_text(export(model, "csv"))
+    frame = pandas.read_csv(tmp_path / "run.csv", keep_default_na=False)
+    assert frame["value"].dtype.kind == "f" or frame["value"].dtype.kind == "i"
+    handshake = model.handshakes[0]
+    picked = frame[(frame.variant == handshake.variant) & (frame.metric == "latency")
+                   & (frame.statistic == "median") & (frame.point == handshake.point)]  # fmt: skip
+    assert picked["value"].tolist() == [handshake.ms * 1e6]
+
+
+def test_wide_csv_parses_back(model: RunModel) -> None:
+    rows = list(csv.DictReader(io.StringIO(export(model, "csv-wide"))))
     by_table: dict[str, list[dict[str, str]]] = {}
     for row in rows:
         by_table.setdefault(row["table"], []).append(row)

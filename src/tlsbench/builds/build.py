@@ -37,12 +37,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tlsbench.builds import arches, firmware, localsource
+from tlsbench.builds import arches, certs, firmware, localsource
 from tlsbench.builds.recipes import recipe_for
 from tlsbench.builds.recipes.base import BaseBuild, BuildContext, BuildLog, LinkInfo, tool_version
 from tlsbench.builds.sources import Sources
 from tlsbench.builds.variants import Catalog, Variant
-from tlsbench.core import paths
+from tlsbench.core import paths, progress
 from tlsbench.core.errors import BuildError, UserError
 
 MANIFEST = "manifest.json"
@@ -247,9 +247,11 @@ class Builder:
         self.jobs = os.cpu_count() or 1
         self._compiler: str | None = None
 
-    def _say(self, text: str) -> None:
+    def _say(self, text: str, status: bool = False) -> None:
+        """A line on stderr; a `status` line (what starts now) is one a CI log may skip
+        (core.progress)."""
         if not self.quiet:
-            print(text, file=sys.stderr, flush=True)
+            (progress.status if status else progress.event)(text)
 
     # -- keys -------------------------------------------------------------------------------
 
@@ -340,7 +342,7 @@ class Builder:
         work.mkdir(parents=True)
         log = BuildLog(work / "build.log", variant.name, self.quiet)
         log.note(f"tlsbench build of {variant.name}\nkey {key}\n{json.dumps(inputs, indent=2)}")
-        self._say(f"building {variant.name} (cache key {key[:16]}, -j{self.jobs})")
+        self._say(f"building {variant.name} (cache key {key[:16]}, -j{self.jobs})", status=True)
         started = time.monotonic()
         try:
             source = None
@@ -432,6 +434,9 @@ class Builder:
                 "library_key": key,
                 "drivers": _tree_digest(paths.DRIVERS),
                 "cmake": tool_version(["cmake", "--version"]),
+                # Firmware images carry the test credentials compiled in: a new set is a new
+                # image (the host drivers read them at run time, but share the key's rule).
+                "credentials": certs.LAYOUT_VERSION,
             }
         )
 

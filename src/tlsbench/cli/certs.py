@@ -1,4 +1,5 @@
-"""`tlsbench certs`: generate the test certificates (cached). Its arguments beside its handler."""
+"""`tlsbench certs`: make the test certificates (cached) and say which set they are. Its
+arguments beside its handler."""
 
 from __future__ import annotations
 
@@ -8,7 +9,14 @@ from tlsbench.cli.common import Verb
 
 
 def add_arguments(verb: Verb) -> None:
-    certs = verb("certs", "Generate the test certificates (cached)", "Prints each kind's folder.")
+    certs = verb(
+        "certs",
+        "Make the test certificates (cached) and print each kind's folder and digest",
+        "The sets are derived, not random: the same bytes on every machine. Each kind's line "
+        "gives its sha256 and whether it is the published set (the one the docs' figures "
+        "were measured with); every run stores the digests of the kinds it used. Exit 1 when "
+        "a set made here is not the published one.",
+    )
     certs.add_argument("kinds", nargs="*", metavar="KIND", help="default: every kind")
 
 
@@ -16,6 +24,13 @@ def run(args: argparse.Namespace) -> int:
     from tlsbench.builds import certs
 
     kinds = args.kinds or list(certs.KINDS)
+    print(f"certificate set {certs.LAYOUT_VERSION} (derived: the same bytes on every machine)")
+    status = 0
     for kind, folder in certs.ensure_all(kinds).items():
-        print(f"{kind}: {folder}")
-    return 0
+        made = certs.digest(kind)
+        verdict = certs.published(kind, made)
+        if verdict is False:
+            status = 1
+        said = {True: "the published set", False: "NOT the published set", None: "unpublished"}
+        print(f"{kind}: {folder} sha256 {made} ({said[verdict]})")
+    return status

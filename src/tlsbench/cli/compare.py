@@ -59,7 +59,13 @@ def add_arguments(verb: Verb) -> None:
 def run(args: argparse.Namespace) -> int:
     from tlsbench.core.stats import DEFAULT_THRESHOLD
     from tlsbench.core.store import Store
-    from tlsbench.reportkit.compare import compare_runs, run_warnings, table, to_json
+    from tlsbench.reportkit.compare import (
+        check_same_credentials,
+        compare_runs,
+        run_warnings,
+        table,
+        to_json,
+    )
 
     if args.threshold is not None and not 0 <= args.threshold < 1:
         raise UserError(
@@ -70,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.partial:
         for run_id in dict.fromkeys((run_a, run_b)):
             store.check_whole(run_id, "compare")
+    check_same_credentials(store, run_a, run_b)
     variants = None
     if args.variants:
         variants = (stored_name(args.variants[0]), stored_name(args.variants[1]))

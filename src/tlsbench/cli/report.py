@@ -30,8 +30,10 @@ def add_arguments(verb: Verb) -> None:
     report.add_argument(
         "--format",
         default="md",
-        help="md (default), csv, json, html (one self-contained page), or the figures for a "
-        "dashboard: bmf (Bencher Metric Format), gab (github-action-benchmark, "
+        help="md (default), csv (tidy: one figure per row, with run, variant, point, side, "
+        "detail, metric, statistic, value and unit), csv-wide (every table in one file, a "
+        "`table` column naming each row's), json, html (one self-contained page), or the "
+        "figures for a dashboard: bmf (Bencher Metric Format), gab (github-action-benchmark, "
         "customSmallerIsBetter)",
     )
     report.add_argument("--out", metavar="FILE", help="write to FILE instead of the terminal")
@@ -56,7 +58,9 @@ def run(args: argparse.Namespace) -> int:
 
     fmt = {"md": "markdown"}.get(args.format, args.format)
     if fmt not in NAMES:
-        raise UserError(f"unknown --format {args.format}; choose md, csv, json, html, bmf or gab")
+        raise UserError(
+            f"unknown --format {args.format}; choose md, csv, csv-wide, json, html, bmf or gab"
+        )
     store = Store(db_target(args.db), readonly=True)
     runs = [store.run(r)["id"] for r in args.runs or ["latest"]]
     if not args.partial:

@@ -30,6 +30,7 @@ from tlsbench.scenarios import sections
 _EXPORTER_CLASSES = {
     "markdown": ("markdown", "MarkdownExporter"),
     "csv": ("csv", "CsvExporter"),
+    "csv-wide": ("csv", "WideCsvExporter"),
     "json": ("json", "JsonExporter"),
     "html": ("html", "HtmlExporter"),
     "bmf": ("bmf", "BmfExporter"),

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from tlsbench.core import credentials
 from tlsbench.core.errors import UserError
 from tlsbench.core.stats import (
     DEFAULT_THRESHOLD,
@@ -203,6 +204,21 @@ def _drifted(ratio: float, calibration_ratio: float | None) -> bool:
     return moved * series > 0 and abs(moved) >= abs(series) / 2
 
 
+def check_same_credentials(store: Store, run_a: int, run_b: int) -> None:
+    """Two runs made with different certificate sets cannot be judged: an RSA or ECDSA
+    operation's cost, a certificate's length and the wire bytes depend on the key."""
+    env_a = json.loads(store.run(run_a)["environment"])
+    env_b = json.loads(store.run(run_b)["environment"])
+    differing = credentials.differing_kinds(env_a.get("credentials"), env_b.get("credentials"))
+    if differing:
+        raise UserError(
+            f"runs {run_a} and {run_b} were made with different certificate sets "
+            f"({', '.join(differing)}: other keys), so their figures that depend on a key "
+            "cannot be compared; rerun one of them where `tlsbench certs` prints the same "
+            "digests"
+        )
+
+
 def run_warnings(store: Store, run_a: int, run_b: int) -> list[str]:
     """What makes the two runs less comparable as a whole."""
     a, b = store.run(run_a), store.run(run_b)
@@ -221,6 +237,12 @@ def run_warnings(store: Store, run_a: int, run_b: int) -> list[str]:
         found.append("the runs come from different experiment texts")
     if a["mode"] != b["mode"]:
         found.append(f"the runs use different modes ({a['mode']} and {b['mode']})")
+    for run, env in ((run_a, env_a), (run_b, env_b)):
+        if "credentials" not in env:
+            found.append(
+                f"run {run} names no certificate set (it was made before the sets were the "
+                "same on every machine): figures that depend on a key may differ for that alone"
+            )
     return found
 
 

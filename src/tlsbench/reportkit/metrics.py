@@ -15,13 +15,22 @@ from tlsbench.reportkit.model import RunModel
 
 @dataclass(frozen=True)
 class Metric:
-    benchmark: str  # "VARIANT POINT[ SIDE]"
+    variant: str
+    point: str
     measure: str  # a slug: "latency", "instructions", "heap-peak", ...
     unit: str
     value: float
     lower: float | None = None  # 95 % CI, where the report has one
     upper: float | None = None
     higher_is_better: bool = False
+    side: str = ""  # client / server, sender / receiver, write / read: where one per side
+    detail: str = ""  # what else tells a point's figures apart (an AEAD and payload, ...)
+    statistic: str = "value"  # "median" where the figure is a distribution's median
+
+    @property
+    def benchmark(self) -> str:
+        """ "VARIANT POINT[ DETAIL][ SIDE]": a dashboard's name for the series."""
+        return " ".join(p for p in (self.variant, self.point, self.detail, self.side) if p)
 
 
 def metrics(model: RunModel) -> list[Metric]:

@@ -5,7 +5,8 @@ variants) or that a shipped experiment uses, and in each kept build only the dri
 the current driver sources; the unpacked tree and archive of every pinned source. Removed:
 everything else under builds/, src/ and archives/, including what interrupted builds and
 unpacks left behind (`*.tmp-PID` folders of processes that are gone) and old failure logs.
-Certificates and apt's private indexes are kept.
+Certificates of the current layout and apt's private indexes are kept; sets of older layouts
+go.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from tlsbench.builds import arches
+from tlsbench.builds import arches, certs
 from tlsbench.builds.build import Builder
 from tlsbench.builds.sources import load_pins
 from tlsbench.builds.variants import Catalog, Variant
@@ -106,6 +107,13 @@ def plan(builder: Builder, catalog: Catalog) -> list[Stale]:
         for entry in sorted(archives.iterdir()):
             if entry.name not in keep_archives:
                 stale.append(Stale(entry, "not a pinned archive", _size(entry)))
+    # Certificate sets of older layouts (v1: random keys, one machine's own): nothing reads
+    # them any more, and no run can be made with them again.
+    cert_root = builder.cache / "certs"
+    if cert_root.exists():
+        for entry in sorted(cert_root.iterdir()):
+            if entry.is_dir() and entry.name != certs.LAYOUT_VERSION:
+                stale.append(Stale(entry, "certificates of an older layout", _size(entry)))
     return stale
 
 

@@ -14,6 +14,7 @@ wait (an emulated network) run several at a time, every other point alone (paral
 
 from __future__ import annotations
 
+import collections
 import functools
 import json
 import os
@@ -29,11 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from tlsbench import scenarios
-from tlsbench.builds import certs
+from tlsbench.builds import arches, certs, firmware
 from tlsbench.builds.build import Build, Builder
 from tlsbench.builds.recipes.base import tool_version
 from tlsbench.builds.variants import Catalog
-from tlsbench.core import paths
+from tlsbench.core import credentials, paths, progress
 from tlsbench.core.dialect import is_postgres, open_database
 from tlsbench.core.errors import UserError
 from tlsbench.core.machine import cpu_facts, cpu_flags, measurement_warnings
@@ -117,6 +118,17 @@ def machine_facts(env: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def credential_kinds(points: list[RunPoint], builds: dict[str, Build]) -> list[str]:
+    """The certificate kinds a run's points use: each TLS point's `cert`, and the kinds that
+    firmware images carry compiled in."""
+    table = scenarios.declared()
+    kinds = {str(p.options.get("cert", "rsa2048")) for p in points
+             if scenarios.by_scenario(p.scenario).runs_tls(p.scenario, table)}  # fmt: skip
+    if any(arches.arch(b.variant.arch).firmware for b in builds.values()):
+        kinds.update(firmware.CERTS)
+    return sorted(kinds)
+
+
 def result_build_key(point: RunPoint, builds: dict[str, Build]) -> str:
     """The builds a result ran, as `variant=cache key/drivers key` (the peer or generator
     too, where it is a variant), so that a figure traces to its exact binaries."""
@@ -152,18 +164,18 @@ def check_results_location(target: str) -> None:
 
 
 class Progress:
-    """One line on stderr: points done / total, failures, ETA, what runs now."""
+    """Points done / total, failures, ETA, what runs now, on stderr. At a terminal: one bar
+    redrawn in place. Without one (a CI log): a line per finished point (all its repetitions)
+    and a status line at most every core.progress.STATUS_INTERVAL seconds."""
 
     def __init__(self, total: int, quiet: bool = False) -> None:
         self.total = total
         self.done = 0
         self.started = time.monotonic()
         self.quiet = quiet
-        self.tty = sys.stderr.isatty()
+        self.tty = progress.interactive()
 
-    def show(self, what: str, failed: int) -> None:
-        if self.quiet:
-            return
+    def _line(self, what: str, failed: int) -> str:
         elapsed = time.monotonic() - self.started
         eta = ""
         if self.done:
@@ -173,11 +185,26 @@ class Progress:
         filled = int(width * self.done / max(self.total, 1))
         bar = "#" * filled + "." * (width - filled)
         failures = f" {failed} failed" if failed else ""
-        line = f"[{bar}] {self.done}/{self.total}{failures}{eta}  {what}"
+        return f"[{bar}] {self.done}/{self.total}{failures}{eta}  {what}"
+
+    def show(self, what: str, failed: int, final: bool = False) -> None:
+        if self.quiet:
+            return
+        line = self._line(what, failed)
         if self.tty:
             print("\r\x1b[2K" + line[:160], end="", file=sys.stderr, flush=True)
+        elif final:
+            progress.event(line)
         else:
-            print(line, file=sys.stderr, flush=True)
+            progress.status(line)
+
+    def point_finished(self, what: str, statuses: list[str], failed: int) -> None:
+        """A point's last repetition is stored: a line of the log (the bar says it at a
+        terminal)."""
+        if self.quiet or self.tty:
+            return
+        counts = ", ".join(f"{statuses.count(s)} {s}" for s in dict.fromkeys(statuses))
+        progress.event(self._line(f"{what}: {counts}", failed))
 
     def finish(self) -> None:
         if self.tty and not self.quiet:
@@ -254,10 +281,7 @@ class Runner:
         """Builds every variant and makes every certificate the points need, up front."""
         builds = self.builds_for(points)
         refuse_impossible(points, builds)
-        table = scenarios.declared()
-        kinds = {str(p.options.get("cert", "rsa2048")) for p in points
-                 if scenarios.by_scenario(p.scenario).runs_tls(p.scenario, table)}  # fmt: skip
-        certs.ensure_all(sorted(kinds), progress=not self.quiet)
+        certs.ensure_all(credential_kinds(points, builds), progress=not self.quiet)
         return builds
 
     def start(
@@ -275,6 +299,9 @@ class Runner:
         builds = self.prepare(points)
         env = environment(self.builder)
         env["order_seed"] = seed if seed is not None else random.SystemRandom().randrange(2**32)
+        # The credentials' digests: figures that depend on a key are only comparable between
+        # runs made with the same set (compare and ab check it).
+        env["credentials"] = certs.credentials_record(credential_kinds(points, builds))
         count = shard.count if shard else 1
         settings = {
             "experiment": experiment.name, "question": experiment.question, "mode": self.mode,
@@ -301,7 +328,8 @@ class Runner:
     def check_same_builds(self, run_id: int) -> None:
         """Resuming with a different build of a variant (or under another CPU profile) would
         mix two builds in one run."""
-        stored_profile = json.loads(self.store.run(run_id)["environment"]).get("cpu_profile")
+        stored_env = json.loads(self.store.run(run_id)["environment"])
+        stored_profile = stored_env.get("cpu_profile")
         profile = cpuprofile.active().name
         if (stored_profile or {"name": "native"})["name"] != profile:
             raise UserError(
@@ -309,6 +337,16 @@ class Runner:
                 f"{(stored_profile or {'name': 'native'})['name']!r}, and "
                 f"${cpuprofile.ENV_VARIABLE} now selects {profile!r}: set it as the run had it"
             )
+        stored_credentials = stored_env.get("credentials")
+        if stored_credentials:
+            here = certs.credentials_record(stored_credentials.get("kinds") or {})
+            differing = credentials.differing_kinds(stored_credentials, here)
+            if differing:
+                raise UserError(
+                    f"run {run_id} cannot be resumed here: its {', '.join(differing)} "
+                    "certificates had other bytes than this machine's (`tlsbench certs` prints "
+                    "the digests), and a figure that depends on a key would mix two sets"
+                )
         for point in self.store.points(run_id):
             stored_key = point.build.get("cache_key")
             current = self.builder.key(self.catalog.resolve(point.variant))
@@ -367,7 +405,11 @@ class Runner:
         # Every build before any point runs: points that wait run in threads (parallel.py).
         builds = self.builds_for([as_run_point(p) for _, p in todo])
         tally = Tally()
-        progress = Progress(len(todo), self.quiet)
+        bar = Progress(len(todo), self.quiet)
+        # Repetitions left per point, and the statuses of those done: a point's line is
+        # written once all of its repetitions in this execution are stored.
+        left = collections.Counter(p.id for _, p in todo)
+        statuses: dict[int, list[str]] = collections.defaultdict(list)
         width = parallel.slots() if self.parallel_waiting else 1
 
         def work(item: tuple[int, Point]) -> tuple[str, Outcome]:
@@ -389,10 +431,15 @@ class Runner:
                 outcome.seconds, started_at, outcome.output, outcome.stderr_tail,
                 self.machine_id, result_build_key(point, builds),
             )  # fmt: skip
-            progress.done += 1
+            bar.done += 1
             tally.add(point, repetition, outcome)
-            progress.show(f"{point.name} @ {point.variant} (rep {repetition + 1}) done",
-                          len(tally.failed))  # fmt: skip
+            left[stored_point.id] -= 1
+            statuses[stored_point.id].append(outcome.status)
+            if left[stored_point.id] == 0:
+                bar.point_finished(f"{point.name} @ {point.variant}",
+                                   statuses[stored_point.id], len(tally.failed))  # fmt: skip
+            bar.show(f"{point.name} @ {point.variant} (rep {repetition + 1}) done",
+                     len(tally.failed))  # fmt: skip
 
         def waiting(stored_point: Point) -> bool:
             point = as_run_point(stored_point)
@@ -401,17 +448,17 @@ class Runner:
         for alone, together in parallel.rounds(todo, waiting):
             for item in alone:
                 repetition, stored_point = item
-                progress.show(f"{stored_point.name} @ {stored_point.variant} "
-                              f"(rep {repetition + 1})", len(tally.failed))  # fmt: skip
+                bar.show(f"{stored_point.name} @ {stored_point.variant} "
+                         f"(rep {repetition + 1})", len(tally.failed))  # fmt: skip
                 record(item, work(item))
             if together:
-                progress.show(f"{len(together)} points that wait, {width} at a time",
-                              len(tally.failed))  # fmt: skip
+                bar.show(f"{len(together)} points that wait, {width} at a time",
+                         len(tally.failed))  # fmt: skip
                 stop = functools.partial(interop.kill_all, "the run was interrupted")
                 interop.allow_starts()
                 parallel.run_together(together, width, work, record, abort=stop)
-        progress.show("done", len(tally.failed))
-        progress.finish()
+        bar.show("done", len(tally.failed), final=True)
+        bar.finish()
         return tally
 
     def builds_for(self, points: list[RunPoint]) -> dict[str, Build]:

@@ -149,8 +149,9 @@ def aead_cycles(model: RunModel) -> Plot | None:
 
 
 def aead_metrics(model: RunModel) -> list[Any]:
-    return [Metric(f"{a.variant} {a.point} {a.aead} {a.payload}B", "cycles-per-byte",
-                   "TSC cycles/byte", a.tsc_cycles_per_byte) for a in model.aead]  # fmt: skip
+    return [Metric(a.variant, a.point, "cycles-per-byte", "TSC cycles/byte",
+                   a.tsc_cycles_per_byte, detail=f"{a.aead} {a.payload}B", statistic="median")
+            for a in model.aead]  # fmt: skip
 
 
 def aead_summary(model: RunModel) -> list[SummaryCell]:

@@ -169,8 +169,8 @@ def code_size_view(model: RunModel) -> list[View]:
 
 
 def code_size_metrics(model: RunModel) -> list[Any]:
-    return [Metric(f"{c.variant} {c.point} {c.role} {c.target}", "code-size", "bytes", c.total)
-            for c in model.code_size]  # fmt: skip
+    return [Metric(c.variant, c.point, "code-size", "bytes", c.total, side=c.role,
+                   detail=c.target) for c in model.code_size]  # fmt: skip
 
 
 def code_size_summary(model: RunModel) -> list[SummaryCell]:

@@ -226,12 +226,12 @@ def heap_per_connection_plot(model: RunModel) -> Plot | None:
 def connections_metrics(model: RunModel) -> list[Any]:
     out = []
     for r in model.connections:
-        name = f"{r.variant} {r.point}"
         for side, value in (("client", r.client_heap), ("server", r.server_heap)):
             if value is not None:
-                out.append(Metric(f"{name} {side}", "heap-per-connection", "bytes", value))
+                out.append(Metric(r.variant, r.point, "heap-per-connection", "bytes", value,
+                                  side=side))  # fmt: skip
         if r.rss is not None:
-            out.append(Metric(name, "rss-per-connection", "bytes", r.rss))
+            out.append(Metric(r.variant, r.point, "rss-per-connection", "bytes", r.rss))
     return out
 
 

@@ -307,8 +307,8 @@ def instruction_views(model: Any) -> list[Any]:
 
 
 def instruction_metrics(model: Any) -> list[Any]:
-    return [Metric(f"{i.variant} {i.point} {i.side}", "instructions", "instructions",
-                   i.instructions) for i in model.instructions]  # fmt: skip
+    return [Metric(i.variant, i.point, "instructions", "instructions", i.instructions,
+                   side=i.side) for i in model.instructions]  # fmt: skip
 
 
 def instruction_summary(model: Any) -> list[SummaryCell]:

@@ -442,26 +442,29 @@ def _case(case: str, scenario: str) -> str:
 def handshake_metrics(model: RunModel) -> list[Any]:
     out: list[Metric] = []
     for m in model.memory:
-        name = f"{m.variant} {m.point} {m.side}"
-        out += [Metric(name, "heap-peak", "bytes", m.peak_minus_start),
-                Metric(name, "heap-retained", "bytes", m.retained_minus_start),
-                Metric(name, "allocations", "allocations", m.handshake_allocs)]  # fmt: skip
+        v, p, side = m.variant, m.point, m.side
+        out += [
+            Metric(v, p, "heap-peak", "bytes", m.peak_minus_start, side=side),
+            Metric(v, p, "heap-retained", "bytes", m.retained_minus_start, side=side),
+            Metric(v, p, "allocations", "allocations", m.handshake_allocs, side=side),
+        ]
         if m.stack is not None:
-            out.append(Metric(name, "stack", "bytes", m.stack))
+            out.append(Metric(v, p, "stack", "bytes", m.stack, side=side))
     for h in model.handshakes:
-        name = f"{h.variant} {h.point}"
-        out.append(Metric(name, "latency", "ns", h.ms * 1e6, h.ms_ci_low * 1e6,
-                          h.ms_ci_high * 1e6))  # fmt: skip
+        out.append(Metric(h.variant, h.point, "latency", "ns", h.ms * 1e6, h.ms_ci_low * 1e6,
+                          h.ms_ci_high * 1e6, statistic="median"))  # fmt: skip
         if h.handshakes_per_s is not None:
-            out.append(Metric(name, "throughput", "handshakes/s", h.handshakes_per_s,
-                              h.hps_ci_low, h.hps_ci_high, higher_is_better=True))  # fmt: skip
+            out.append(Metric(h.variant, h.point, "throughput", "handshakes/s",
+                              h.handshakes_per_s, h.hps_ci_low, h.hps_ci_high,
+                              higher_is_better=True, statistic="median"))  # fmt: skip
     for w in model.wire:
-        name = f"{w.variant} {w.point} {w.handshake}"
         for side, value in (("client", w.client_bytes), ("server", w.server_bytes)):
             if value is not None:
-                out.append(Metric(f"{name} {side}", "wire-bytes", "bytes", value))
+                out.append(Metric(w.variant, w.point, "wire-bytes", "bytes", value, side=side,
+                                  detail=w.handshake))  # fmt: skip
         if w.round_trips is not None:
-            out.append(Metric(name, "round-trips", "round trips", w.round_trips))
+            out.append(Metric(w.variant, w.point, "round-trips", "round trips", w.round_trips,
+                              detail=w.handshake))  # fmt: skip
     return out
 
 

@@ -295,16 +295,18 @@ def throughput_plot(model: RunModel) -> Plot | None:
 def record_metrics(model: RunModel) -> list[Any]:
     out: list[Metric] = []
     for r in model.latency:
-        name = f"{r.variant} {r.point} {r.op}"
-        out.append(Metric(name, "latency", "ns", r.p50_ns, r.p50_ci_low_ns, r.p50_ci_high_ns))
+        out.append(Metric(r.variant, r.point, "latency", "ns", r.p50_ns, r.p50_ci_low_ns,
+                          r.p50_ci_high_ns, side=r.op, statistic="median"))  # fmt: skip
         if r.allocs_per_record is not None:
-            out.append(Metric(name, "allocations", "allocations", r.allocs_per_record))
+            out.append(Metric(r.variant, r.point, "allocations", "allocations",
+                              r.allocs_per_record, side=r.op))  # fmt: skip
     for t in model.throughput:
-        name = f"{t.variant} {t.point}"
-        out += [Metric(f"{name} sender", "throughput-mbps", "MB/s", t.sender_mbps,
-                       t.sender_ci_low, t.sender_ci_high, higher_is_better=True),
-                Metric(f"{name} receiver", "throughput-mbps", "MB/s", t.receiver_mbps,
-                       t.receiver_ci_low, t.receiver_ci_high, higher_is_better=True)]  # fmt: skip
+        out += [Metric(t.variant, t.point, "throughput-mbps", "MB/s", t.sender_mbps,
+                       t.sender_ci_low, t.sender_ci_high, higher_is_better=True, side="sender",
+                       statistic="median"),
+                Metric(t.variant, t.point, "throughput-mbps", "MB/s", t.receiver_mbps,
+                       t.receiver_ci_low, t.receiver_ci_high, higher_is_better=True,
+                       side="receiver", statistic="median")]  # fmt: skip
     return out
 
 

@@ -7,7 +7,6 @@ import os
 import shlex
 import shutil
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any, Protocol
 
 from tlsbench.builds import arches
 from tlsbench.builds.variants import Variant
+from tlsbench.core import progress
 from tlsbench.core.errors import BuildError
 
 LOG_TAIL_LINES = 30
@@ -67,9 +67,10 @@ class BuildLog:
         self.started = time.monotonic()
 
     def step(self, what: str) -> None:
+        """What the build does now: a status line (a CI log gets one every few seconds)."""
         if not self.quiet:
             elapsed = time.monotonic() - self.started
-            print(f"  [{self.label}] {what} ({elapsed:.0f}s)", file=sys.stderr, flush=True)
+            progress.status(f"  [{self.label}] {what} ({elapsed:.0f}s)")
 
     def note(self, text: str) -> None:
         with self.path.open("a") as log:
