@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tlsbench.builds import arches
+from tlsbench.builds import arches, firmware
 from tlsbench.builds.firmware import FIRMWARE, core_of, linker_script
 from tlsbench.embedded import cycles, parts, qemu, samecode
 
@@ -148,3 +148,27 @@ def test_p256m_within_a_quarter_of_the_boards() -> None:
     for row in rows:
         assert abs(row["error"]) <= 0.25, row
         assert row["undecoded"] == 0
+
+
+def test_a_handshake_and_the_operations_under_the_model(build_of) -> None:
+    """The model counts over the image's measured calls (its windows' instructions are the
+    image's own count, checked in qemu), the same in every run, and its cycles per side and per
+    operation are what the milliseconds are."""
+    build = build_of("wolfssl-5.7.2:cortex-m4")
+    image = qemu.image_of(build)
+    setting = parts.setting("STM32F411")
+    assert setting is not None
+    job = firmware.make_job("TLS-AES-128-GCM-SHA256", tls="1.3", kx="psk")
+    first = qemu.run(image, job, core=core_of("cortex-m4"), setting=setting)
+    second = qemu.run(image, job, core=core_of("cortex-m4"), setting=setting)
+    assert first["projection"]["kind"] == "model" and first["projection"]["part"] == "STM32F411"
+    for side in firmware.SIDES:
+        model = first[side]["model"]
+        assert model == second[side]["model"]
+        assert model["undecoded"] == 0
+        assert model["instructions"] <= model["cycles"] < 3 * model["instructions"]
+        assert first[side]["projected_ms"][0] == model["cycles"] / 100_000
+    ops = qemu.run_ops(image, core_of("cortex-m4"), setting=setting)
+    for op in ops["ops"]:
+        assert op["model"]["cycles"] >= op["instructions"] > 0, op
+        assert op["projected_ms"][0] == pytest.approx(op["model"]["cycles"] / 100_000)

@@ -226,7 +226,8 @@ def verdict(outcome: Outcome, budget: Budget, role: str) -> Verdict | None:
                    budget.flash - flash)  # fmt: skip
 
 
-# Handshake counts closer than this are the same time: the CPI range spans far more.
+# Handshake times closer than this are the same time (the cycle model's error on same-code
+# figures, and a CPI range, span more).
 SAME_TIME = 0.01
 
 
@@ -237,9 +238,9 @@ def pareto(outcomes: list[Outcome], role: str) -> list[Outcome]:
     them."""
     points = [o for o in outcomes if o.measured is not None]
 
-    def key(o: Outcome) -> tuple[int, int, int]:
+    def key(o: Outcome) -> tuple[int, int, float]:
         assert o.measured is not None
-        return (o.ram(role)["total"], o.flash(role)["total"], o.measured.instructions(role))
+        return (o.ram(role)["total"], o.flash(role)["total"], _time(o, role))
 
     def no_worse(a: Outcome, b: Outcome) -> bool:
         (ra, fa, ia), (rb, fb, ib) = key(a), key(b)
@@ -258,6 +259,14 @@ def pareto(outcomes: list[Outcome], role: str) -> list[Outcome]:
             continue  # alike in all three to one already on the front
         front.append(o)
     return front
+
+
+def _time(o: Outcome, role: str) -> float:
+    """What a candidate's handshake takes, to compare: the cycle model's cycles where the run
+    was modelled, else its instructions (a CPI range scales them all alike)."""
+    assert o.measured is not None
+    model = o.measured.result[role].get("model")
+    return float(model["estimate"]) if model else float(o.measured.instructions(role))
 
 
 def smallest_fitting_record(outcomes: list[Outcome], budget: Budget,
@@ -324,12 +333,15 @@ def table(
             f"{budget.mhz:g} MHz)",
             f"CPI: {calibration}",
         ]
-    error = _error(budget)
+    # The model's measured error beside every time; no column where the time is a CPI range.
+    error = f" {_error(budget):>13}" if budget.setting is not None else ""
     lines += [
         f"Job: {job.describe().replace(', records 16384', '')}, {role} side",
         "",
         f"{'library':<15} {'configuration':<14} {'records':>7} {'RAM KiB':>8} "
-        f"{'(heap+stack+data+bss)':<24} {'flash KiB':>9} {'ms':>15} {'error':>13}  fits",
+        f"{'(heap+stack+data+bss)':<24} {'flash KiB':>9} {'ms':>15}"
+        + (f" {'model error':>13}" if error else "")
+        + "  fits",
     ]
     for row in rows(outcomes, budget, role):
         head = f"{row['library']:<15} {row['configuration']:<14} {row['record']:>7}"
@@ -344,7 +356,7 @@ def table(
             else "no: " + _over(row)
         )
         lines.append(f"{head} {kib(ram['total']):>8} {parts:<24} {kib(flash['total']):>9} "
-                     f"{fmt_ms(row['ms']):>15} {error:>13}  {fits}")  # fmt: skip
+                     f"{fmt_ms(row['ms']):>15}{error}  {fits}")  # fmt: skip
     lines.append("")
     smallest = smallest_fitting_record(outcomes, budget, role)
     lines.append("Smallest record buffer that fits:")
@@ -372,10 +384,8 @@ def table(
 def fmt_ms(pair: list[float]) -> str:
     """One figure where the model gives one, else low-high (a CPI range, or the model with
     operand-dependent instructions)."""
-    low, high = pair
-    if round(low) == round(high):
-        return f"{low:,.0f}"
-    return f"{low:,.0f}-{high:,.0f}"
+    low, high = (f"{v:,.0f}" for v in pair)
+    return low if low == high else f"{low}-{high}"
 
 
 def _error(budget: Budget) -> str:
@@ -456,12 +466,12 @@ def chart(outcomes: list[Outcome], budget: Budget, role: str) -> Figure:
     ax = fig.subplots()
     lines = list(dict.fromkeys(o.candidate.line for o in measured))
     colours = {line: line_colour(line) for line in lines}  # as in every report's plots
-    slowest = max((o.measured.instructions(role) for o in measured if o.measured), default=1)
+    slowest = max((_time(o, role) for o in measured if o.measured), default=1.0)
     labels: dict[tuple[str, str, float, float], list[int]] = {}
     for o in measured:
         assert o.measured is not None
         x, y = o.ram(role)["total"] / KIB, o.flash(role)["total"] / KIB
-        size = 30 + 300 * o.measured.instructions(role) / slowest
+        size = 30 + 300 * _time(o, role) / slowest
         ax.scatter([x], [y], s=size, color=colours.get(o.candidate.line, "grey"), alpha=0.6,
                    edgecolors="black" if id(o) in front else "none", linewidths=1.5)  # fmt: skip
         spot = (o.candidate.line, o.candidate.configuration, round(x, 1), round(y, 1))
