@@ -109,6 +109,8 @@ def how_to_run(written: str) -> tuple[str, list[str]]:
         return "long", argv
     if verb == "calibrate":  # builds wolfSSL's firmware per core; never --write in a test
         return "long", [word for word in argv if word != "--write"]
+    if verb == "model-check":  # builds p256-m per board core and runs the model; no --write
+        return "long", [word for word in argv if word != "--write"]
     argv = [PLACEHOLDERS.get(word, word) for word in argv]
     if verb == "run" and len(argv) > 1 and argv[1] in EXPERIMENTS:
         return "unit", [*argv, "--dry-run"]

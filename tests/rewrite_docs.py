@@ -24,7 +24,7 @@ from pathlib import Path
 from documented_commands import REPO, Documented, _clean, documented, how_to_run, shown_output
 from tlsbench.builds.sources import Sources
 
-VERBS = ("cortex-m", "calibrate", "fit")
+VERBS = ("cortex-m", "calibrate", "fit", "model-check")
 
 
 def printed_lines(doc: Documented, folder: Path) -> list[str]:
