@@ -100,7 +100,12 @@ def how_to_run(written: str) -> tuple[str, list[str]]:
         if values.get("--ram") == "SIZE":  # the command table's synopsis: the README's part
             argv = ["fit", "--ram", "64K", "--flash", "256K", "--core", "m4"]
             values = dict(zip(argv[1::2], argv[2::2], strict=False))
-        return "long", [*argv, *FIT_NARROWING[values["--core"]]]
+        core = values.get("--core")
+        if core is None:  # `--part NAME`: the part's core
+            from tlsbench.embedded import parts
+
+            core = parts.part_named(values["--part"]).core.removeprefix("cortex-")
+        return "long", [*argv, *FIT_NARROWING[core]]
     if verb == "ab":
         return "long", [*argv, *AB_NARROWING]
     if verb == "cortex-m":  # one firmware job, or its refusal, as written
