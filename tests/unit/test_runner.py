@@ -289,3 +289,37 @@ def test_drivers_are_pinned_to_one_cpu_where_allowed() -> None:
     proc = subprocess.run(["grep", "Cpus_allowed_list", "/proc/self/status"],
                           capture_output=True, text=True, check=True, preexec_fn=_pin)  # fmt: skip
     assert proc.stdout.split()[-1] == str(PINNED_CPU)
+
+
+def test_without_a_terminal_progress_is_a_line_per_finished_point(tmp_path: Path) -> None:
+    """A CI log: one line per point once all its repetitions are stored (with how they
+    ended), status lines at most every 10 s, the final tally; no redrawn bar."""
+    experiment = tmp_path / "log.toml"
+    experiment.write_text("""
+question = "How many lines does a run write to a log?"
+repetitions = 3
+
+[defaults]
+scenario = "records"
+iterations = 50
+warmup = 0
+
+[matrix]
+variant = ["null"]
+payload = [16, 64, 256, 1024]
+""")
+    started = time.monotonic()
+    proc = tlsbench("run", str(experiment), "--db", str(tmp_path / "r.db"))
+    elapsed = time.monotonic() - started
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert not any("\r" in line for line in lines)
+    finished = [line for line in lines if ": 3 ok" in line]
+    assert len(finished) == 4, proc.stderr
+    assert {line.split("  ", 1)[1].split(":")[0] for line in finished} == {
+        f"records_{size}B @ null" for size in (16, 64, 256, 1024)
+    }
+    status = [line for line in lines if line.startswith("[") and line not in finished
+              and "done" not in line.rsplit("  ", 1)[-1]]  # fmt: skip
+    assert len(status) <= elapsed / 10 + 1, proc.stderr
+    assert "run 1: 12 ok, 0 unsupported, 0 failed" in proc.stderr

@@ -2,7 +2,7 @@
 
 `csv` (tidy data): one row per figure, with the columns
 
-    run, variant, point, side, detail, metric, statistic, value, unit
+    run, variant, point, side, detail, metric, statistic, value, unit, note
 
 so that pandas (`pd.read_csv`), R (`read.csv`) and DuckDB (`read_csv_auto`) load it without
 knowing tlsbench: a figure is selected by filtering columns, never by parsing a name. The
@@ -12,8 +12,9 @@ figures are the report's metrics (reportkit/metrics.py: the same ones the dashbo
 code-size target); `statistic` is `median` for a distribution's median (handshake time,
 record latency, MB/s, AEAD cycles/byte), `value` for an exact figure (instructions, heap,
 bytes), and `ci95_low` / `ci95_high` for the bounds of a median's 95 % confidence interval
-(a row each). A report of several runs names them all in `run` (`1+2`), and each row's
-variant carries its machine (`variant @ machine`).
+(a row each); `note` says where a figure rests on fewer repetitions than the run asked for
+("1 of 3 repetitions failed"). A report of several runs names them all in `run` (`1+2`),
+and each row's variant carries its machine (`variant @ machine`).
 
 `csv-wide`: every table of the report in ONE file, the `table` column saying which table a
 row belongs to; the columns are the union of all tables' columns (a row leaves the others
@@ -34,7 +35,9 @@ from typing import Any
 from tlsbench.reportkit.metrics import metrics
 from tlsbench.reportkit.model import RunModel
 
-TIDY_COLUMNS = ("run", "variant", "point", "side", "detail", "metric", "statistic", "value", "unit")
+TIDY_COLUMNS = (
+    "run", "variant", "point", "side", "detail", "metric", "statistic", "value", "unit", "note",
+)  # fmt: skip
 
 
 def _value(value: Any) -> str:
@@ -53,6 +56,9 @@ class CsvExporter:
 
     def render(self, model: RunModel) -> str:
         runs = "+".join(str(r.id) for r in (model.runs or [model.run]))
+        # A point whose figures rest on fewer repetitions than the run asked for says so.
+        notes = {(r.variant, r.point): r.failed for rows in model.figures.values() for r in rows
+                 if getattr(r, "failed", None)}  # fmt: skip
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow(TIDY_COLUMNS)
@@ -63,8 +69,9 @@ class CsvExporter:
             for statistic, value in rows:
                 if value is None or not math.isfinite(value):
                     continue
+                note = notes.get((m.variant, m.point), "")
                 writer.writerow([runs, m.variant, m.point, m.side, m.detail, m.measure,
-                                 statistic, _value(value), m.unit])  # fmt: skip
+                                 statistic, _value(value), m.unit, note])  # fmt: skip
         return buffer.getvalue()
 
 
