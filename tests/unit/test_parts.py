@@ -55,6 +55,7 @@ def test_a_part_at_its_clock_and_at_another() -> None:
     assert default is not None and default.part.name == parts.DEFAULT_PARTS["cortex-m4"]
     assert parts.setting(None, core="cortex-m55") is None  # no model: a CPI range
     assert parts.setting(None, core="rv32imc") is None
+    assert parts.setting(None, core="rv32imc", clock=80) is None  # its CPI range at 80 MHz
     unlisted = parts.setting(None, core="cortex-m4", clock=120, wait_states=5)
     assert unlisted is not None and not unlisted.listed and "unlisted" in unlisted.describe()
 
@@ -75,6 +76,7 @@ def test_a_part_at_its_clock_and_at_another() -> None:
         (("STM32F411", "cortex-m0"), "--part STM32F411 has a Cortex-M4 core, not cortex-m0"),
         ((None, "cortex-m4", 120), "an unlisted cortex-m4 part: give --wait-states"),
         ((None, "cortex-m55", 100, 1), "cortex-m55 has no cycle model"),
+        ((None, "rv32imc", None, 2), "rv32imc has no cycle model"),
         (("STM32F411", None, -5), "--clock -5: give the part's clock in MHz"),
     ],
 )

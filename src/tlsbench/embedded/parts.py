@@ -157,6 +157,13 @@ def setting(
     if wait_states is not None and wait_states < 0:
         raise UserError(f"--wait-states {wait_states}: give a number of flash wait states (0 or "
                         "more)")  # fmt: skip
+    if part_name is None and core is not None and default_part(core) is None:
+        # No model for the core: its CPI range scales with a clock, and wait states mean nothing
+        if wait_states is not None:
+            raise UserError(f"--wait-states sets the cycle model's part, and {core} has no "
+                            f"cycle model (its projection is a CPI range); known parts: "
+                            f"{known()}")  # fmt: skip
+        return None
     if part_name is None and (clock is not None or wait_states is not None):
         return _unlisted(core, clock, wait_states)
     if part_name is not None:
