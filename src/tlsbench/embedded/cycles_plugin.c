@@ -95,7 +95,16 @@ typedef struct insn {
   uint8_t shifted;     /* a shifted register operand (read a stage early on the M7) */
   uint8_t slot0;       /* issues only in the M7's first slot (LLVM's M7Slot0Only, SIMD) */
   uint8_t narrow_load; /* a byte or halfword load (a cycle slower on the M7) */
+  uint16_t index;      /* its place in its translated block */
 } insn;
+
+/* A translated block: its instructions, charged when the next block starts (QEMU runs a
+ * block whole; under -icount it retranslates a shorter one rather than leave one half run). */
+typedef struct {
+  size_t n;
+  insn *insns;
+} block;
+#define MAX_BLOCK 512 /* TCG's most instructions per block */
 
 /* ---------------------------------------------------------------- the part's memory */
 #define MAX_FLASH 8
@@ -116,6 +125,8 @@ typedef struct {
   uint64_t *tag; /* sets x ways; ~0: empty */
   uint64_t *used;
   uint64_t clock;
+  uint64_t last; /* the line found last: looked up first (a loop's lines hit again and again) */
+  unsigned last_slot;
 } cache;
 static cache icache, dcache;
 
@@ -133,19 +144,26 @@ static void cache_init(cache *c, unsigned lines, unsigned ways) {
 static int cache_access(cache *c, uint64_t line_addr) {
   if (c->tag == NULL) return 0;
   uint64_t index = line_addr / line;
+  c->clock++;
+  if (index == c->last && c->tag[c->last_slot] == index) {
+    c->used[c->last_slot] = c->clock;
+    return 1;
+  }
   unsigned set = (unsigned)(index % c->sets);
   uint64_t *tag = c->tag + (size_t)set * c->ways, *used = c->used + (size_t)set * c->ways;
   unsigned victim = 0;
-  c->clock++;
+  c->last = index;
   for (unsigned w = 0; w < c->ways; w++) {
     if (tag[w] == index) {
       used[w] = c->clock;
+      c->last_slot = set * c->ways + w;
       return 1;
     }
     if (used[w] < used[victim]) victim = w;
   }
   tag[victim] = index;
   used[victim] = c->clock;
+  c->last_slot = set * c->ways + victim;
   return 0;
 }
 
@@ -164,12 +182,14 @@ static int window_open;
 static uint64_t window_addr;
 static FILE *trace; /* trace=PATH: every charged instruction of a window, for the model's tests */
 
-/* The instruction that ran last, not yet charged (its cost needs what ran after it). */
-static const insn *pending;
-static int pending_window = -1;
-static unsigned pending_accesses;
-static uint64_t pending_data_wait, pending_unaligned;
-/* The instruction charged before it: load pipelining and address dependencies. */
+/* The block running now, not yet charged (its last instruction's cost needs the next one),
+ * and what its instructions' memory accesses showed. */
+static const block *running;
+static struct {
+  unsigned accesses, toggles;
+  uint64_t data_wait, unaligned;
+} seen[MAX_BLOCK];
+/* The instruction charged before: load pipelining and address dependencies. */
 static const insn *previous;
 static unsigned previous_accesses;
 
@@ -515,70 +535,82 @@ static uint64_t fetch(uint32_t a, unsigned size) {
   return stall;
 }
 
-/* Charges the pending instruction, now that the next one (`next`, NULL at the end) is known. */
-static void settle(const insn *next) {
-  if (pending == NULL) return;
-  const insn *i = pending;
-  int taken = next != NULL && next->addr != i->addr + i->size;
-  uint64_t span = 0, cycles;
-  if (core == M0 || core == M0PLUS)
-    cycles = cost_v6m(i, pending_accesses, taken);
-  else if (core == M7)
-    cycles = cost_m7(i, pending_accesses, taken, next, &span);
-  else
-    cycles = cost_v7m(i, pending_accesses, taken, next, &span);
-  if (taken && !i->writes_pc && i->kind != K_TRAP)
-    cycles += core == M0 ? 16 : core == M0PLUS ? 15 : 12; /* an exception's entry */
-  cycles += pending_data_wait + pending_unaligned;
-  if (core == M7 && pending_data_wait + pending_unaligned) m7_open = 0; /* a stall */
-  if (trace != NULL && pending_window >= 0)
-    fprintf(trace, "%d %08x %u %u %u %" PRIu64 " %d %08x\n", pending_window, i->addr, i->size,
-            i->kind, pending_accesses, cycles, taken, next ? next->addr : 0);
-  now += cycles;
-  charge(pending_window, cycles, 0, pending_data_wait, span, 1, i->undecoded);
-  previous = i;
-  previous_accesses = pending_accesses;
+static void toggle_window(void) {
+  if (window_open) {
+    window_open = 0;
+    return;
+  }
+  if (n_windows == cap_windows) {
+    cap_windows = cap_windows ? 2 * cap_windows : 64;
+    windows = realloc(windows, cap_windows * sizeof *windows);
+    if (windows == NULL) abort();
+  }
+  memset(&windows[n_windows++], 0, sizeof *windows);
+  window_open = 1;
 }
 
-static void on_exec(unsigned int vcpu, void *udata) {
-  const insn *i = udata;
-  (void)vcpu;
-  settle(i);
+/* Charges instruction `k` of the running block: the wait for its fetch, then its cycles, now
+ * that the next instruction (`next`, NULL at the end) is known. */
+static void charge_insn(const insn *i, unsigned k, const insn *next) {
+  int window = window_open ? (int)n_windows - 1 : -1;
   uint64_t stall = fetch(i->addr, i->size);
   now += stall;
   if (stall) m7_open = 0; /* the front end waited: nothing pairs across it */
-  pending = i;
-  pending_window = window_open ? (int)n_windows - 1 : -1;
-  pending_accesses = 0;
-  pending_data_wait = pending_unaligned = 0;
-  charge(pending_window, stall, stall, 0, 0, 0, 0);
+  unsigned accesses = seen[k].accesses;
+  uint64_t waits = seen[k].data_wait + seen[k].unaligned;
+  int taken = next != NULL && next->addr != i->addr + i->size;
+  uint64_t span = 0, cycles;
+  if (core == M0 || core == M0PLUS)
+    cycles = cost_v6m(i, accesses, taken);
+  else if (core == M7)
+    cycles = cost_m7(i, accesses, taken, next, &span);
+  else
+    cycles = cost_v7m(i, accesses, taken, next, &span);
+  if (taken && !i->writes_pc && i->kind != K_TRAP)
+    cycles += core == M0 ? 16 : core == M0PLUS ? 15 : 12; /* an exception's entry */
+  cycles += waits;
+  if (core == M7 && waits) m7_open = 0; /* a stall */
+  if (trace != NULL && window >= 0)
+    fprintf(trace, "%d %08x %u %u %u %" PRIu64 " %d %08x\n", window, i->addr, i->size, i->kind,
+            accesses, stall + cycles, taken, next ? next->addr : 0);
+  now += cycles;
+  charge(window, stall + cycles, stall, seen[k].data_wait, span, 1, i->undecoded);
+  previous = i;
+  previous_accesses = accesses;
+  for (unsigned t = 0; t < seen[k].toggles; t++) toggle_window();
+}
+
+/* Charges the running block, now that the next one's first instruction is known. */
+static void settle(const insn *next) {
+  if (running == NULL) return;
+  for (size_t k = 0; k < running->n; k++)
+    charge_insn(&running->insns[k], (unsigned)k,
+                k + 1 < running->n ? &running->insns[k + 1] : next);
+  running = NULL;
+}
+
+static void on_block(unsigned int vcpu, void *udata) {
+  const block *b = udata;
+  (void)vcpu;
+  settle(b->n ? &b->insns[0] : NULL);
+  running = b;
+  memset(seen, 0, b->n * sizeof seen[0]);
 }
 
 static void on_memory(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *udata) {
+  const insn *i = udata;
   (void)vcpu;
-  (void)udata;
   int store = qemu_plugin_mem_is_store(info);
   unsigned bytes = 1u << qemu_plugin_mem_size_shift(info);
-  pending_accesses++;
-  if (store && vaddr == window_addr) {
-    if (window_open) {
-      window_open = 0;
-    } else {
-      if (n_windows == cap_windows) {
-        cap_windows = cap_windows ? 2 * cap_windows : 64;
-        windows = realloc(windows, cap_windows * sizeof *windows);
-        if (windows == NULL) abort();
-      }
-      memset(&windows[n_windows++], 0, sizeof *windows);
-      window_open = 1;
-    }
-  }
+  unsigned k = i->index;
+  seen[k].accesses++;
+  if (store && vaddr == window_addr) seen[k].toggles++;
   /* Unaligned accesses on ARMv7-M: a halfword at an odd address or a word at a halfword one
    * takes one more cycle, a word at an odd address two (TRM, "Load/store timings"). */
   if (bytes > 1 && (vaddr & (bytes - 1)) && core != M0 && core != M0PLUS)
-    pending_unaligned += (bytes == 4 && (vaddr & 1)) ? 2 : 1;
+    seen[k].unaligned += (bytes == 4 && (vaddr & 1)) ? 2 : 1;
   if (!store && in_flash(vaddr) && !cache_access(&dcache, vaddr & ~(uint64_t)(line - 1)))
-    pending_data_wait += ws;
+    seen[k].data_wait += ws;
 }
 
 /* ---------------------------------------------------------------- decoding */
@@ -864,10 +896,17 @@ static void classify(insn *out, const cs_insn *d) {
 static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
   (void)id;
   size_t n = qemu_plugin_tb_n_insns(tb);
+  if (n > MAX_BLOCK) abort();
+  /* Kept for the run: blocks are retranslated rarely. */
+  block *b = calloc(1, sizeof *b);
+  insn *insns = calloc(n ? n : 1, sizeof *insns);
+  if (b == NULL || insns == NULL) abort();
+  b->n = n;
+  b->insns = insns;
   for (size_t k = 0; k < n; k++) {
     struct qemu_plugin_insn *qi = qemu_plugin_tb_get_insn(tb, k);
-    insn *out = calloc(1, sizeof *out); /* kept for the run: blocks are retranslated rarely */
-    if (out == NULL) abort();
+    insn *out = &insns[k];
+    out->index = (uint16_t)k;
     out->addr = (uint32_t)qemu_plugin_insn_vaddr(qi);
     /* The size from the encoding: QEMU 7.2's Thumb translator peeks at the next halfword near
      * the end of a page (insn_crosses_page), and the peek is recorded as the instruction's. */
@@ -884,10 +923,10 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
       out->kind = K_ALU;
     }
     if (d != NULL) cs_free(d, 1);
-    qemu_plugin_register_vcpu_insn_exec_cb(qi, on_exec, QEMU_PLUGIN_CB_NO_REGS, out);
     qemu_plugin_register_vcpu_mem_cb(qi, on_memory, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW,
                                      out);
   }
+  qemu_plugin_register_vcpu_tb_exec_cb(tb, on_block, QEMU_PLUGIN_CB_NO_REGS, b);
 }
 
 /* ---------------------------------------------------------------- the output */
@@ -902,7 +941,6 @@ static void on_quit(qemu_plugin_id_t id, void *p) {
   (void)id;
   (void)p;
   settle(NULL);
-  pending = NULL;
   FILE *f = fopen(out_path, "w");
   if (f == NULL) return; /* the reader reports the missing file */
   fprintf(f, "windows %zu\n", n_windows);
