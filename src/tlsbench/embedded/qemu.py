@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -303,10 +304,17 @@ def describe_projection(core: Core, kind: str | None = None,
 
 def measure(image: Path, core: Core, job: Job, runs: int, setting: Setting | None = None
             ) -> dict[str, Any]:  # fmt: skip
-    """`runs` runs of one job, the first under the cycle model where a `setting` is given;
-    the counts and figures must agree to the instruction."""
-    results = [run(image, job, core=core, setting=setting if n == 0 else None)
-               for n in range(runs)]  # fmt: skip
+    """`runs` runs of one job, and one more under the cycle model where a `setting` is given
+    (first in the result: its figures are the projection); the counts and figures must agree
+    to the instruction."""
+    results = []
+    for _ in range(runs):
+        started = time.monotonic()
+        results.append(run(image, job, core=core))
+        plain = time.monotonic() - started
+    if setting is not None:  # the model's run, bounded by the plain run's time
+        results.insert(0, run(image, job, core=core, setting=setting,
+                              timeout=cycles.model_timeout(plain)))  # fmt: skip
     first = results[0]
     for other in results[1:]:
         for side in (*SIDES, "global"):
@@ -424,10 +432,16 @@ def run_ops(image: Path, core: Core | None = None, batch: int = OPERATION_BATCH,
 
 def measure_ops(image: Path, core: Core, runs: int, batch: int = OPERATION_BATCH,
                 setting: Setting | None = None) -> dict[str, Any]:  # fmt: skip
-    """`runs` runs of the per-operation benchmarks (the first under the cycle model where a
-    `setting` is given); every count must agree."""
-    results = [run_ops(image, core, batch, setting=setting if n == 0 else None)
-               for n in range(runs)]  # fmt: skip
+    """`runs` runs of the per-operation benchmarks, and one more under the cycle model where a
+    `setting` is given (first in the result); every count must agree."""
+    results = []
+    for _ in range(runs):
+        started = time.monotonic()
+        results.append(run_ops(image, core, batch))
+        plain = time.monotonic() - started
+    if setting is not None:  # the model's run, bounded by the plain run's time
+        results.insert(0, run_ops(image, core, batch, setting=setting,
+                                  timeout=cycles.model_timeout(plain)))  # fmt: skip
     counted = [[{k: v for k, v in op.items() if k not in ("projected_ms", "model")}
                 for op in r["ops"]] for r in results]  # fmt: skip
     for other in counted[1:]:
