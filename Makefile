@@ -36,9 +36,16 @@ run: deps venv
 # The tests live in tiers by folder (docs/testing.md): tests/unit (no builds, the fake
 # driver), tests/null (the null variant's driver only), tests/libraries (real library
 # builds), tests/long (load, networks, firmware, own code, findings). `test` runs them all.
+# The two tiers that build no library run a test per CPU at a time (pytest-xdist: their
+# figures are the fake driver's or the null variant's, nothing they assert is a speed); the
+# tiers with real builds run one test at a time, so that no figure competes for the CPU.
 CPU_PROFILE ?=
+# Both halves run even when the first fails; the status is non-zero when either failed.
 test: deps venv
-	TLSBENCH_CPU_PROFILE=$(CPU_PROFILE) $(VENV)/bin/pytest -v --durations=25 tests
+	@status=0; export TLSBENCH_CPU_PROFILE=$(CPU_PROFILE); \
+	$(VENV)/bin/pytest -v -n auto --durations=15 tests/unit tests/null || status=$$?; \
+	$(VENV)/bin/pytest -v --durations=25 tests/libraries tests/long || status=$$?; \
+	exit $$status
 
 # The fast tiers, for development: no library build (the null variant builds in seconds),
 # a test per CPU at a time.

@@ -44,7 +44,8 @@ mbedtls_src=$("$tlsbench" sources fetch mbedtls-3.6.6 | after_colon)
 wolfssl_src=$("$tlsbench" sources fetch wolfssl-5.7.2 | after_colon)
 mbedtls=$(folder mbedtls-3.6.6)/prefix
 wolfssl=$(folder wolfssl-5.7.2)/prefix
-certs=$("$tlsbench" certs ecdsa-p256 | after_colon)
+certs=$("$tlsbench" certs --json ecdsa-p256 |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["kinds"]["ecdsa-p256"]["folder"])')
 
 # mbedTLS's test server, with the helpers it is built with in mbedTLS's own tree.
 gcc -O1 -o "$work/ssl_server2" -DMBEDTLS_USER_CONFIG_FILE='"tlsbench_user_config.h"' \

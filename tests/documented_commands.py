@@ -112,6 +112,8 @@ def how_to_run(written: str) -> tuple[str, list[str]]:
         return "long", argv
     if verb == "drive":  # one driver run of a built variant, as written (bounded by itself)
         return "long", argv
+    if verb == "explain":  # callgrind runs of a built variant, as written (10 handshakes)
+        return "long", argv
     if verb == "calibrate":  # builds wolfSSL's firmware per core; never --write in a test
         return "long", [word for word in argv if word != "--write"]
     if verb == "model-check":  # builds p256-m per board core and runs the model; no --write

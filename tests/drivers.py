@@ -30,6 +30,7 @@ TLS_LIBRARIES = [
     "bearssl-0.6",
     "s2n-tls-1.7.6",
     "nss-3.110",
+    "botan-3.x",
 ]
 # Lines without TLS 1.3 (mbedTLS 2.28's is an incomplete prototype; BearSSL has none).
 TLS12_ONLY = ("mbedtls-2.28.x", "bearssl-0.6")

@@ -15,6 +15,7 @@ so a first rewrite builds every candidate of the core. The tests
 from __future__ import annotations
 
 import argparse
+import re
 import shlex
 import shutil
 import subprocess
@@ -38,11 +39,15 @@ def printed_lines(doc: Documented, folder: Path) -> list[str]:
             if name.endswith(".h") and "/" not in name:
                 source = Sources().source_dir("mbedtls-3.6.6") / "configs" / name
                 shutil.copy(source, folder / name)
+    for name in re.findall(r"config=(docs/[\w./-]+)", doc.written):  # the repository's own
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / name, folder / name)
     done = subprocess.run([str(REPO / "tlsbench"), *argv], cwd=folder, capture_output=True,
                           text=True, check=False)  # fmt: skip
     if verb == "cortex-m":
         text = (done.stdout + done.stderr).replace(str(folder), "/src")
-        return [line for line in text.splitlines() if "the platform's macro replaces" not in line]
+        return [line.rstrip() for line in text.splitlines()
+                if "the platform's macro replaces" not in line]  # fmt: skip
     if done.returncode != 0:
         raise SystemExit(f"tlsbench {' '.join(argv)}: exit {done.returncode}\n{done.stderr}")
     printed = done.stdout.splitlines()

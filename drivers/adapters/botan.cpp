@@ -15,11 +15,21 @@
  * --fault client-sigalg). Certificates' own signatures (the CA's) are not the handshake's
  * scheme: acceptable_certificate_signature_schemes lets every scheme Botan has verify them.
  *
+ * Pre-shared keys. The Credentials_Manager holds the run's one external key:
+ * find_preshared_keys hands it (identity, the suite's hash as its PRF) to Botan's TLS 1.3
+ * client and server, and psk_identity / psk() serve TLS 1.2's PSK and ECDHE-PSK suites (no
+ * identity hint). TLS 1.3 psk_ke Botan 3 does not have: its client offers psk_dhe_ke alone
+ * and its server takes no other mode.
+ *
+ * Record size. RFC 8449's record_size_limit (Policy::record_size_limit) on both sides, TLS
+ * 1.3 only: Botan's TLS 1.2 has no record size knob (no record_size_limit there, no
+ * max_fragment_length).
+ *
  * Not offered by this build or this adapter (unsupported, with the reason): TLS 1.2 CBC
  * suites and ML-KEM groups (modules not built: variants.toml), Ed25519 and finite-field
- * groups (not built), static-RSA key exchange (Botan 3 has none), external pre-shared keys
- * and a chosen record size (not carried by this adapter yet), Botan's socket I/O (--io fd:
- * Botan's TLS does no I/O of its own) and a BIO layer.
+ * groups (not built), static-RSA key exchange (Botan 3 has none), TLS 1.3 psk_ke, a record
+ * size in TLS 1.2, Botan's socket I/O (--io fd: Botan's TLS does no I/O of its own) and a
+ * BIO layer.
  *
  * I/O. Botan does no I/O: it hands every byte it wants sent to tls_emit_data (written to
  * tlsbench's transport at once; what the transport does not take is kept and written first
@@ -35,8 +45,14 @@
  * signature scheme: the scheme is what Botan asks the adapter's tls_sign_message /
  * tls_verify_message callbacks to sign or verify with (key type and padding, mapped to the
  * IANA scheme in negotiated()). peer_verified: Botan's own chain validation
- * (tls_verify_cert_chain) returned without throwing. These few values live in memory from
- * tb_readback_alloc (charged to no side), never in the connection's heap.
+ * (tls_verify_cert_chain) returned without throwing. The pre-shared key's mode: the
+ * summary's key exchange (kex_algo: "PSK" or "ECDHE_PSK", in TLS 1.3 too). These few values
+ * live in memory from tb_readback_alloc (charged to no side), never in the connection's
+ * heap.
+ *
+ * CPU paths. Botan picks AES-NI, VAES, CLMUL, AVX2, AVX-512, SHA-NI, ... by CPUID at run time
+ * (BOTAN_CLEAR_CPUID clears them: accel = "off", the CPU profiles); cpu_paths reads back the
+ * implementation each primitive the TLS suites use has chosen (its provider()).
  *
  * Memory. Botan allocates with operator new and, for secrets, std::calloc (no mlock'ed pool:
  * the locking_allocator module is not built): all of it goes through malloc, which the heap
@@ -44,6 +60,11 @@
  * key share is made there, not in the first handshake call.
  */
 #include <botan/aead.h>
+#include <botan/block_cipher.h>
+#include <botan/hash.h>
+#include <botan/mac.h>
+#include <botan/stream_cipher.h>
+#include <botan/tls_external_psk.h>
 #include <botan/asn1_obj.h>
 #include <botan/dl_group.h>
 #include <botan/auto_rng.h>
@@ -163,6 +184,8 @@ class PinnedPolicy final : public TLS::Policy {
   std::vector<TLS::Signature_Scheme> peer; /* what it accepts from the peer */
   bool require_client_cert = false;
   size_t tickets = 0;
+  std::optional<uint16_t> record_limit; /* RFC 8449's, TLS 1.3 */
+  bool psk = false;                     /* a pre-shared key run: nothing is signed */
 
   bool allow_tls12() const override { return version == 12; }
   bool allow_tls13() const override { return version == 13; }
@@ -177,8 +200,15 @@ class PinnedPolicy final : public TLS::Policy {
   }
   std::vector<TLS::Group_Params> key_exchange_groups() const override { return groups; }
   std::vector<TLS::Group_Params> key_exchange_groups_to_offer() const override { return to_offer; }
-  std::vector<TLS::Signature_Scheme> allowed_signature_schemes() const override { return own; }
-  std::vector<TLS::Signature_Scheme> acceptable_signature_schemes() const override { return peer; }
+  /* A pre-shared key run signs nothing, but Botan's hellos still carry signature_algorithms:
+   * Botan's defaults there. */
+  std::vector<TLS::Signature_Scheme> allowed_signature_schemes() const override {
+    return psk ? TLS::Policy::allowed_signature_schemes() : own;
+  }
+  std::vector<TLS::Signature_Scheme> acceptable_signature_schemes() const override {
+    return psk ? TLS::Policy::acceptable_signature_schemes() : peer;
+  }
+  std::optional<uint16_t> record_size_limit() const override { return record_limit; }
   std::optional<std::vector<TLS::Signature_Scheme>> acceptable_certificate_signature_schemes()
       const override {
     return TLS::Signature_Scheme::all_available_schemes();
@@ -200,6 +230,10 @@ class Credentials final : public Botan::Credentials_Manager {
   std::shared_ptr<Botan::Private_Key> key;
   std::unique_ptr<Botan::Certificate_Store_In_Memory> cas; /* null: this side verifies none */
   Botan::secure_vector<uint8_t> ticket_key;
+  /* The run's external pre-shared key (empty identity: none). */
+  std::string psk_identity_;
+  std::string psk_prf; /* Botan's name of the hash it is bound to: "SHA-256" or "SHA-384" */
+  Botan::secure_vector<uint8_t> psk_key;
 
   std::vector<Botan::Certificate_Store *> trusted_certificate_authorities(
       const std::string &, const std::string &) override {
@@ -221,6 +255,25 @@ class Credentials final : public Botan::Credentials_Manager {
     return nullptr;
   }
   Botan::secure_vector<uint8_t> session_ticket_key() override { return ticket_key; }
+
+  /* TLS 1.3 (and, through psk(), TLS 1.2): the one key, when the identities and the hash
+   * asked for allow it (none asked: any). */
+  std::vector<TLS::ExternalPSK> find_preshared_keys(
+      std::string_view, TLS::Connection_Side, const std::vector<std::string> &identities,
+      const std::optional<std::string> &prf) override {
+    std::vector<TLS::ExternalPSK> keys;
+    if (psk_identity_.empty()) return keys;
+    if (!identities.empty() &&
+        std::find(identities.begin(), identities.end(), psk_identity_) == identities.end())
+      return keys;
+    if (prf && *prf != psk_prf) return keys;
+    keys.emplace_back(psk_identity_, psk_prf, psk_key);
+    return keys;
+  }
+  /* TLS 1.2: the identity a client sends (the server sends no hint). */
+  std::string psk_identity(const std::string &, const std::string &, const std::string &) override {
+    return psk_identity_;
+  }
 };
 
 /* ------------------------------------------------------------------------- contexts */
@@ -255,12 +308,13 @@ tb_status pin_offer(const tb_config *cfg, PinnedPolicy &p, char *err) {
                    cfg->tls_version % 10);
   if (!cs->valid()) {
     return tb_fail(err, TB_UNSUPPORTED,
-                   "%s is not in this Botan build (%s; its modules are listed in variants.toml)",
+                   "no suite '%s' in this Botan build (%s; its modules are listed in "
+                   "variants.toml)",
                    cfg->suite,
                    cs->cbc_ciphersuite() ? "TLS 1.2 CBC suites need tls_cbc, not built"
                                          : "an algorithm it needs is not built");
   }
-  if (cfg->tls_version == 12 && cfg->group == nullptr)
+  if (cfg->tls_version == 12 && cfg->group == nullptr && cfg->psk.mode == TB_PSK_NONE)
     return tb_fail(err, TB_UNSUPPORTED, "Botan 3 has no static-RSA key exchange");
   p.suite = static_cast<uint16_t>(s->code);
 
@@ -297,6 +351,17 @@ tb_status pin_offer(const tb_config *cfg, PinnedPolicy &p, char *err) {
     p.own = {cfg->role == TB_SERVER ? srv : cli};
     p.peer = {cfg->role == TB_SERVER ? cli : srv};
   }
+  p.psk = cfg->psk.mode != TB_PSK_NONE;
+  if (cfg->record_size != 0) {
+    if (cfg->tls_version != 13) {
+      return tb_fail(err, TB_UNSUPPORTED,
+                     "a chosen record size in TLS 1.2: Botan's TLS 1.2 always sends records of "
+                     "up to 16 KiB (it has record_size_limit in TLS 1.3 only, and no "
+                     "max_fragment_length)");
+    }
+    /* RFC 8449: TLS 1.3's limit counts the inner content type byte (Botan: 64 ... 2^14 + 1). */
+    p.record_limit = static_cast<uint16_t>(cfg->record_size + 1);
+  }
   p.require_client_cert = cfg->role == TB_SERVER && cfg->auth == TB_AUTH_MUTUAL;
   /* One ticket per TLS 1.3 handshake when resuming (as the others send), none otherwise. */
   p.tickets = cfg->resumption && cfg->role == TB_SERVER ? 1 : 0;
@@ -332,15 +397,10 @@ tb_status bt_ctx_new(const tb_config *cfg, void **out, char *err) {
   *out = nullptr;
   if (cfg->tls_version != 12 && cfg->tls_version != 13)
     return tb_fail(err, TB_UNSUPPORTED, "TLS 1.%d is not run here", cfg->tls_version % 10);
-  if (cfg->psk.mode != TB_PSK_NONE) {
+  if (cfg->psk.mode == TB_PSK_KE && cfg->tls_version == 13) {
     return tb_fail(err, TB_UNSUPPORTED,
-                   "external pre-shared keys are not carried by this adapter yet (Botan has "
-                   "them: Credentials_Manager::find_preshared_keys)");
-  }
-  if (cfg->record_size != 0) {
-    return tb_fail(err, TB_UNSUPPORTED,
-                   "a chosen record size is not carried by this adapter yet (Botan's "
-                   "Policy::record_size_limit is the TLS 1.3 extension only)");
+                   "Botan 3 does TLS 1.3 psk_dhe_ke only: its client offers that mode alone "
+                   "and its server takes no other (no psk_ke)");
   }
   if (cfg->release_buffers) {
     return tb_fail(err, TB_UNSUPPORTED,
@@ -360,6 +420,11 @@ tb_status bt_ctx_new(const tb_config *cfg, void **out, char *err) {
     c->creds = std::make_shared<Credentials>();
     st = load_credentials(cfg, *c->creds, err);
     if (st != TB_OK) return st;
+    if (cfg->psk.mode != TB_PSK_NONE) {
+      c->creds->psk_identity_ = cfg->psk.identity;
+      c->creds->psk_prf = std::strcmp(cfg->psk.hash, "SHA384") == 0 ? "SHA-384" : "SHA-256";
+      c->creds->psk_key.assign(cfg->psk.key, cfg->psk.key + cfg->psk.key_len);
+    }
     if (c->verifies()) {
       if (cfg->ca_file == nullptr) return tb_fail(err, TB_FAILED, "no CA file to verify with");
       c->creds->cas = std::make_unique<Botan::Certificate_Store_In_Memory>();
@@ -402,6 +467,7 @@ struct Readback {
   unsigned suite;
   unsigned group;
   int resumed;
+  int psk; /* the summary's key exchange: TB_PSK_KE ("PSK"), TB_PSK_DHE ("ECDHE_PSK", ...) */
   int peer_verified;
   /* The key algorithm and padding of the signatures this side made and checked. */
   char signed_algo[16], signed_padding[48];
@@ -501,6 +567,11 @@ void Callbacks::tls_session_established(const TLS::Session_Summary &summary) {
   c->rb->version = summary.version().is_tls_13_or_later() ? 13 : 12;
   c->rb->suite = summary.ciphersuite_code();
   c->rb->resumed = summary.was_resumption() ? 1 : 0;
+  const std::string kex = summary.kex_algo();
+  if (kex == "PSK")
+    c->rb->psk = TB_PSK_KE;
+  else if (kex.size() > 4 && kex.compare(kex.size() - 4, 4, "_PSK") == 0)
+    c->rb->psk = TB_PSK_DHE;
   if (c->rb->version == 13) {
     const auto params = summary.kex_parameters();
     const auto g = params ? TLS::Group_Params::from_string(*params) : std::nullopt;
@@ -558,7 +629,8 @@ tb_status bt_conn_new(void *ctx, const tb_transport *transport, void *session, v
   auto *x = static_cast<BtCtx *>(ctx);
   *out = nullptr;
   if (transport->fd >= 0)
-    return tb_fail(err, TB_UNSUPPORTED, "Botan's TLS does no I/O of its own (no socket I/O)");
+    return tb_fail(err, TB_UNSUPPORTED,
+                   "Botan's TLS does no socket I/O of its own (it hands its bytes to callbacks)");
   if (transport->bio)
     return tb_fail(err, TB_UNSUPPORTED, "Botan has no BIO layer beside its callbacks");
   try {
@@ -718,6 +790,9 @@ tb_status bt_negotiated(void *conn, tb_negotiated *out, char *err) {
   if (rb.group != 0) code_name(tb_group_names, rb.group, out->group);
   out->resumed = rb.resumed;
   out->peer_verified = rb.peer_verified;
+  /* A resumed TLS 1.3 handshake is a PSK handshake too (Botan's kex_algo says so): the mode
+   * is that of a full handshake only, the external key's. */
+  if (!rb.resumed) out->psk = rb.psk;
   if (!rb.resumed) {
     /* The server's scheme: what the server signed, what the client verified. The client's:
      * the other way round (mutual auth). */
@@ -867,6 +942,30 @@ tb_status bt_global_init(char *err) {
 
 void bt_global_cleanup(void) {}
 
+/* The implementation each primitive of the TLS suites has chosen by CPUID (after
+ * BOTAN_CLEAR_CPUID): Botan's provider() names the CPU feature it uses ("aesni",
+ * "avx2_aes", "avx512_clmul", "intel_sha", "avx2", ...; "base": none). */
+void bt_cpu_paths(char *out, size_t len) {
+  try {
+    const std::pair<const char *, std::string> paths[] = {
+        {"AES-128", Botan::BlockCipher::create_or_throw("AES-128")->provider()},
+        {"GHASH", Botan::AEAD_Mode::create_or_throw("AES-128/GCM", Botan::Cipher_Dir::Encryption)
+                      ->provider()},
+        {"ChaCha20", Botan::StreamCipher::create_or_throw("ChaCha(20)")->provider()},
+        {"Poly1305", Botan::MessageAuthenticationCode::create_or_throw("Poly1305")->provider()},
+        {"SHA-256", Botan::HashFunction::create_or_throw("SHA-256")->provider()},
+        {"SHA-384", Botan::HashFunction::create_or_throw("SHA-384")->provider()},
+    };
+    std::string text = "providers:";
+    for (const auto &[what, provider] : paths)
+      text += std::string(" ") + what + " " + provider + ",";
+    text.pop_back();
+    std::snprintf(out, len, "%s", text.c_str());
+  } catch (const std::exception &e) {
+    std::snprintf(out, len, "unknown (%s)", e.what());
+  }
+}
+
 tb_status bt_derandomize(tb_random_fn fill, tb_randomness *out, char *) {
   g_fill = fill;
   out->seeded = 1;
@@ -926,7 +1025,7 @@ const tb_adapter tb_adapter_impl = {
     .global_init = bt_global_init,
     .global_cleanup = bt_global_cleanup,
     .info = bt_info,
-    .cpu_paths = nullptr,
+    .cpu_paths = bt_cpu_paths,
     .derandomize = bt_derandomize,
     .tls = &kTls,
     .aead = &kAead,

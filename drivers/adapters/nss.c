@@ -18,8 +18,11 @@
  * The offer of a side is pinned on a model socket that every connection copies
  * (SSL_ImportFD(model, ...)): one version (SSL_VersionRangeSet), one suite (every other
  * implemented suite disabled with SSL_CipherPrefSet), the groups (SSL_NamedGroupConfig,
- * one key share), one signature scheme (SSL_SignatureSchemePrefSet). Read-back is
- * SSL_GetChannelInfo (version, suite, keaGroup, signatureScheme, resumed).
+ * one key share), one signature scheme (SSL_SignatureSchemePrefSet; two, by order, for a
+ * client scheme apart from the server's: pin_sigalg). Read-back is SSL_GetChannelInfo
+ * (version, suite, keaGroup, signatureScheme, resumed), and the client's CertificateVerify
+ * scheme, which NSS does not report, off the wire (cv_seen; in TLS 1.3 opened with the
+ * client's handshake traffic secret from NSS's secret callback).
  *
  * Sessions: the client takes NSS's resumption tokens (SSL_SetResumptionTokenCallback) and
  * offers one with SSL_SetResumptionToken, instead of NSS's process-wide client cache; the
@@ -114,17 +117,29 @@ static int pem_blocks(const char *path, const char *label, SECItem **out, int ma
 
 typedef struct nss_conn nss_conn;
 
-/* The client's CertificateVerify read off the wire (mutual auth, TLS 1.2), because NSS
- * reports only the server's signature scheme (SSLChannelInfo.signatureScheme is the
- * server's own on the server, and the one it checked on the client). In TLS 1.2 the
- * client's handshake records are plaintext until its ChangeCipherSpec: the I/O layer only
- * copies the bytes that pass (tb_wire_keep, off the heap: driver.h's read-back rule), and
- * negotiated() finds the message in them after the clock stopped. */
+/* The client's CertificateVerify read off the wire (mutual auth), because NSS reports only
+ * the server's signature scheme (SSLChannelInfo.signatureScheme is the server's own on the
+ * server, and the one it checked on the client). The I/O layer only copies the bytes that
+ * pass (tb_wire_keep, off the heap: driver.h's read-back rule), and negotiated() finds the
+ * message in them after the clock stopped. In TLS 1.2 the client's handshake records are
+ * plaintext until its ChangeCipherSpec. In TLS 1.3 they are encrypted under the client's
+ * handshake traffic secret, which NSS hands to the secret callback (SSL_SecretCallback) as
+ * a PKCS#11 key: the callback copies its bytes into the reader's key room (secret_seen), and
+ * negotiated() opens the records with NSS's own TLS 1.3 AEAD (SSL_MakeAead, which derives
+ * the record key and IV from the secret as the record layer does, and SSL_AeadDecrypt). */
 typedef struct cv_seen {
   int parsed;
   unsigned char scheme[2]; /* the CertificateVerify's first two bytes: its SignatureScheme */
   int found;
 } cv_seen;
+_Static_assert(sizeof(cv_seen) <= TB_WIRE_EXTRA, "cv_seen outgrew the tb_wire's extra");
+
+/* The client's handshake traffic secret, as the secret callback saw it (in tb_wire_keys). */
+typedef struct secret_seen {
+  unsigned len; /* 0: not seen */
+  unsigned char bytes[64];
+} secret_seen;
+_Static_assert(sizeof(secret_seen) <= TB_WIRE_KEYS, "secret_seen outgrew the tb_wire's keys");
 
 static void cv_message(void *arg, unsigned type, const unsigned char *body, size_t len) {
   cv_seen *seen = arg;
@@ -449,26 +464,46 @@ static tb_status pin_groups(const tb_config *cfg, PRFileDesc *fd, const SSLCiphe
  * CertificateVerify and the signature_algorithms NSS sends. */
 #define STATIC_RSA_SIGALG "rsa_pkcs1_sha256"
 
-static tb_status pin_sigalg(const tb_config *cfg, PRFileDesc *fd, const SSLCipherSuiteInfo *si,
-                            char *err) {
-  /* One list serves NSS's own signature and the one it accepts from the peer (and its
-   * CertificateRequest): the client's scheme cannot be held apart from the server's. */
-  if (cfg->client_sigalg != NULL &&
-      (cfg->sigalg == NULL || strcmp(cfg->client_sigalg, cfg->sigalg)))
-    return tb_fail(err, TB_UNSUPPORTED,
-                   "NSS cannot pin the client's signature scheme (%s) apart from the server's: "
-                   "one list (SSL_SignatureSchemePrefSet) serves both",
-                   cfg->client_sigalg);
-  const char *name = cfg->sigalg;
-  if (name == NULL && cfg->tls_version == 12 && is_static_rsa(si)) name = STATIC_RSA_SIGALG;
-  if (name == NULL)
-    return tb_fail(err, TB_UNSUPPORTED, "suite %s needs a signature scheme", cfg->suite);
+/* The SignatureScheme of a tlsbench name allowed in this version (one of pin_sigalg's). */
+static tb_status sigalg_code(const tb_config *cfg, const char *name, SSLSignatureScheme *out,
+                             char *err) {
   const tb_name *n = tb_name_find(tb_sigalg_names, name);
   if (n == NULL) return tb_fail(err, TB_UNSUPPORTED, "signature scheme %s: unknown", name);
   if (n->tls == 12 && cfg->tls_version == 13)
     return tb_fail(err, TB_UNSUPPORTED, "signature scheme %s is not allowed in TLS 1.3", name);
-  SSLSignatureScheme scheme = (SSLSignatureScheme)n->code;
-  if (SSL_SignatureSchemePrefSet(fd, &scheme, 1) != SECSuccess)
+  *out = (SSLSignatureScheme)n->code;
+  return TB_OK;
+}
+
+static tb_status pin_sigalg(const tb_config *cfg, PRFileDesc *fd, const SSLCipherSuiteInfo *si,
+                            char *err) {
+  const char *name = cfg->sigalg;
+  if (name == NULL && cfg->tls_version == 12 && is_static_rsa(si)) name = STATIC_RSA_SIGALG;
+  if (name == NULL)
+    return tb_fail(err, TB_UNSUPPORTED, "suite %s needs a signature scheme", cfg->suite);
+  SSLSignatureScheme schemes[2];
+  unsigned n = 1;
+  tb_status st = sigalg_code(cfg, name, &schemes[0], err);
+  if (st != TB_OK) return st;
+  /* One list (SSL_SignatureSchemePrefSet) serves NSS's own signature, what it accepts from
+   * the peer and what it sends in signature_algorithms (and a CertificateRequest). NSS signs
+   * with the first scheme of its own list that the peer offered (ssl3con.c's
+   * ssl_PickSignatureScheme), so a client scheme apart from the server's is held by order:
+   * both sides list both, each its own first (the server the server's, the client the
+   * client's), and each signs with its own. */
+  if (cfg->client_sigalg != NULL && strcmp(cfg->client_sigalg, name) != 0) {
+    SSLSignatureScheme client;
+    st = sigalg_code(cfg, cfg->client_sigalg, &client, err);
+    if (st != TB_OK) return st;
+    if (cfg->role == TB_CLIENT) {
+      schemes[1] = schemes[0];
+      schemes[0] = client;
+    } else {
+      schemes[1] = client;
+    }
+    n = 2;
+  }
+  if (SSL_SignatureSchemePrefSet(fd, schemes, n) != SECSuccess)
     return nss_fail(err, TB_UNSUPPORTED, name);
   return TB_OK;
 }
@@ -529,16 +564,6 @@ static tb_status nss_ctx_new(const tb_config *cfg, void **out, char *err) {
     return tb_fail(err, TB_UNSUPPORTED,
                    "NSS has no TLS 1.2 PSK suites, and the adapter does not configure TLS 1.3 "
                    "external pre-shared keys (NSS would need SSL_AddExternalPsk)");
-  /* The check of a mutual run needs the scheme of the client's CertificateVerify, which
-   * NSS does not report (SSLChannelInfo.signatureScheme is the server's on both sides). In
-   * TLS 1.2 the adapter reads it off the wire (cv_seen); in TLS 1.3 it is encrypted under
-   * the client's handshake traffic key, and decrypting it (SSL_SecretCallback, then
-   * SSL_MakeAead over whole buffered records) is not written. */
-  if (cfg->auth == TB_AUTH_MUTUAL && cfg->tls_version == 13)
-    return tb_fail(err, TB_UNSUPPORTED,
-                   "mutual auth in TLS 1.3: NSS does not report the scheme of the client's "
-                   "CertificateVerify, which is encrypted there (the adapter reads it off the "
-                   "wire in TLS 1.2 only)");
   /* NSS's client keeps no resumption token of a session that authenticated the client
    * (sslnonce.c's ssl_CacheExternalToken: "Don't export token if the session used client
    * authentication"), and the adapter resumes only from tokens. */
@@ -618,7 +643,7 @@ struct nss_conn {
   PRUint8 *token; /* client: the newest resumption token NSS handed over */
   unsigned token_len;
   struct nss_session *offered; /* client: the session this connection offered (a reference) */
-  tb_wire *wire; /* mutual auth, TLS 1.2: the handshake's bytes, for the client's scheme */
+  tb_wire *wire; /* mutual auth: the handshake's bytes, for the client's scheme (cv_seen) */
 };
 
 static const tb_transport *layer_transport(PRFileDesc *fd) {
@@ -667,6 +692,39 @@ static SECStatus resumption_token(PRFileDesc *fd, const PRUint8 *token, unsigned
   return SECSuccess;
 }
 
+/* The bytes of a traffic secret NSS holds as a PKCS#11 key, into the reader's key room. Run
+ * as the harness's work (tb_readback_call): PK11_ExtractKeyValue reads the key's value into
+ * a copy it keeps in NSS's key object until NSS frees the key, at the end of the handshake;
+ * that copy is charged to no side. */
+typedef struct secret_copy {
+  PK11SymKey *key;
+  secret_seen *out;
+} secret_copy;
+
+static void copy_secret(void *arg) {
+  secret_copy *copy = arg;
+  if (PK11_ExtractKeyValue(copy->key) != SECSuccess) return;
+  const SECItem *value = PK11_GetKeyData(copy->key);
+  if (value == NULL || value->data == NULL || value->len > sizeof(copy->out->bytes)) return;
+  memcpy(copy->out->bytes, value->data, value->len);
+  copy->out->len = value->len;
+}
+
+/* SSLSecretCallback: NSS calls it with each traffic secret it installs. Only the client's
+ * handshake traffic secret is kept (epoch 2; the client's write secret, the server's read
+ * one): it opens the records of the client's CertificateVerify. */
+static void secret_callback(PRFileDesc *fd, PRUint16 epoch, SSLSecretDirection dir,
+                            PK11SymKey *secret, void *arg) {
+  (void)fd;
+  nss_conn *c = arg;
+  enum { HANDSHAKE_EPOCH = 2 }; /* sslexp.h: {client|server}_handshake_traffic_secret */
+  int clients = c->ctx->role == TB_CLIENT ? dir == ssl_secret_write : dir == ssl_secret_read;
+  secret_seen *out = c->wire ? tb_wire_keys(c->wire) : NULL;
+  if (epoch != HANDSHAKE_EPOCH || !clients || out == NULL || out->len != 0) return;
+  secret_copy copy = {secret, out};
+  tb_readback_call(copy_secret, &copy);
+}
+
 static void nss_conn_free(void *p) {
   nss_conn *c = p;
   if (c == NULL) return;
@@ -693,7 +751,7 @@ static tb_status nss_conn_new(void *ctx, const tb_transport *transport, void *se
   c->ctx = x;
   c->transport = *transport;
   tb_status st = TB_OK;
-  if (x->tls == 12 && x->auth == TB_AUTH_MUTUAL && (c->wire = tb_wire_new()) == NULL)
+  if (x->auth == TB_AUTH_MUTUAL && (c->wire = tb_wire_new()) == NULL)
     st = tb_fail(err, TB_FAILED, "out of memory (the read-back's bytes)");
   PRFileDesc *bottom = st == TB_OK ? layer_new(c) : NULL;
   c->fd = bottom ? SSL_ImportFD(x->model, bottom) : NULL;
@@ -703,6 +761,9 @@ static tb_status nss_conn_new(void *ctx, const tb_transport *transport, void *se
   }
   if (st == TB_OK && SSL_AuthCertificateHook(c->fd, auth_certificate, c) != SECSuccess)
     st = nss_fail(err, TB_FAILED, "SSL_AuthCertificateHook");
+  if (st == TB_OK && x->tls == 13 && c->wire != NULL &&
+      SSL_SecretCallback(c->fd, secret_callback, c) != SECSuccess)
+    st = nss_fail(err, TB_FAILED, "SSL_SecretCallback");
   if (st == TB_OK && x->role == TB_CLIENT) {
     if (x->server_name[0] && SSL_SetURL(c->fd, x->server_name) != SECSuccess)
       st = nss_fail(err, TB_FAILED, "SSL_SetURL");
@@ -776,6 +837,46 @@ static void copy_name(char *dst, size_t size, const char *src) {
   snprintf(dst, size, "%s", src ? src : "");
 }
 
+/* Opens one of the client's TLS 1.3 handshake records (tb_record_open_fn) with NSS's AEAD:
+ * the record header is the additional data, the sequence number the counter SSL_AeadDecrypt
+ * XORs into the IV; 0 when the tag does not verify (a record under the next key). */
+static size_t open_record(void *arg, uint64_t seq, const unsigned char header[5],
+                          const unsigned char *body, size_t len, unsigned char *out) {
+  unsigned int n = 0;
+  if (SSL_AeadDecrypt(arg, seq, header, 5, body, (unsigned)len, out, &n, (unsigned)len) !=
+      SECSuccess)
+    return 0;
+  return n;
+}
+
+/* TLS 1.3: the CertificateVerify in the client's protected handshake records (`dir` as this
+ * connection saw them), opened under the client's handshake traffic secret. */
+static tb_status read_protected(nss_conn *c, tb_wire_dir dir, PRUint16 suite, cv_seen *seen,
+                                char *err) {
+  const secret_seen *secret = tb_wire_keys(c->wire);
+  if (secret == NULL || secret->len == 0)
+    return tb_fail(err, TB_FAILED,
+                   "NSS handed the secret callback no client handshake traffic secret (or its "
+                   "value could not be read: PK11_ExtractKeyValue)");
+  PK11SlotInfo *slot = PK11_GetInternalSlot();
+  if (slot == NULL) return nss_fail(err, TB_FAILED, "PK11_GetInternalSlot");
+  SECItem item = {siBuffer, (unsigned char *)secret->bytes, secret->len};
+  /* As NSS's own tests of SSL_MakeAead import a secret (ssl_aead_unittest.cc). */
+  PK11SymKey *key = PK11_ImportSymKey(slot, CKM_SSL3_MASTER_KEY_DERIVE, PK11_OriginUnwrap,
+                                      CKA_DERIVE, &item, NULL);
+  PK11_FreeSlot(slot);
+  if (key == NULL) return nss_fail(err, TB_FAILED, "PK11_ImportSymKey (the traffic secret)");
+  /* No prefix of its own before "key" and "iv": NSS adds RFC 8446 7.1's "tls13 " itself (a
+   * prefix is for protocols that derive other keys the same way, QUIC's "quic "). */
+  SSLAeadContext *aead = NULL;
+  SECStatus rv = SSL_MakeAead(SSL_LIBRARY_VERSION_TLS_1_3, suite, key, NULL, 0, &aead);
+  PK11_FreeSymKey(key);
+  if (rv != SECSuccess) return nss_fail(err, TB_FAILED, "SSL_MakeAead");
+  tb_wire_protected_messages(c->wire, dir, open_record, aead, cv_message, seen);
+  SSL_DestroyAead(aead);
+  return TB_OK;
+}
+
 static tb_status nss_negotiated(void *p, tb_negotiated *out, char *err) {
   nss_conn *c = p;
   memset(out, 0, sizeof(*out));
@@ -815,15 +916,20 @@ static tb_status nss_negotiated(void *p, tb_negotiated *out, char *err) {
       snprintf(out->sigalg, sizeof(out->sigalg), "0x%04x", (unsigned)ci.signatureScheme);
   }
   out->peer_verified = !out->resumed && c->verified;
-  /* The client's CertificateVerify, as it went over the wire (TLS 1.2; cv_seen). */
+  /* The client's CertificateVerify, as it went over the wire (cv_seen). */
   cv_seen *seen = c->wire ? tb_wire_extra(c->wire) : NULL;
   if (seen != NULL && !seen->parsed) {
     if (tb_wire_overflow(c->wire))
       return tb_fail(err, TB_FAILED,
                      "the handshake passed more than the %d bytes a direction the read-back keeps",
                      TB_WIRE_BYTES);
-    tb_wire_plain_messages(c->wire, c->ctx->role == TB_CLIENT ? TB_WIRE_OUT : TB_WIRE_IN, 0,
-                           cv_message, seen);
+    tb_wire_dir from_client = c->ctx->role == TB_CLIENT ? TB_WIRE_OUT : TB_WIRE_IN;
+    if (!tls13) {
+      tb_wire_plain_messages(c->wire, from_client, 0, cv_message, seen);
+    } else if (!out->resumed) {
+      tb_status st = read_protected(c, from_client, ci.cipherSuite, seen, err);
+      if (st != TB_OK) return st;
+    }
     tb_wire_release(c->wire);
     seen->parsed = 1;
   }

@@ -245,13 +245,21 @@ static tb_status build_policy(s2_ctx *c, const tb_config *cfg, char *err) {
   if (suite == NULL) return tb_fail(err, TB_UNSUPPORTED, "s2n-tls has no suite %s", cfg->suite);
   if (!suite->available)
     return tb_fail(err, TB_UNSUPPORTED, "%s is not available with this libcrypto", cfg->suite);
-  /* Known broken here: between two s2n-tls 1.7.6 endpoints over this AWS-LC, every TLS 1.2
-   * CBC suite fails the server's decryption of the client's Finished (s2n_composite_cipher_
-   * aes_sha.c, s2n_record_read_cbc.c); not understood yet, so not run. */
+  /* Broken with this libcrypto, so refused: s2n-tls 1.7.6 turns padding off before it sets a
+   * CBC decryption key (EVP_CIPHER_CTX_set_padding(ctx, 0), then EVP_DecryptInit_ex with the
+   * cipher: crypto/s2n_cbc_cipher_aes.c, s2n_composite_cipher_aes_sha.c), and AWS-LC 5.12's
+   * EVP_CipherInit_ex clears the context's flags when it is given a cipher, so padding stays
+   * on; its EVP_DecryptUpdate then withholds a record's last block (for EVP_DecryptFinal) and
+   * does not write it to the output. s2n ignores the length it returns and reads the
+   * padding and MAC from that block (the composite AES-SHA cipher is handed the record less
+   * that block): every CBC record fails to decrypt. Encryption withholds nothing, so peers
+   * read s2n's records and s2n fails on theirs. tests/libraries/test_s2n.py checks the
+   * pinned AWS-LC still does this. */
   if (strstr(cfg->suite, "_CBC_") != NULL) {
     return tb_fail(err, TB_UNSUPPORTED,
-                   "no suite '%s' here: TLS 1.2 CBC suites fail between two s2n-tls 1.7.6 "
-                   "endpoints over this AWS-LC (the client's Finished does not decrypt)",
+                   "no suite '%s' here: s2n-tls 1.7.6 cannot decrypt TLS 1.2 CBC records over "
+                   "this AWS-LC (it turns padding off before EVP_DecryptInit_ex, which clears "
+                   "that, so EVP_DecryptUpdate withholds each record's last block)",
                    cfg->suite);
   }
   if (s->tls != cfg->tls_version)

@@ -92,4 +92,10 @@ void *tb_readback_alloc(size_t len) {
 
 void tb_readback_free(void *p) { tb_harness_free(p); }
 
+void tb_readback_call(void (*fn)(void *arg), void *arg) {
+  tb_side side = tb_heap_set_side(TB_SIDE_HARNESS);
+  fn(arg);
+  tb_heap_set_side(side);
+}
+
 double tb_ticks_to_ns(const tb_run *r, uint64_t ticks) { return (double)ticks * 1e9 / r->tsc_hz; }

@@ -32,10 +32,6 @@ LIBRARIES = [
 ]
 # What a build cannot do, with the reason the driver must give (exit 3, never a sample).
 UNSUPPORTED = {("mbedtls-2.28.x", "1.3"): "TLS 1.3", ("bearssl-0.6", "1.3"): "no TLS 1.3"}
-# NSS does not report the scheme of the client's CertificateVerify; its adapter reads it off
-# the wire in TLS 1.2, where it is plaintext, and refuses TLS 1.3 mutual auth with that
-# reason (exit 3).
-NO_MUTUAL = {("nss-3.110", "1.3"): "does not report the scheme of the client's CertificateVerify"}
 # Builds that offer the hybrid post-quantum group X25519MLKEM768.
 HYBRID_ML_KEM = ("openssl-3.5.x", "aws-lc-5.12.0", "boringssl-5.4.0", "s2n-tls-1.7.6", "nss-3.110")
 
@@ -71,9 +67,6 @@ def test_handshake_negotiates_what_was_asked(spec, tls, cert, auth, build_of) ->
         build_of(spec), "handshake", "--tls", tls, "--cert", cert, "--auth", auth,
         *offer_args(spec, cert, tls), "--iterations", "3", "--warmup", "1", measure="heap",
     )  # fmt: skip
-    if auth == "mutual" and (spec, tls) in NO_MUTUAL:
-        assert run.code == 3 and NO_MUTUAL[(spec, tls)] in run.stderr, (run.code, run.stderr)
-        return
     if not expect_supported(spec, tls, run):
         return
     out = run.output
@@ -105,7 +98,7 @@ def test_handshake_negotiates_what_was_asked(spec, tls, cert, auth, build_of) ->
 def test_wrong_ca_fails_the_handshake(spec, tls, auth, build_of) -> None:
     run = run_driver(build_of(spec), "handshake", "--tls", tls, "--auth", auth, "--wrong-ca",
                      *offer_args(spec, tls=tls), "--iterations", "1")  # fmt: skip
-    if UNSUPPORTED.get((spec, tls)) or (auth == "mutual" and (spec, tls) in NO_MUTUAL):
+    if UNSUPPORTED.get((spec, tls)):
         assert run.code == 3
         return
     assert run.code == 5, (run.code, run.stderr)

@@ -92,3 +92,23 @@ def test_the_client_scheme_is_read_back_not_assumed(tls: str, build_of) -> None:
                      "client-sigalg", "--iterations", "1", "--warmup", "0")  # fmt: skip
     assert run.code == 4, (run.code, run.stderr)
     assert "client signature scheme" in run.output["error"]["message"]
+
+
+def test_a_record_size_is_rfc_8449_s_limit_in_tls13_and_refused_in_tls12(build_of) -> None:
+    """--record-size is Botan's record_size_limit on both sides (TLS 1.3): the server's
+    encrypted flight (certificate, CertificateVerify, Finished) goes out in more records than
+    without, and data flows under it; Botan's TLS 1.2 has no such knob: unsupported (exit 3)."""
+    build = build_of(SPEC)
+    records = {}
+    for size in ([], ["--record-size", "512"]):
+        run = run_driver(build, "handshake", *size, "--iterations", "1", "--warmup", "0")
+        assert run.code == 0, run.stderr
+        records[bool(size)] = run.output["wire"]["full"]["server"]["records_sent"]
+    assert records[True] > records[False], records
+    bulk = run_driver(build, "bulk", "--record-size", "512", "--bytes", "65536",
+                      "--iterations", "1")  # fmt: skip
+    assert bulk.code == 0, bulk.stderr
+    tls12 = run_driver(build, "handshake", "--tls", "1.2", "--record-size", "512",
+                       "--iterations", "1")  # fmt: skip
+    assert tls12.code == 3, (tls12.code, tls12.stderr)
+    assert "no max_fragment_length" in tls12.output["error"]["message"]

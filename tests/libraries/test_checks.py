@@ -51,11 +51,11 @@ SIGALG_SWAP = {"1.3": "rsa_pss_rsae_sha384", "1.2": "rsa_pkcs1_sha384"}
 # sig_hashes, wolfSSL's Suites.hashSigAlgo, GnuTLS's priority string): the client's
 # CertificateVerify cannot be moved alone, so they must refuse the fault (exit 3), never
 # ignore it. Their read-back of the client's scheme is checked by the control below.
-ONE_SIGALG_LIST = ("mbedtls-", "wolfssl-", "gnutls-", "bearssl-", "s2n-", "nss-")
-# NSS does not report the client's CertificateVerify scheme (drivers/adapters/nss.c): its
-# adapter reads it off the wire in TLS 1.2 and refuses TLS 1.3 mutual auth, where it is
-# encrypted. Its mutual-auth checks are seen firing in TLS 1.2.
-NO_MUTUAL_TLS13 = ("nss-",)
+# NSS has one list too, but signs with the first scheme of its own list that the peer
+# offered: its adapter holds a client scheme apart by order (drivers/adapters/nss.c), and
+# reads the client's CertificateVerify off the wire (TLS 1.3: its records opened with the
+# client's handshake traffic secret), so its check is seen firing here.
+ONE_SIGALG_LIST = ("mbedtls-", "wolfssl-", "gnutls-", "bearssl-", "s2n-")
 # rustls-ffi has no API to choose groups or signature schemes (drivers/adapters/rustls.c):
 # a fault that moves either (or the version, whose swap moves the scheme) asks for what the
 # library cannot be held to, which it must refuse (exit 3) with that reason, never run.
@@ -86,8 +86,6 @@ def test_each_check_fires(spec: str, fault: str, build_of) -> None:
     if spec in TLS12_ONLY and fault in ("version", "key-share"):
         pytest.skip(f"{spec} has no TLS 1.3 (to switch to, or to retry a hello in)")
     scenario, extra, message = FAULTS[fault]
-    if "mutual" in extra and spec.startswith(NO_MUTUAL_TLS13):
-        tls = "1.2"
     refused = next((f for k, f in CANNOT_CHOOSE.items() if spec.startswith(k)), set())
     # The scheme swaps pair rsa_pss_rsae_sha256 with sha384: those runs keep the default.
     held = [] if fault in refused else offer_args(spec, tls=tls)
@@ -115,10 +113,26 @@ def test_each_check_fires(spec: str, fault: str, build_of) -> None:
     assert run.output is not None and "samples" not in run.output
 
 
+@pytest.mark.parametrize("tls", ["1.2", "1.3"])
+def test_nss_reads_the_client_scheme_it_sent_in_both_versions(tls: str, build_of) -> None:
+    """NSS does not report the client's CertificateVerify scheme: its adapter reads it off the
+    wire, plaintext in TLS 1.2, in TLS 1.3 from the client's records opened with the client's
+    handshake traffic secret (NSS's secret callback, NSS's AEAD). --fault client-sigalg makes
+    the client sign with the other scheme, which its read-back names: exit 4. (Without the
+    fault both sides read back the scheme asked: test_adapters.py's mutual handshakes.)"""
+    asked, other = DEFAULT_SIGALG[tls], SIGALG_SWAP[tls]
+    run = run_driver(build_of("nss-3.110"), "handshake", "--tls", tls, "--auth", "mutual",
+                     "--iterations", "1", "--warmup", "0", "--fault", "client-sigalg")  # fmt: skip
+    assert run.code == 4, (run.code, run.stderr)
+    assert (f"client negotiated client signature scheme '{other}', the run asked for "
+            f"'{asked}'") in run.stderr  # fmt: skip
+    assert run.output is not None and "samples" not in run.output
+
+
 # The suite fault's same-hash pairs (drivers/core/session.c): the first pairs of its table
 # differ in hash, which BearSSL refuses, so on BearSSL the suite check is seen firing here.
 # A library without the partner refuses the swap as unsupported (exit 3), never runs it
-# (s2n-tls: no CBC suite runs here, drivers/adapters/s2n.c).
+# (s2n-tls: no CBC suite runs here, drivers/adapters/s2n.c; Botan: its build has no tls_cbc).
 SAME_HASH_SWAP = {
     "rsa2048": ("TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
                 "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256"),
@@ -126,7 +140,8 @@ SAME_HASH_SWAP = {
                    "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256"),
 }  # fmt: skip
 NO_CBC_SHA256 = {"rustls-": {"rsa2048", "ecdsa-p256"}, "boringssl-": {"rsa2048", "ecdsa-p256"},
-                 "aws-lc-": {"ecdsa-p256"}, "s2n-": {"rsa2048", "ecdsa-p256"}}  # fmt: skip
+                 "aws-lc-": {"ecdsa-p256"}, "s2n-": {"rsa2048", "ecdsa-p256"},
+                 "botan-": {"rsa2048", "ecdsa-p256"}}  # fmt: skip
 
 
 @pytest.mark.parametrize("cert", sorted(SAME_HASH_SWAP))
@@ -196,15 +211,14 @@ def test_without_a_fault_every_library_passes_the_same_checks(build_of) -> None:
         for scenario, extra, _ in FAULTS.values():
             if "--key-share" in extra and (tls == "1.2" or spec.startswith("rustls-")):
                 continue  # a HelloRetryRequest is TLS 1.3's; rustls-ffi cannot pick groups
-            at = "1.2" if "mutual" in extra and spec.startswith(NO_MUTUAL_TLS13) else tls
-            run = run_driver(build_of(spec), scenario, "--tls", at, *extra,
-                             *offer_args(spec, tls=at), "--iterations", "2", "--warmup",
+            run = run_driver(build_of(spec), scenario, "--tls", tls, *extra,
+                             *offer_args(spec, tls=tls), "--iterations", "2", "--warmup",
                              "0")  # fmt: skip
             assert run.code == 0, (spec, scenario, run.stderr)
             negotiated = run.output["negotiated"]
             if "mutual" in extra:
                 # Both sides read the client's scheme back and agree with the request.
-                want = held_sigalg(spec, "rsa2048", DEFAULT_SIGALG[at])
+                want = held_sigalg(spec, "rsa2048", DEFAULT_SIGALG[tls])
                 assert negotiated["client_sigalg"] == want, (spec, negotiated)
             else:
                 assert "client_sigalg" not in negotiated, (spec, negotiated)

@@ -51,6 +51,8 @@ def test_a_profile_clears_exactly_the_bits_of_what_it_hides_and_this_cpu_has() -
     assert env["NETTLE_FAT_OVERRIDE"] == "aesni,pclmul"
     no_aes = cpuprofile.PROFILES["sse4"].environment({"avx", "avx2"})
     assert no_aes["NETTLE_FAT_OVERRIDE"] == "none" and no_aes["GNUTLS_CPUID_OVERRIDE"] == "0x1"
+    # Botan is told its own names for what is hidden (VAES is its avx2_aes and avx512_aes).
+    assert env["BOTAN_CLEAR_CPUID"] == "avx2_aes,avx512,avx512_aes,intel_sha,intel_sha512"
     assert cpuprofile.PROFILES["native"].environment(present) == {}
     assert cpuprofile.PROFILES["avx2"].environment({"aes", "avx2"}) == {}  # nothing to hide
 
@@ -75,6 +77,25 @@ def test_the_library_reads_back_no_hidden_extension(spec: str, profile: str, bui
     active = features_of((int(words[1], 16), int(words[2], 16)))
     assert not active & cpuprofile.PROFILES[profile].absent, (profile, active)
     assert ("aes" in active) == ("aes" in cpu_flags())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("profile", ["avx2", "sse4", "valgrind"])
+def test_botan_reads_back_no_hidden_extension(profile: str, build_of) -> None:
+    """Botan's primitives name the CPU feature their implementation uses (provider()): after
+    the profile's BOTAN_CLEAR_CPUID none names a hidden extension, and AES keeps AES-NI where
+    the CPU has it."""
+    env = cpuprofile.PROFILES[profile].environment(set(cpu_flags()))
+    run = run_driver(build_of("botan-3.x"), "aead", "--iterations", "10", env=env)
+    assert run.code == 0 and run.output is not None, run.stderr
+    paths = run.output["cpu_paths"]
+    providers = dict(re.findall(r"([\w-]+) (\w+)(?:,|$)", paths.removeprefix("providers:")))
+    primitives = {"AES-128", "GHASH", "ChaCha20", "Poly1305", "SHA-256", "SHA-384"}
+    assert primitives <= set(providers), paths
+    hidden = cpuprofile.PROFILES[profile].absent & set(cpu_flags())
+    names = {bit for name in hidden for bit in cpuprofile.BOTAN_NAMES.get(name, ())}
+    assert not set(providers.values()) & names, (profile, paths)
+    assert (providers["AES-128"] == "aesni") == ("aes" in cpu_flags()), paths
 
 
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")

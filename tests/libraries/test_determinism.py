@@ -15,8 +15,8 @@ import pytest
 from drivers import run_driver, tlsbench
 from tlsbench.core.machine import cpu_flags
 from tlsbench.core.store import Point, Store
+from tlsbench.driver.callgrind import command_prefix, total_instructions
 from tlsbench.driver.drive import driver_command, driver_environment
-from tlsbench.scenarios.modes import callgrind_prefix, callgrind_total
 
 pytestmark = pytest.mark.slow
 
@@ -104,11 +104,11 @@ def handshake_count(spec: str, build, side: str, out: Path, *extra: str) -> int:
     """One callgrind run of the driver's handshake, as instruction mode runs it."""
     command = driver_command(build, "handshake", ["--iterations", "1", "--warmup", "1", *extra])
     proc = subprocess.run(
-        [*callgrind_prefix(out), *command], capture_output=True, text=True, check=False,
+        [*command_prefix(out), *command], capture_output=True, text=True, check=False,
         env=driver_environment({"TLSBENCH_COLLECT": side}), timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, f"{spec}: {proc.stderr[-2000:]}"
-    return callgrind_total(out)
+    return total_instructions(out)
 
 
 def test_without_the_fixed_stream_mbedtls_counts_differ(tmp_path: Path, build_of) -> None:

@@ -45,6 +45,10 @@ def refusal(spec: str, tls: str, kx: str) -> str | None:
         return "s2n-tls does TLS 1.3 psk_dhe_ke only"
     if spec.startswith("nss-"):
         return "NSS has no TLS 1.2 PSK suites"
+    if spec.startswith("botan-") and tls == "1.2" and kx == "psk":
+        return "TLS 1.2 CBC suites need tls_cbc"  # TLS12_SUITE["psk"] is a CBC suite
+    if spec.startswith("botan-") and kx == "psk":
+        return "Botan 3 does TLS 1.3 psk_dhe_ke only"
     if spec == "wolfssl-5.7.2":
         return "variant feature psk"
     if spec == "mbedtls-2.28.x" and tls == "1.3":

@@ -135,6 +135,15 @@ def test_scaling_experiment_reports_rates_efficiency_baseline_and_locks(tmp_path
         assert row["threads"] == 1 and row["efficiency"] == 1.0
         assert row["total_per_s"] > 0
         assert (row["client_locks"] is None) == (row["model"] == "processes")
+        # Atomic operations beside the locks: counted once for the job under callgrind (the
+        # same for both thread models), more than the read locks alone take.
+        assert (row["client_atomics"] is None) == (row["model"] == "processes")
+    threaded = [row for row in rows if row["model"] != "processes"]
+    assert len({(row["client_atomics"], row["server_atomics"]) for row in threaded}) == 1
+    assert threaded[0]["client_atomics"] > threaded[0]["client_locks"] > 0
+    locks = json.loads(report.stdout)["tables"]["locks_per_handshake"]
+    shared = {row["side"]: row["atomics"] for row in locks if row["model"] == "shared"}
+    assert shared == {side: threaded[0][f"{side}_atomics"] for side in ("client", "server")}
 
 
 def test_an_adapter_s_read_back_holds_in_many_threads_with_contexts_of_their_own(build_of):

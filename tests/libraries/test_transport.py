@@ -81,9 +81,9 @@ def test_the_library_s_own_socket_io_runs_every_scenario_with_every_check(
     wolfSSL's EmbedSend/EmbedReceive, mbedTLS's net_sockets, GnuTLS's default push/pull);
     the checks are the same (the no-tickets one reads the socket's queue)."""
     tls = newest_tls(spec)
-    if spec.startswith(("rustls-", "bearssl-", "nss-")):
-        # rustls, BearSSL and NSS (given tlsbench's transport only) do no I/O of their own:
-        # refused with the reason (exit 3).
+    if spec.startswith(("rustls-", "bearssl-", "nss-", "botan-")):
+        # rustls, BearSSL, NSS (given tlsbench's transport only) and Botan do no I/O of their
+        # own: refused with the reason (exit 3).
         run = run_driver(build_of(spec), "records", "--tls", tls, "--transport", "tcp", "--io",
                          "fd", *offer_args(spec, tls=tls), "--iterations", "3")  # fmt: skip
         assert run.code == 3 and "no socket I/O of its own" in run.stderr, run.stderr

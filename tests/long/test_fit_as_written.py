@@ -31,9 +31,10 @@ FIT = [doc for doc in LONG if doc.written.startswith("fit ")]
 
 def test_every_long_command_is_run_somewhere() -> None:
     """fit, cortex-m, calibrate and model-check here, ab in test_own_code.py, drive in
-    tests/libraries/test_threads.py: nothing else needs a build."""
+    tests/libraries/test_threads.py, explain in tests/libraries/test_explain.py: nothing
+    else needs a build."""
     verbs = {how_to_run(doc.written)[1][0] for doc in LONG}
-    assert verbs == {"fit", "ab", "cortex-m", "drive", "calibrate", "model-check"}
+    assert verbs == {"fit", "ab", "cortex-m", "drive", "calibrate", "model-check", "explain"}
     assert any(doc.page == "README.md" for doc in FIT)
 
 
@@ -68,15 +69,19 @@ def test_cortex_m_runs_as_written_and_prints_what_the_page_shows(
     doc: Documented, tmp_path: Path
 ) -> None:
     """The config file a page's command names is the pinned mbedTLS archive's own
-    (configs/), copied where the command says; the page's folder is written /src."""
+    (configs/), or the repository's (a path under docs/, such as docs/examples/esp-idf),
+    copied where the command says; the page's folder is written /src."""
     _, argv = how_to_run(doc.written)
     for name in re.findall(r"config=([\w.-]+\.h)", doc.written):
         shutil.copy(Sources().source_dir("mbedtls-3.6.6") / "configs" / name, tmp_path / name)
+    for name in re.findall(r"config=(docs/[\w./-]+)", doc.written):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(paths.REPO / name, tmp_path / name)
     done = subprocess.run([str(paths.REPO / "tlsbench"), *argv], cwd=tmp_path,
                           capture_output=True, text=True, check=False)  # fmt: skip
-    shown = shown_output(doc)
+    shown = [line.rstrip() for line in shown_output(doc)]  # a table's padding: not shown
     printed = (done.stdout + done.stderr).replace(str(tmp_path), "/src").splitlines()
-    printed = [line for line in printed if "the platform's macro replaces" not in line]
+    printed = [line.rstrip() for line in printed if "the platform's macro replaces" not in line]
     assert printed == shown, "\n".join(printed)
     assert done.returncode == (2 if shown[0].startswith("tlsbench: error:") else 0)
 

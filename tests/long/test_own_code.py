@@ -9,11 +9,14 @@ build generates them), with three commits:
 - `release`: mbedTLS 3.6.6;
 - `regression` (on release): every handshake step hashes a 16 KiB scratch buffer it keeps
   until the step ends: more instructions per handshake and a higher heap peak per side;
-- `comment` (on release): one comment reworded, nothing else.
+- `comment` (on release): one comment reworded, nothing else;
+- `one-function` (on release): `mbedtls_ssl_handshake_step` spins a counter before each
+  step: more instructions in that one function, nothing else (`ab` names it first).
 
 The commands are the ones docs/own-code.md shows. Cost: three mbedTLS builds from git and
-two config builds (cached in ~/.cache/tlsbench by content, so a second run skips them) and
-three short A/B runs.
+two config builds (cached in ~/.cache/tlsbench by content, so a second run skips them), the
+`one-function` build and
+four short A/B runs.
 """
 
 from __future__ import annotations
@@ -48,6 +51,17 @@ SCRATCH = """
     ret = mbedtls_sha256(scratch, SCRATCH_LEN, digest, 0);
     if (ret != 0) {
         goto cleanup;
+    }
+"""
+
+
+SPIN = """
+    {
+        /* Work in this function alone: a counter spun before every step. */
+        volatile unsigned spin = 0;
+        for (unsigned i = 0; i < 20000; i++) {
+            spin += i;
+        }
     }
 """
 
@@ -131,6 +145,23 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     git(repo, "commit", "-qam", "Reword a comment")
     git(repo, "checkout", "-q", "release")
+    git(repo, "checkout", "-qb", "one-function")
+    edit(
+        ssl_tls,
+        """    ret = ssl_prepare_handshake_step(ssl);
+    if (ret != 0) {
+        return ret;
+    }
+""",
+        """    ret = ssl_prepare_handshake_step(ssl);
+    if (ret != 0) {
+        return ret;
+    }
+"""
+        + SPIN,
+    )
+    git(repo, "commit", "-qam", "Handshake: spin a counter before every step")
+    git(repo, "checkout", "-q", "release")
     # Two whole configs, the default and one with 4 KiB record buffers.
     default = (repo / "include" / "mbedtls" / "mbedtls_config.h").read_text()
     (work / "configs").mkdir()
@@ -198,6 +229,42 @@ def test_ab_names_a_regressing_commit_and_fails(work: Path) -> None:
                      "--json", cwd=work)  # fmt: skip
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["counts"]["regression"] >= 4
+
+
+def test_ab_names_the_one_function_a_commit_changed(work: Path) -> None:
+    """Two commits that differ in one function: every changed figure is explained by that
+    function first, its counts before and after, in the JSON, the terminal's Markdown and the
+    step summary."""
+    db, summary = work / "one-function.db", work / "step-summary.md"
+    proc = tlsbench("ab", "mbedtls@mbedtls#release", "mbedtls@mbedtls#one-function",
+                    "--mode", "instructions", "--repetitions", "1", "--only",
+                    "scenario=handshake", "--only", "tls=1.3", "--db", str(db), "--json",
+                    "--summary", str(summary), cwd=work)  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr[-3000:]
+    verdicts = {v["figure"]: v for v in json.loads(proc.stdout)["verdicts"]}
+    for side in ("client", "server"):
+        verdict = verdicts[f"{side} instructions"]
+        assert verdict["verdict"] == "regression" and verdict["side"] == side
+        first = verdict["changed"]["functions"][0]
+        assert (first["name"], first["label"]) == ("mbedtls_ssl_handshake_step", "tls"), first
+        # 20,000 turns of a few instructions before each of the side's steps.
+        assert first["change"]["instructions"] > 50_000, first
+        assert first["before"]["calls"] == first["after"]["calls"] > 0
+        # Nothing else moved by more than a hundredth of it.
+        rest = verdict["changed"]["functions"][1:]
+        assert all(abs(c["change"]["instructions"]) * 100 < first["change"]["instructions"]
+                   for c in rest), rest  # fmt: skip
+        assert verdict["changed"]["groups"][0]["name"] == "tls"
+        assert verdicts[f"{side} heap peak"]["verdict"] == "no change"
+        assert verdicts[f"{side} heap peak"]["changed"] is None
+    # The same in the Markdown the terminal and a pull request's step summary show.
+    text = summary.read_text()
+    block = text.split("### What changed, by function", 1)[1]
+    first_row = next(line for line in block.splitlines() if line.startswith("| `"))
+    assert first_row.startswith("| `mbedtls_ssl_handshake_step` | tls | tlsbench-driver | ")
+    again = tlsbench("ab", "mbedtls@mbedtls#release", "mbedtls@mbedtls#one-function",
+                     "--run", "latest", "--db", str(db), cwd=work)  # fmt: skip
+    assert again.returncode == 1 and "### What changed, by function" in again.stdout
 
 
 def test_ab_passes_a_commit_that_changes_only_a_comment(work: Path) -> None:

@@ -8,6 +8,11 @@ The jobs: TLS 1.2 ECDHE-ECDSA with AES-128-GCM over P-256 (what Suite B and the 
 ECC files are for), and the PSK suite with AES-128-CCM-8 for the CCM-PSK configs. Cost: the
 files that run build once per target (4 builds, cached by content); the refusals build
 nothing (a preprocessor run each).
+
+An SDK's own configuration: the ESP-IDF-style pair of docs/examples/esp-idf (an ESP32 TLS
+client's sdkconfig and a header of esp_config.h's form) as kconfig= and config= on the
+Cortex-M4, with an ECDHE-RSA handshake (one more build, which the page's command of
+docs/own-code.md shares), and its client-only sdkconfig refused before anything is built.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import pytest
 from drivers import tlsbench
 from tlsbench.builds import arches
 from tlsbench.builds.sources import Sources
+from tlsbench.core import paths
 
 pytestmark = [
     pytest.mark.slow,
@@ -134,3 +140,48 @@ def test_the_platform_replacements_are_named_and_stored(tmp_path: Path) -> None:
     (built,) = json.loads(done.stdout)
     assert line in built["platform_replaced"]
     assert built["options"]["platform"]["MBEDTLS_NET_C"] == "!"
+
+
+ESP_IDF = paths.REPO / "docs" / "examples" / "esp-idf"
+ESP32_CLIENT_JOB = "TLS-ECDHE-RSA-WITH-AES-128-GCM-SHA256"
+
+
+def esp_idf_spec(sdkconfig: str) -> str:
+    return (
+        f"mbedtls-3.6.6:cortex-m4,kconfig={ESP_IDF / sdkconfig},config={ESP_IDF / 'esp_config.h'}"
+    )
+
+
+def test_an_esp_idf_pair_builds_and_hands_back_heap_per_side(tmp_path: Path) -> None:
+    """The sdkconfig's CONFIG_ values reach the library (its 4096-byte fragments are the
+    record buffers both sides report), the chip's engines and allocator are replaced and
+    named, and each side's heap comes back."""
+    done = tlsbench("cortex-m", esp_idf_spec("sdkconfig"), "--suite", ESP32_CLIENT_JOB,
+                    "--runs", "1", "--json", cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    (row,) = json.loads(done.stdout)
+    client, server = row["client"], row["server"]
+    assert (client["record"], server["record"]) == (4096, 4096)
+    assert client["verified"] == 1  # the client checked the server's chain
+    assert client["heap_peak"] > 0 and server["heap_peak"] > 0
+    header = ESP_IDF / "esp_config.h"
+    for replaced in (
+        f"{header}: #define MBEDTLS_AES_ALT -> MBEDTLS_AES_ALT undefined (the cortex-m4 "
+        "platform's)",
+        f"{header}: #define MBEDTLS_PLATFORM_STD_CALLOC esp_mbedtls_mem_calloc -> "
+        "MBEDTLS_PLATFORM_STD_CALLOC undefined (the cortex-m4 platform's)",
+        f'{header}: #include "esp_mem.h" -> the cortex-m4 platform\'s',
+        f'{header}: #include "soc/soc_caps.h" -> the cortex-m4 platform\'s',
+    ):
+        assert replaced in done.stderr, done.stderr
+
+
+def test_a_client_only_sdkconfig_is_refused_with_the_option_that_gives_the_server(
+    tmp_path: Path,
+) -> None:
+    """The image runs both sides from one build: the client role alone is refused before
+    anything is built, with the CONFIG_ option the header reads for the server."""
+    done = tlsbench("cortex-m", esp_idf_spec("sdkconfig.client-only"), "--suite",
+                    ESP32_CLIENT_JOB, "--runs", "1", cwd=tmp_path)  # fmt: skip
+    check(done, "a TLS server (both sides run): CONFIG_MBEDTLS_TLS_SERVER=y (esp_config.h: "
+          "MBEDTLS_SSL_SRV_C", "cortex-m4")  # fmt: skip

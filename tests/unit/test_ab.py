@@ -302,3 +302,78 @@ def test_an_experiment_runs_its_points_for_base_and_candidate(catalog) -> None:
     openssl = experiments.load("ab", catalog, ["openssl-3.5.x", "openssl-3.5.x:no-asm"])
     assert {p.scenario for p in openssl.points} == {"handshake", "records"}
     assert len(openssl.points) == 2 * 3
+
+
+def _costs(side: str, hot: int, atomics: int) -> dict[str, Any]:
+    """One side's stored cost by function (instruction mode) over 10 handshakes."""
+    from tlsbench.core.costs import FunctionCost, side_costs
+
+    functions = [FunctionCost("ssl_step", "ssl_tls.c", "tlsbench-driver", "tls", hot, 0, 40),
+                 FunctionCost("mpi_mul", "bignum.c", "tlsbench-driver", "public_key", 90000, 0,
+                              900),
+                 FunctionCost("refcount_up", "refs.c", "tlsbench-driver", "locks", 300, atomics,
+                              atomics)]  # fmt: skip
+    return side_costs(side, 10, functions).to_json()
+
+
+def test_a_changed_figure_is_explained_by_the_function_that_changed(tmp_path: Path) -> None:
+    """In instruction mode each point stores its sides' cost by function: a figure whose
+    verdict is not "no change" names the functions and groups that moved, both directions,
+    in the Markdown and the JSON; an unchanged one names none."""
+    store = Store(tmp_path / "ab.db")
+    run = store.new_run("ab", "?", "instructions", 1, ENV, "# ab\n", "c0")
+    store.add_points(
+        run,
+        [
+            {
+                "name": "handshake_1.3",
+                "variant": variant,
+                "library": "mbedtls",
+                "scenario": "handshake",
+                "params": {},
+                "build": {"cache_key": variant},
+            }
+            for variant in (BASE, CANDIDATE)
+        ],
+    )
+    for point in store.points(run):
+        hot, atomics = (5000, 20) if point.variant == BASE else (25000, 10)
+        costs = {"client": _costs("client", hot, atomics), "server": _costs("server", 5000, 20)}
+        units = {f"{s}_{k}": {"unit": k} for s in ("client", "server")
+                 for k in ("instructions", "atomics")}  # fmt: skip
+        samples = {f"{s}_{k}": [costs[s][k] / 10] for s in ("client", "server")
+                   for k in ("instructions", "atomics")}  # fmt: skip
+        store.add_result(point.id, 0, "ok", 0, None, 0.1, "t",
+                         {"summary": units, "samples": samples, "costs": costs}, "")  # fmt: skip
+    store.finish_run(run, "complete")
+    outcome = ab.compare_variants(store, run, BASE, CANDIDATE, dict(ab.DEFAULT_THRESHOLDS),
+                                  ab.KINDS)  # fmt: skip
+    verdicts = {v.figure: v for v in outcome.verdicts}
+    instructions = verdicts["client instructions"]
+    assert instructions.verdict == ab.REGRESSION and instructions.explained is not None
+    first = instructions.explained.functions[0]
+    assert (first.name, first.label, first.before["instructions"], first.after["instructions"]) \
+        == ("ssl_step", "tls", 500, 2500)  # fmt: skip
+    assert [c.name for c in instructions.explained.groups] == ["tls"]
+    # Fewer atomics: an improvement, explained by the atomics that went.
+    atomics = verdicts["client atomics"]
+    assert atomics.verdict == ab.IMPROVEMENT and atomics.explained is not None
+    assert atomics.explained.measure == "atomics"
+    assert [(c.name, c.change("atomics")) for c in atomics.explained.functions] == \
+        [("refcount_up", -1.0)]  # fmt: skip
+    assert verdicts["server instructions"].verdict == ab.NO_CHANGE
+    assert verdicts["server instructions"].explained is None
+    summary = ab.markdown(outcome)
+    block = summary.split("### What changed, by function", 1)[1]
+    assert "**handshake_1.3, client**: client instructions (regression); by instructions, " \
+        "9,530 -> 11,530" in block  # fmt: skip
+    assert "| `ssl_step` | tls | tlsbench-driver | 500 | 2,500 | +2,000 (+400.0%) | 4 -> 4 |" \
+        in block  # fmt: skip
+    assert "| TLS state machine | 500 | 2,500 | +2,000 (+400.0%) |" in block
+    assert "**handshake_1.3, client**: client atomics (improvement); by atomics, 2 -> 1" in block
+    document = json.loads(ab.to_json(outcome))
+    by_figure = {v["figure"]: v for v in document["verdicts"]}
+    changed = by_figure["client instructions"]["changed"]
+    assert changed["functions"][0]["name"] == "ssl_step"
+    assert changed["functions"][0]["change"]["instructions"] == 2000
+    assert by_figure["server instructions"]["changed"] is None

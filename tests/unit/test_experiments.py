@@ -275,3 +275,27 @@ def test_static_rsa_points_carry_no_group_or_signature_scheme(tmp_path: Path) ->
     assert "group" not in static[0].options and "sigalg" not in static[0].options
     assert static[0].name == "handshake_1.2_rsa_aes_128_gcm_sha256"
     assert len([p for p in points if "ecdhe" in p.name]) == 2
+
+
+def test_an_experiment_says_its_mode_and_run_follows_it(tmp_path: Path) -> None:
+    body = "[matrix]\nvariant = ['null']\nscenario = ['handshake']\n"
+    assert experiments.load(str(write(tmp_path, body))).mode == "time"
+    assert experiments.load(str(write(tmp_path, 'mode = "instructions"\n' + body))).mode == \
+        "instructions"  # fmt: skip
+    with pytest.raises(UserError, match=r"exp.toml:2: mode must be one of time, instructions, "
+                                        r"not 'fast'"):  # fmt: skip
+        experiments.load(str(write(tmp_path, 'mode = "fast"\n' + body)))
+
+
+def test_the_explain_experiment_is_the_libraries_job_in_instruction_mode() -> None:
+    """`explain` runs the points of `libraries`, point for point, in instruction mode (its
+    iterations fewer: callgrind is slow; names and options otherwise the same)."""
+    explain, libraries = experiments.load("explain"), experiments.load("libraries")
+    assert explain.mode == "instructions" and libraries.mode == "time"
+
+    def job(exp: experiments.Experiment) -> set[tuple[str, str, tuple]]:
+        return {(p.variant, p.name, tuple(sorted((k, v) for k, v in p.options.items()
+                                                 if k not in ("iterations", "warmup"))))
+                for p in exp.points}  # fmt: skip
+
+    assert job(explain) == job(libraries)

@@ -327,11 +327,14 @@ extern const tb_adapter tb_adapter_impl;
  *    stopped, parses them.
  * The adapters that read the wire share one record reader (adapters/tls_wire.h, tb_wire):
  * mbedTLS (group, signature schemes, resumption, the pre-shared key's mode, the
- * HelloRetryRequest), rustls (signature schemes) and BearSSL (signature schemes, resumption)
- * copy both directions of the handshake there and parse them in negotiated(); their
- * connection holds one pointer to it. The others ask their library, in negotiated():
+ * HelloRetryRequest), rustls (signature schemes), BearSSL (signature schemes, resumption)
+ * and NSS (the client's signature scheme, mutual auth; the TLS 1.3 records opened with the
+ * client's handshake traffic secret, which its secret callback copies aside through
+ * tb_readback_call) copy both directions of the handshake there and parse them in
+ * negotiated(); their connection holds one pointer to it. The others ask their library, in
+ * negotiated():
  *  - OpenSSL, wolfSSL (its internal.h), GnuTLS, s2n-tls (s2n_connection_get_*), NSS
- *    (SSL_GetChannelInfo): the library's API alone; BoringSSL asks its
+ *    (SSL_GetChannelInfo, for the rest): the library's API alone; BoringSSL asks its
  *    API for the scheme it signed with at handshake end (an info callback: no parsing);
  *  - two exceptions, for a message the library hands over only while it passes (inside the
  *    timed call) and frees after: OpenSSL's TLS 1.3 PSK runs note the ServerHello's
@@ -352,6 +355,15 @@ extern const tb_adapter tb_adapter_impl;
  * timed call (tb_wire keeps a free list). */
 void *tb_readback_alloc(size_t len);
 void tb_readback_free(void *p);
+
+/* Runs fn(arg) as the harness's own work, from inside a library call (a callback the
+ * library makes while the handshake runs): what it allocates, through the library or not, is
+ * charged to no side, and stays the harness's when the library frees it later; the locks it
+ * takes are counted to no side either. For a value the library hands over only then and
+ * only through a call that allocates: NSS's handshake traffic secret is a PKCS#11 object,
+ * whose bytes come out only by an attribute read that keeps a copy in the key object
+ * (PK11_ExtractKeyValue). Its time stays in the timed call around it: keep it small. */
+void tb_readback_call(void (*fn)(void *arg), void *arg);
 
 /* Helper for adapters: formats `err` (printf-style) and returns `status`. */
 tb_status tb_fail(char *err, tb_status status, const char *fmt, ...)

@@ -5,6 +5,8 @@ Written OPTION=VALUE in a spec, like a feature (`mbedtls-3.6.6:config=boards/my_
 - `config=FILE` (mbedtls): the whole config (MBEDTLS_CONFIG_FILE), in place of
   mbedtls_config.h;
 - `user-config=FILE` (mbedtls): a file layered on the default (MBEDTLS_USER_CONFIG_FILE);
+- `kconfig=FILE` (mbedtls, beside config= or user-config=): the Kconfig output (an SDK's
+  `sdkconfig` or `.config`) whose CONFIG_ values that header reads (kconfig.py);
 - `user-settings=FILE` (wolfssl): its user_settings.h (configure --enable-usersettings);
 - `configure=OPTION` (wolfssl, gnutls: configure; openssl: Configure; awslc, boringssl:
   cmake -D): one option of the library's build system;
@@ -37,13 +39,15 @@ CONFIGURE_LIBRARIES = ("wolfssl", "gnutls", "openssl", "awslc", "boringssl")
 FILE_OPTIONS = {
     "config": ("mbedtls",),
     "user-config": ("mbedtls",),
+    "kconfig": ("mbedtls",),
     "user-settings": ("wolfssl",),
     "configure-file": CONFIGURE_LIBRARIES,
 }
 INLINE_OPTIONS = {"configure": CONFIGURE_LIBRARIES}
 # An option the file options replace, for the message to a library that lacks one.
 WHAT_INSTEAD = {
-    "mbedtls": "config=FILE or user-config=FILE (a config header), or MACRO=VALUE",
+    "mbedtls": "config=FILE or user-config=FILE (a config header, with kconfig=FILE where an "
+    "SDK's sdkconfig or .config drives it), or MACRO=VALUE",
     "wolfssl": "user-settings=FILE, configure=OPTION or configure-file=FILE",
 }
 DEFINE = re.compile(r"^\s*#\s*define\s+([A-Za-z_]\w*)\b(?!\()[ \t]*(.*?)\s*(?://.*|/\*.*)?$")
@@ -55,7 +59,7 @@ UNDEFINED = "!"  # a macro's value when it is left undefined (as in MACRO=! opti
 class ConfigFile:
     """One file a variant names: kept whole, since its content is what is built."""
 
-    option: str  # "config", "user-config", "user-settings", "configure-file"
+    option: str  # "config", "user-config", "kconfig", "user-settings", "configure-file"
     path: str  # absolute
     text: str
 
@@ -128,6 +132,13 @@ def macros_of(text: str) -> dict[str, str]:
     return found
 
 
+def defined_anywhere(text: str) -> set[str]:
+    """Every macro a `#define` line of the file names, whatever follows it (an `#undef`
+    after it, an `#else` around it)."""
+    return {m.group(1) for line in re.sub(r"\\\n", " ", text).splitlines()
+            if (m := DEFINE.match(line))}  # fmt: skip
+
+
 def configure_words(config: ConfigFile) -> list[str]:
     """The options of a configure-file: shell words, `#` starting a comment."""
     try:
@@ -150,15 +161,26 @@ def macro_contradictions(
     config: ConfigFile,
     variant: dict[str, tuple[str, str]],
     owned: set[str] | frozenset[str] = frozenset(),
+    settings: dict[str, str] | None = None,
+    evaluated: dict[str, str] | None = None,
 ) -> list[str]:
     """Where the file sets a macro the variant sets to something else (NAME -> (value,
     origin) for the variant); a whole mbedTLS config that merely lacks a macro the variant
     undefines agrees with it. The platform's macros (`owned`: platform.py) are never a
-    contradiction: the build replaces them."""
+    contradiction: the build replaces them. An SDK's header driven by kconfig= values
+    (`settings`: CONFIG_X -> value) is read as they evaluate it (`evaluated`: what it
+    defines; a macro its lines name that is not there is undefined), a value that reads a
+    CONFIG_ value compared as that value."""
+    said = macros_of(config.text)
+    if evaluated is not None:
+        said = {name: evaluated.get(name, UNDEFINED) for name in said}
     found = []
-    for name, theirs in macros_of(config.text).items():
+    for name, theirs in said.items():
         if name not in variant or name in owned:
             continue
+        if settings:
+            theirs = re.sub(r"\b[A-Za-z_]\w*\b", lambda m: settings.get(m.group(0), m.group(0)),
+                            theirs)  # fmt: skip
         ours, origin = variant[name]
         if " ".join(ours.split()) != theirs:
             found.append(f"{config.path}: {setting(name, theirs)}, but {origin}: "

@@ -9,10 +9,17 @@ the variant's config headers (the user's file, then tlsbench's, as the build wri
 recipes/), so that `#if` blocks, the library's derived macros and the platform's
 replacements (platform.py) all count. A file the preprocessor refuses (its own #error) is
 refused with that line.
+
+With an SDK's configuration (kconfig=FILE beside the header: kconfig.py) each missing piece
+is named by the CONFIG_ option of the kconfig file that gives it, as the user's header reads
+it: the candidates the header's blocks name are tried through the preprocessor, the header
+with the kconfig file plus that option, and the first that gives the macro is said; where
+none does, the header's macro is.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import subprocess
 import tempfile
@@ -20,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tlsbench.builds import arches, firmware
-from tlsbench.builds.recipes.mbedtls import write_config
+from tlsbench.builds import arches, firmware, kconfig
+from tlsbench.builds.recipes.mbedtls import LAYERED_CONFIG, WHOLE_CONFIG, write_config
 from tlsbench.builds.recipes.wolfssl import (
     YOUR_SETTINGS,
     YOUR_SETTINGS_ASM,
@@ -46,7 +53,7 @@ class Need:
         found = re.fullmatch(r"(\w+)>=(\d+):(\d+)", self.macro)
         if found:  # NAME>=MIN:DEFAULT
             name, least, default = found.group(1), int(found.group(2)), int(found.group(3))
-            return _number(macros.get(name), default) >= least
+            return _number(resolved(macros, name), default) >= least
         if self.macro.startswith("!"):
             return self.macro[1:] not in macros
         return self.macro in macros
@@ -343,6 +350,21 @@ def configuration(variant: Any, source: Path) -> dict[str, str]:
     return found
 
 
+def resolved(macros: dict[str, str], name: str) -> str | None:
+    """A macro's value with the object-like macros it names replaced by theirs: -dM prints a
+    definition as written (`#define MBEDTLS_PSK_MAX_LEN CONFIG_MBEDTLS_PSK_MAX_LEN`, as an
+    SDK's header reads a number from its kconfig values), and the number is what counts."""
+
+    def value(word: str, seen: frozenset[str]) -> str:
+        def substitute(match: re.Match[str]) -> str:
+            inner = match.group(0)
+            return value(inner, seen | {inner}) if inner in macros and inner not in seen else inner
+
+        return re.sub(r"\b[A-Za-z_]\w*\b", substitute, macros[word])
+
+    return value(name, frozenset({name})) if name in macros else None
+
+
 def missing(variant: Any, job: Any, macros: dict[str, str]) -> list[Need]:
     """What the job needs that the configuration lacks, each macro once."""
     if variant.library == "mbedtls":
@@ -367,6 +389,75 @@ def missing(variant: Any, job: Any, macros: dict[str, str]) -> list[Need]:
             if need.macro not in [n.macro for n in unmet[:i]]]  # fmt: skip
 
 
+def _header_macros(variant: Any, source: Path, settings: Any) -> dict[str, str]:
+    """What the variant's own mbedTLS header defines (alone: not the library's derived
+    macros, nor tlsbench's), with `settings` as its kconfig file: the test of a CONFIG_
+    option. A header that does not preprocess so defines nothing."""
+    files = tuple(settings if f.option == "kconfig" else f for f in variant.files)
+    trial = dataclasses.replace(variant, files=files)
+    with tempfile.TemporaryDirectory(prefix="tlsbench-kconfig-") as folder:
+        include = Path(folder)
+        write_config(trial, include)
+        header = WHOLE_CONFIG if variant.file("config") is not None else LAYERED_CONFIG
+        (include / "tlsbench_header.c").write_text(f'#include "{header}"\n')
+        target = arches.arch(variant.arch)
+        proc = subprocess.run(
+            [target.cc("gcc"), *target.flags, "-E", "-dM", f"-I{include}",
+             f"-I{source / 'include'}", *(f"-I{Path(f.path).parent}" for f in variant.files),
+             str(include / "tlsbench_header.c")],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+    if proc.returncode != 0:
+        return {}
+    return {m.group(1): m.group(2) or "" for line in proc.stdout.splitlines()
+            if (m := re.match(r"#define (\w+)(?:\s+(.*))?$", line))}  # fmt: skip
+
+
+def kconfig_changes(variant: Any, source: Path, unmet: list[Need]) -> tuple[list[Need], bool]:
+    """The unmet needs of a variant with a kconfig= file, each change said as the CONFIG_
+    option(s) that give its macro in the user's header (kconfig.py); and whether any is
+    left a change of the header (no CONFIG_ option of it gives the macro)."""
+    settings = variant.file("kconfig")
+    header = variant.file("config") or variant.file("user-config")
+    values = kconfig.parse(settings)
+    tried: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
+
+    def defined_with(extra: dict[str, str]) -> dict[str, str]:
+        memo = tuple(sorted(extra.items()))
+        if memo not in tried:
+            tried[memo] = _header_macros(variant, source, kconfig.with_settings(settings, extra))
+        return tried[memo]
+
+    said: list[Need] = []
+    header_left = False
+    header_name = Path(header.path).name
+    for need in unmet:
+        found = re.fullmatch(r"(\w+)(?:>=(\d+):\d+)?", need.macro)
+        if found is None or not need.change.startswith("#define"):
+            said.append(need)  # not a macro a CONFIG_ option defines (a suite list's entry)
+            header_left = True
+            continue
+        macro, number = found.group(1), found.group(2)
+
+        def holds(extra: dict[str, str], need: Need = need) -> bool:
+            return need.holds(defined_with(extra))
+
+        options = kconfig.options_giving(header.text, macro, holds,
+                                         int(number) if number else None)  # fmt: skip
+        if not options:
+            said.append(dataclasses.replace(
+                need, change=f"{need.change} (no CONFIG_ option of {header_name} gives "
+                f"{macro})"))  # fmt: skip
+            header_left = True
+            continue
+        hidden = sorted({n for o in options for n in o} - values.named)
+        hint = (f"; {Path(settings.path).name} does not name {', '.join(hidden)}: Kconfig sets "
+                "it from another option, such as a choice" if hidden else "")  # fmt: skip
+        change = " or ".join(kconfig.written(o) for o in options)
+        said.append(dataclasses.replace(need, change=f"{change} ({header_name}: {macro}{hint})"))
+    return said, header_left
+
+
 def refuse_unfit(variant: Any, job: Any) -> None:
     """Raises a UserError naming what the job needs and the variant's config file leaves
     out, before anything is built; a variant without a config file is the project's own
@@ -381,11 +472,18 @@ def refuse_unfit(variant: Any, job: Any) -> None:
     unmet = missing(variant, job, configuration(variant, source))
     if unmet:
         files = ", ".join(f.path for f in variant.files)
+        ending = "Add them to the file, or ask for a job it can do."
+        settings = variant.file("kconfig")
+        if settings is not None:
+            unmet, header_left = kconfig_changes(variant, source, unmet)
+            where = f"{Path(settings.path).name} (or with menuconfig)"
+            ending = (f"Set the CONFIG_ options in {where} and add the #define lines to the "
+                      "header, or ask for a job it can do." if header_left
+                      else f"Set them in {where}, or ask for a job it can do.")  # fmt: skip
         lines = [f"  {need.what}: {need.change}" for need in unmet]
         raise UserError(
             f"{variant.name} cannot do the job {job.describe()}: the configuration "
-            f"({files}) leaves out\n" + "\n".join(lines) + "\nAdd them to the file, or ask "
-            "for a job it can do."
+            f"({files}) leaves out\n" + "\n".join(lines) + "\n" + ending
         )
 
 

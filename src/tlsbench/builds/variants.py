@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tlsbench.builds import arches, configfiles, localsource, platform
+from tlsbench.builds import arches, configfiles, kconfig, localsource, platform
 from tlsbench.builds.sources import Pin, companion_lines, load_pins
 from tlsbench.core import paths
 from tlsbench.core.errors import UserError, read_user_file
@@ -408,13 +408,14 @@ class Catalog:
             # left out too; its other flags (-O2) and the features' stay.
             cflags = [(c, origin) for c, origin in cflags
                       if not (origin == base_origin and c.startswith("-D"))]  # fmt: skip
+        settings = self._kconfig_of(files)
         owned: dict[str, str] = {}
         replaced: list[str] = []
         if any(f.option in ("config", "user-config", "user-settings") for f in files):
-            owned = platform.owned(library.name, arches.arch(arch).firmware)
+            owned = platform.owned(library.name, arches.arch(arch).firmware, files)
             replaced = platform.replacements(files, owned, arch)
         self._refuse_contradictions(library.name, files, macros, configure, user_configure,
-                                    cflags, set(owned))  # fmt: skip
+                                    cflags, set(owned), settings)  # fmt: skip
         configure += user_configure
         if library.name == "mbedtls":  # set in tlsbench's user config, after the file
             macros.update({k: (v, "the platform") for k, v in owned.items()})
@@ -439,6 +440,24 @@ class Catalog:
         )
 
     @staticmethod
+    def _kconfig_of(files: list[configfiles.ConfigFile]) -> dict[str, str]:
+        """The CONFIG_ values of a kconfig= file (kconfig.py), which needs the header that
+        reads them beside it; {} without one."""
+        given = [f for f in files if f.option == "kconfig"]
+        if not given:
+            return {}
+        if len(given) > 1:
+            raise UserError(f"kconfig= is given {len(given)} times: a build reads one Kconfig "
+                            "output file; merge them into one")  # fmt: skip
+        if not any(f.option in ("config", "user-config") for f in files):
+            raise UserError(
+                f"{given[0].spec}: kconfig=FILE gives the CONFIG_ values an SDK's mbedTLS "
+                "configuration header reads; name that header beside it with config=FILE "
+                "(ESP-IDF's esp_config.h, Zephyr's config-tls-generic.h) or user-config=FILE"
+            )
+        return kconfig.parse(given[0]).defined
+
+    @staticmethod
     def _refuse_contradictions(
         library: str,
         files: list[configfiles.ConfigFile],
@@ -447,6 +466,7 @@ class Catalog:
         user_configure: list[tuple[str, str]],
         cflags: list[tuple[str, str]],
         owned: set[str],
+        settings: dict[str, str] | None = None,
     ) -> None:
         """A config file or build-system option of the user's that says otherwise than the
         variant's own options: refused with both sides named, since the build would silently
@@ -457,9 +477,13 @@ class Catalog:
         # wolfSSL and the others get macros as -D flags; mbedTLS in its config header.
         defined = {**configfiles.cflag_macros(cflags), **macros}
         defined = {name: said for name, said in defined.items() if name not in owned}
+        kconfig_file = next((f for f in files if f.option == "kconfig"), None)
         for config in files:
             if config.option in ("config", "user-config", "user-settings"):
-                found += configfiles.macro_contradictions(config, defined, owned)
+                evaluated = (platform.evaluated(config, kconfig_file) if kconfig_file is not None
+                             else None)  # fmt: skip
+                found += configfiles.macro_contradictions(config, defined, owned, settings,
+                                                          evaluated)  # fmt: skip
         if found:
             raise UserError(
                 "the variant contradicts itself:\n  "

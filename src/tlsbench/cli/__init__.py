@@ -5,6 +5,7 @@ inside the handler, so that `tlsbench --help` and every verb start without loadi
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from types import ModuleType
@@ -21,6 +22,7 @@ from tlsbench.cli import (
     cortex_m,
     doctor,
     drive,
+    explain,
     fit,
     host_info,
     listing,
@@ -49,6 +51,7 @@ VERBS: dict[str, ModuleType] = {
     "run": run,
     "compare": compare,
     "ab": ab,
+    "explain": explain,
     "report": report,
     "runs": runs,
     "cache": cache,
@@ -91,6 +94,12 @@ def main(argv: list[str] | None = None) -> int:
     except Terminated:
         print("tlsbench: terminated", file=sys.stderr)
         return 143
+    except BrokenPipeError:
+        # The reader went away (`tlsbench report | head`): what it read was whole lines, and
+        # the rest is not wanted. stdout is pointed at /dev/null so that the interpreter's
+        # flush at exit does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 class Terminated(Exception):

@@ -20,8 +20,8 @@ def add_arguments(verb: Verb) -> None:
         "run, and give every figure a verdict",
         "BASE and CANDIDATE are any two variants: two commits (mbedtls@REPO#main, "
         "mbedtls@REPO#HEAD), two config files, two pins, a pin and a tree. Times are judged "
-        "by their statistics; instructions, heap, stack, allocations, wire bytes and code "
-        "size as figures that should not move (equal, or changed by how much). Prints a "
+        "by their statistics; instructions, atomics, heap, stack, allocations, wire bytes and "
+        "code size as figures that should not move (equal, or changed by how much). Prints a "
         "Markdown summary (regressions first). Exit 0: no regression of a kind in "
         "--fail-on; 1: a regression beyond its threshold, or a failed point; 2: bad input.",
     )
@@ -37,24 +37,25 @@ def add_arguments(verb: Verb) -> None:
         "--mode",
         choices=["time", "instructions"],
         default="time",
-        help="time (default): clocks, heap and the rest; instructions: instruction counts "
-        "under callgrind in place of times (heap and the rest as in time mode)",
+        help="time (default): clocks, heap and the rest; instructions: instruction and atomic "
+        "operation counts under callgrind in place of times, each changed figure explained by "
+        "the functions and groups that changed most (heap and the rest as in time mode)",
     )
     abv.add_argument(
         "--fail-on",
         default="all",
         metavar="KINDS",
-        help="figure kinds whose regression exits 1, comma-separated: time, instructions, heap, "
-        "stack, allocations, wire, code-size, or all (default), none (a failed point always "
-        "exits 1)",
+        help="figure kinds whose regression exits 1, comma-separated: time, instructions, "
+        "atomics, heap, stack, allocations, wire, code-size, or all (default), none (a failed "
+        "point always exits 1)",
     )
     abv.add_argument(
         "--threshold",
         action="append",
         metavar="KIND=FRACTION",
         help="practical threshold of a kind, a fraction of the base's figure (repeatable); "
-        "defaults: time=0.05, instructions=0.01, every other kind 0 (any change beyond the "
-        "figure's run-to-run spread)",
+        "defaults: time=0.05, instructions=0.01, atomics=0.01, every other kind 0 (any change "
+        "beyond the figure's run-to-run spread)",
     )
     abv.add_argument(
         "--repetitions",

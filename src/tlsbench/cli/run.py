@@ -54,8 +54,9 @@ def add_arguments(verb: Verb) -> None:
     run.add_argument(
         "--mode",
         choices=["time", "instructions"],
-        help="time (default): the driver's clocks; instructions: instructions of the measured "
-        "calls counted under callgrind, identical run to run",
+        help="time: the driver's clocks; instructions: instructions and atomic operations of "
+        "the measured calls counted under callgrind, identical run to run, with each side's "
+        "cost by function (default: the experiment's `mode`, else time)",
     )
     run.add_argument(
         "--seed",
@@ -171,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
     )
     store = Store(target)
     runner = Runner(store, builder=builder, quiet=args.quiet)
-    runner.mode = args.mode or "time"
+    runner.mode = args.mode or experiment.mode
     runner.parallel_waiting = not args.serial
     timeout = args.timeout if args.timeout is not None else experiment.timeout
     run_id = runner.start(experiment, points, repetitions, timeout, seed=args.seed,

@@ -1,8 +1,8 @@
 """CPU profiles: run the libraries as if this CPU lacked some instruction-set extensions.
 
-A library that picks its code at run time (OpenSSL, AWS-LC, BoringSSL, GnuTLS, nettle) takes
-other paths on another CPU: other speed, and sometimes other heap (AWS-LC's RSA on an
-AVX-512 IFMA CPU allocates a work area the generic path does not). A profile removes
+A library that picks its code at run time (OpenSSL, AWS-LC, BoringSSL, GnuTLS, nettle,
+Botan) takes other paths on another CPU: other speed, and sometimes other heap (AWS-LC's RSA
+on an AVX-512 IFMA CPU allocates a work area the generic path does not). A profile removes
 extensions through each library's own capability switch, so that a developer can run the
 suite, or a run, as on an older CPU before the next machine does it for them.
 
@@ -65,6 +65,26 @@ NETTLE_NAMES = {"aes": "aesni", "pclmulqdq": "pclmul", "sha_ni": "sha_ni"}
 
 AVX512 = frozenset(name for name in OPENSSL_BITS if name.startswith("avx512"))
 
+# Botan's CPUID bits (BOTAN_CLEAR_CPUID, src/lib/utils/cpuid/cpuid_x86): a list of the bits
+# Botan must not use, each still checked against CPUID, so naming one this CPU lacks is
+# harmless. Botan's "bmi2" needs BMI1 and BMI2, "avx512" its whole AVX-512 profile (F, DQ,
+# IFMA, BW, VL, VBMI, VBMI2, BITALG); VAES and VPCLMULQDQ are its avx2_ and avx512_ aes and
+# clmul bits; its SHA-512 extension bit goes with the SHA extensions.
+BOTAN_NAMES: dict[str, tuple[str, ...]] = {
+    "ssse3": ("ssse3",),
+    "aes": ("aesni",),
+    "pclmulqdq": ("clmul",),
+    "avx2": ("avx2",),
+    "bmi1": ("bmi2",),
+    "bmi2": ("bmi2",),
+    "adx": ("adx",),
+    "gfni": ("gfni",),
+    "sha_ni": ("intel_sha", "intel_sha512"),
+    "vaes": ("avx2_aes", "avx512_aes"),
+    "vpclmulqdq": ("avx2_clmul", "avx512_clmul"),
+    **{name: ("avx512",) for name in AVX512},
+}
+
 
 @dataclass(frozen=True)
 class CpuProfile:
@@ -85,10 +105,12 @@ class CpuProfile:
                 words[word] |= 1 << bit
         gnutls = sum(bit for name, bit in GNUTLS_BITS.items() if name in present - hidden)
         nettle = [NETTLE_NAMES[n] for n in sorted(NETTLE_NAMES) if n in present - hidden]
+        botan = sorted({bit for name in hidden for bit in BOTAN_NAMES.get(name, ())})
         return {
             "OPENSSL_ia32cap": f"~0x{words[1]:x}:~0x{words[2]:x}",
             "GNUTLS_CPUID_OVERRIDE": hex(gnutls or GNUTLS_EMPTY_SET),
             "NETTLE_FAT_OVERRIDE": ",".join(nettle) or "none",
+            **({"BOTAN_CLEAR_CPUID": ",".join(botan)} if botan else {}),
         }
 
 

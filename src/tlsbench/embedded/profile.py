@@ -8,8 +8,8 @@ plugin API header of the pinned QEMU source, sources/tools.toml) counts the inst
 translation block run between the entry of the image's measured call (`fw_step`) and its
 return to the caller, per side and per instruction address; the image's symbol table (its
 FILE symbols for static functions, the library's archives for global ones, the toolchain's
-C library for the rest) names the function and source file of each address, and GROUP_RULES
-names the group.
+C library for the rest) names the function and source file of each address, and the rule
+table host and firmware share (tlsbench/core/cost_groups.toml) names the group.
 
 The plugin counts each instruction exactly; the handshake count the image reports comes from
 SysTick, which ticks once per `instructions_per_1000_ticks / 1000` instructions (40 on the
@@ -34,7 +34,8 @@ from typing import Any
 
 from tlsbench.builds import arches
 from tlsbench.builds.firmware import SIDES, TIMEOUT_SECONDS, Core, Job
-from tlsbench.core import paths
+from tlsbench.builds.sources import Sources, load_pins
+from tlsbench.core import costs, paths
 from tlsbench.core.errors import UserError
 from tlsbench.embedded import cycles, qemu, tcg
 
@@ -43,54 +44,25 @@ MEASURED_CALL = "fw_step"  # firmware_core.c's measured handshake step, per side
 
 # ---------------------------------------------------------------------------- groups
 
-# The groups, in the order the split shows them: key -> label.
-GROUPS = {
-    "public_key": "public-key arithmetic",
-    "hashing": "hashing, MAC and key derivation",
-    "symmetric": "symmetric crypto",
-    "asn1_x509": "ASN.1 and certificate parsing",
-    "tls": "TLS state machine",
-    "memory": "memory management",
-    "libc": "C library (memcpy, memset, ...)",
-    "harness": "firmware harness (pipes, timer interrupt)",
-    "other": "other",
-}
-
-# Rules, first match wins: (group, what they match, patterns). `symbol` patterns match a
-# function's name (allocators are known by name wherever they live); `file` patterns match the
-# base name of the source file the function was compiled from (wolfSSL's and mbedTLS's own
-# file names); `origin` is where the function was linked from: "libc" (the toolchain's C
-# library and libgcc) or "firmware" (the image's own sources, drivers/embedded/cortexm).
-# fmt: off
-GROUP_RULES: tuple[tuple[str, str, str], ...] = (
-    ("memory", "symbol", r"__wrap_(malloc|calloc|realloc|free)|_?(malloc|calloc|realloc|free)(_r)?"
-                         r"|_malloc_trim_r|__malloc_(lock|unlock)|_?sbrk(_r)?"),
-    # wolfSSL's XMALLOC, mbedTLS's calloc hooks, newlib's allocator (its static helpers too)
-    ("memory", "file", r"memory\.c|platform\.c|lib_a-(mallocr|freer|callocr|reallocr|malloc|free"
-                       r"|calloc|realloc|mlock|sbrkr|sbrk|nano-malloc.*)\.c"),
-    ("public_key", "file", r"ecc\.c|sp_.*\.c|tfm\.c|integer\.c|wolfmath\.c|curve25519\.c|fe_.*\.c"
-                           r"|ge_.*\.c|ed25519\.c|rsa.*\.c|dhm?\.c|bignum.*\.c|ecp.*\.c|ecdh\.c"
-                           r"|ecdsa\.c|pk\.c|pk_wrap\.c|pk_ecc\.c|psa_crypto_(ecp|rsa)\.c|psa_util\.c"),
-    ("hashing", "file", r"sha\d*\.c|md5?\.c|hmac.*\.c|hash\.c|hkdf\.c|kdf\.c"
-                        r"|psa_crypto_(hash|mac)\.c"),
-    ("symmetric", "file", r"aes.*\.c|gcm\.c|ccm\.c|chacha.*\.c|poly1305\.c|cipher.*\.c"
-                          r"|block_cipher\.c|psa_crypto_(aead|cipher)\.c"),
-    ("asn1_x509", "file", r"asn.*\.c|x509.*\.c|pkparse\.c|pk_parse.*\.c|pkwrite\.c|oid\.c|pem\.c"
-                          r"|base64\.c|coding\.c"),
-    ("tls", "file", r"ssl.*\.c|tls.*\.c|internal\.c|keys\.c|wolfio\.c|mps_.*\.c"),
-    ("libc", "origin", r"libc"),
-    ("harness", "origin", r"firmware"),
-)
-# fmt: on
+# The groups, in the order the split shows them (key -> label), and the rules that name a
+# function's group: the firmware's part of the one table host and firmware share
+# (tlsbench/core/cost_groups.toml). `symbol` rules match a function's name (allocators are
+# known by name wherever they live); `file` rules the base name of the source file the
+# function was compiled from (wolfSSL's and mbedTLS's own file names); `origin` where the
+# function was linked from: "libc" (the toolchain's C library and libgcc) or "firmware" (the
+# image's own sources, drivers/embedded/cortexm).
+SCOPE = "firmware"
+GROUPS = costs.group_labels(SCOPE)
+GROUP_RULES: tuple[tuple[str, str, str], ...] = tuple(
+    (rule.group, rule.subject, rule.pattern) for rule in costs.rule_table().rules
+    if SCOPE in rule.scopes
+)  # fmt: skip
 
 
 def group_of(name: str, source: str, origin: str) -> str:
-    """The group of a function: GROUP_RULES' first match, else "other"."""
-    for group, what, pattern in GROUP_RULES:
-        subject = {"symbol": name, "file": source, "origin": origin}[what]
-        if re.fullmatch(pattern, subject):
-            return group
-    return "other"
+    """The group of a function: the shared table's first firmware rule that matches, else
+    "other"."""
+    return costs.group_of(name, source, origin, scope=SCOPE)
 
 
 # ---------------------------------------------------------------------------- symbols

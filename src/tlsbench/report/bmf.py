@@ -4,7 +4,7 @@
 
 One benchmark per variant, point and (where the figure is per side or per operation) side;
 measures by slug (Bencher creates a measure the first time it sees its slug): latency (ns,
-Bencher's built-in), throughput (handshakes/s, built-in), instructions, heap-peak,
+Bencher's built-in), throughput (handshakes/s, built-in), instructions, atomics, heap-peak,
 heap-retained, stack, allocations, wire-bytes, round-trips, code-size (bytes),
 throughput-mbps, cycles-per-byte. lower_value / upper_value are the 95 % CI where the
 report has one.

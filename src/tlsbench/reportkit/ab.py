@@ -21,6 +21,12 @@ kind (KINDS) with its own threshold (a fraction of the base's figure):
 - a point that failed, or that one side supports and the other does not, is a verdict of
   its own (kind "run").
 
+In instruction mode every point stores each side's cost by function (`output["costs"]`,
+tlsbench.core.costs); a figure whose verdict is not "no change" is then explained by the
+functions and groups whose counts per operation changed most, up or down, with their counts
+before and after (`core.costs.diff_costs`): atomics by their atomics, allocations by calls,
+every other figure by instructions. A change inside one function is named by that function.
+
 The exit status: 0 when no regression of a kind in `fail_on` (and nothing failed), 1
 otherwise; usage errors are the CLI's 2.
 """
@@ -33,6 +39,7 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from tlsbench.core.costs import CostDiff, SideCosts, diff_costs
 from tlsbench.core.errors import UserError
 from tlsbench.core.stats import (
     DEFAULT_THRESHOLD,
@@ -47,13 +54,19 @@ from tlsbench.core.store import Point, Store
 from tlsbench.reportkit.compare import HIGHER_IS_BETTER_UNITS, TIME_UNITS, compare_points
 from tlsbench.reportkit.model import describe_source
 
-KINDS = ("time", "instructions", "heap", "stack", "allocations", "wire", "code-size")
+KINDS = ("time", "instructions", "atomics", "heap", "stack", "allocations", "wire",
+         "code-size")  # fmt: skip
 # Fractions of the base's figure a change must exceed. Figures that are the same in every
 # run count any change; instruction counts get 1 %, as `compare` does: the seeded libraries
 # count the same in every run, but those that cannot be seeded (AWS-LC, BoringSSL, rustls)
 # still move by up to ~0.2 %, and a count measured without --deterministic by up to ~1 %.
-DEFAULT_THRESHOLDS = {"time": DEFAULT_THRESHOLD, "instructions": 0.01, "heap": 0.0,
-                      "stack": 0.0, "allocations": 0.0, "wire": 0.0, "code-size": 0.0}  # fmt: skip
+# Atomic operations are counted beside the instructions, with the same threshold.
+DEFAULT_THRESHOLDS = {"time": DEFAULT_THRESHOLD, "instructions": 0.01, "atomics": 0.01,
+                      "heap": 0.0, "stack": 0.0, "allocations": 0.0, "wire": 0.0,
+                      "code-size": 0.0}  # fmt: skip
+# How many functions and groups an explanation names, and what it sorts a kind by.
+EXPLAINED = 10
+EXPLAINED_BY = {"atomics": "atomics", "allocations": "calls"}
 RUN = "run"  # a point that failed, or that only one side supports
 # What a figure moves by between runs of the same code today, in its unit: a change no
 # larger is no change. An allocation more or less per handshake where the libraries'
@@ -90,6 +103,10 @@ class Verdict:
     verdict: str  # regression | improvement | no change | inconclusive | failed
     how: str  # how the verdict was reached, for a reader
     repetitions: tuple[int, int] = (0, 0)
+    side: str = ""  # client or server, where the figure is one side's
+    # What moved, function by function, where the point stored its cost by function
+    # (instruction mode) and the verdict is not "no change".
+    explained: CostDiff | None = None
 
     @property
     def change(self) -> float | None:
@@ -230,6 +247,9 @@ def _figures(store: Store, point: Point) -> dict[str, _Figure]:
             if series.endswith("_instructions"):
                 add(series.replace("_", " "), "instructions", "instructions",
                     statistics.median(values))  # fmt: skip
+            elif series.endswith("_atomics"):
+                add(series.replace("_", " "), "atomics", "atomics",
+                    statistics.median(values))  # fmt: skip
             elif series.endswith("_allocs") and units.get(series) not in TIME_UNITS:
                 # Per record (records) or per operation: the mean, as the report shows it.
                 add(f"{series.removesuffix('_allocs')} allocations per record", "allocations",
@@ -360,8 +380,48 @@ def compare_pair(
                                              fa.kind in JITTER_WHEN_CONSTANT)  # fmt: skip
         verdicts.append(Verdict(a.name, name, fa.kind, fa.unit, statistics.median(fa.values),
                                 statistics.median(fb.values), threshold, verdict, how,
-                                (len(fa.values), len(fb.values))))  # fmt: skip
+                                (len(fa.values), len(fb.values)), side_of(name)))  # fmt: skip
+    explain(store, a, b, verdicts)
     return verdicts
+
+
+def side_of(figure: str) -> str:
+    """The side a figure is of: "client instructions", "full handshake server bytes"."""
+    words = figure.split()
+    return next((w for w in words if w in SIDES), "")
+
+
+def stored_costs(store: Store, point: Point) -> dict[str, SideCosts]:
+    """A point's cost by function per side, from its first ok repetition that stored one
+    (instruction mode; the counts are the same in every repetition)."""
+    for result in store.results(point.id):
+        if result["status"] != "ok" or not result["output"]:
+            continue
+        output = json.loads(result["output"])
+        if output.get("costs"):
+            # Grouped by today's rules, the same for both points of a comparison.
+            return {side: SideCosts.from_json(data).regrouped()
+                    for side, data in output["costs"].items()}  # fmt: skip
+    return {}
+
+
+def explain(store: Store, a: Point, b: Point, verdicts: list[Verdict],
+            top: int = EXPLAINED) -> None:  # fmt: skip
+    """Each verdict of one side's figure that is not "no change" gets the functions and
+    groups of that side that changed most, where both points stored their costs."""
+    wanted = [v for v in verdicts if v.verdict != NO_CHANGE and v.side and v.kind != RUN]
+    if not wanted:
+        return
+    before, after = stored_costs(store, a), stored_costs(store, b)
+    diffs: dict[tuple[str, str], CostDiff] = {}
+    for v in wanted:
+        if v.side not in before or v.side not in after:
+            continue
+        measure = EXPLAINED_BY.get(v.kind, "instructions")
+        key = (v.side, measure)
+        if key not in diffs:
+            diffs[key] = diff_costs(before[v.side], after[v.side], top, measure)
+        v.explained = diffs[key]
 
 
 def compare_variants(
@@ -498,6 +558,7 @@ def markdown(outcome: Outcome, db: str = "") -> str:
                          ("Inconclusive", inconclusive)):  # fmt: skip
         if items:
             lines += ["", f"### {title} ({len(items)})", "", *_table(items, outcome.fail_on)]
+    lines += explanations(outcome.verdicts)
     by_kind: dict[str, int] = {}
     for v in unchanged:
         by_kind[v.kind] = by_kind.get(v.kind, 0) + 1
@@ -516,6 +577,58 @@ def markdown(outcome: Outcome, db: str = "") -> str:
         lines += ["", "<details><summary>Every unchanged figure</summary>", "",
                   *_table(unchanged), "", "</details>"]  # fmt: skip
     return "\n".join(lines) + "\n"
+
+
+def _per_op(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 100 or float(value).is_integer() else f"{value:,.3g}"
+
+
+def _delta(before: float, after: float) -> str:
+    change = after - before
+    text = f"{change:+,.0f}" if abs(change) >= 100 or float(change).is_integer() \
+        else f"{change:+,.3g}"  # fmt: skip
+    return text + (f" ({change / before:+.1%})" if before else " (new)" if after else "")
+
+
+def explanations(verdicts: list[Verdict]) -> list[str]:
+    """ "What changed, by function": one block per point, side and measure whose figures
+    changed, naming the figures it explains, then its functions and groups (per operation,
+    base and candidate)."""
+    blocks: dict[tuple[str, str, int], tuple[CostDiff, list[Verdict]]] = {}
+    for v in _ordered(verdicts):
+        if v.explained is not None:
+            key = (v.point, v.side, id(v.explained))
+            blocks.setdefault(key, (v.explained, []))[1].append(v)
+    if not blocks:
+        return []
+    lines = ["", "### What changed, by function", "",
+             "Per operation (handshake, record), self cost (a function's own instructions, "
+             "not its callees'), the largest changes first, in both directions."]  # fmt: skip
+    for (point, side, _), (diff, figures) in blocks.items():
+        names = ", ".join(f"{v.figure} ({v.verdict})" for v in figures)
+        what = diff.measure
+        lines += [
+            "",
+            f"**{point}, {side}**: {names}; by {what}, "
+            f"{_per_op(diff.before_total)} -> {_per_op(diff.after_total)}",
+            "",
+        ]
+        lines += [f"| function | group | object | base {what} | candidate {what} | change | "
+                  "calls base -> candidate |",
+                  "| --- | --- | --- | ---: | ---: | ---: | ---: |"]  # fmt: skip
+        for c in diff.functions:
+            lines.append(
+                f"| `{c.name.replace('|', '/')}` | {c.label} | {c.object} | "
+                f"{_per_op(c.before[what])} | {_per_op(c.after[what])} | "
+                f"{_delta(c.before[what], c.after[what])} | "
+                f"{_per_op(c.before['calls'])} -> {_per_op(c.after['calls'])} |"
+            )
+        lines += ["", f"| group | base {what} | candidate {what} | change |",
+                  "| --- | ---: | ---: | ---: |"]  # fmt: skip
+        for c in diff.groups:
+            lines.append(f"| {c.label} | {_per_op(c.before[what])} | {_per_op(c.after[what])} | "
+                         f"{_delta(c.before[what], c.after[what])} |")  # fmt: skip
+    return lines
 
 
 def to_json(outcome: Outcome) -> str:
@@ -538,7 +651,13 @@ def to_json(outcome: Outcome) -> str:
         },
         "skipped": outcome.skipped,
         "verdicts": [
-            {**asdict(v), "change": v.change, "ratio": v.ratio, "failing": v in outcome.failing()}
+            {
+                **{k: value for k, value in asdict(v).items() if k != "explained"},
+                "change": v.change,
+                "ratio": v.ratio,
+                "failing": v in outcome.failing(),
+                "changed": v.explained.to_json() if v.explained is not None else None,
+            }
             for v in outcome.verdicts
         ],
     }

@@ -188,7 +188,7 @@ def _normalised(
 
 
 def _threshold(series: str, base: float, explicit: bool, median_a: float, step: float) -> float:
-    if series.endswith("_instructions") and not explicit:
+    if series.endswith(("_instructions", "_atomics")) and not explicit:
         return INSTRUCTION_THRESHOLD
     if step > 0 and median_a != 0:
         # A median can only move in whole steps: smaller "changes" are the timer's resolution.

@@ -5,6 +5,7 @@ An experiment file (experiments/NAME.toml) opens with the question it answers:
     question = "How does handshake heap grow with record buffer size?"
     repetitions = 5          # driver processes per point (default 5)
     timeout = 120            # seconds per driver process (default 300)
+    mode = "instructions"    # time (default) or instructions, unless `run --mode` says
 
     [defaults]               # options of every point unless the matrix sets them
     scenario = "handshake"
@@ -57,8 +58,10 @@ from tlsbench.scenarios.base import PointChecker
 __all__ = ["Experiment", "RunPoint", "load", "only", "point_name"]
 
 EXPERIMENTS_DIR = paths.REPO / "experiments"
-TOP_KEYS = {"question", "description", "repetitions", "timeout", "defaults", "per_scenario",
-            "matrix", "include", "exclude"}  # fmt: skip
+TOP_KEYS = {"question", "description", "repetitions", "timeout", "mode", "defaults",
+            "per_scenario", "matrix", "include", "exclude"}  # fmt: skip
+# How an experiment's points are measured when `tlsbench run` is not told (`--mode`).
+MODES = ("time", "instructions")
 MAX_REPETITIONS = 1000
 MAX_TIMEOUT_S = 24 * 3600
 
@@ -78,6 +81,7 @@ class Experiment:
     repetitions: int
     timeout: float
     points: list[RunPoint] = field(default_factory=list)
+    mode: str = "time"  # what `tlsbench run` measures it in unless told (--mode)
 
 
 def point_name(scenario: str, options: dict[str, Any]) -> str:
@@ -198,6 +202,10 @@ class _Loader(PointChecker):
             raise self.error('an experiment opens with `question = "..."`: what it answers')
         repetitions = self.check_number(data, "repetitions", 5, 1, MAX_REPETITIONS, True)
         timeout = self.check_number(data, "timeout", 300, 1, MAX_TIMEOUT_S, False)
+        mode = data.get("mode", "time")
+        if mode not in MODES:
+            raise self.error(f"mode must be one of {', '.join(MODES)}, not {_describe(mode)}",
+                             r"^\s*mode\s*=")  # fmt: skip
         defaults = data.get("defaults", {})
         self.check_table(defaults, "defaults")
         per_scenario = data.get("per_scenario", {})
@@ -262,6 +270,7 @@ class _Loader(PointChecker):
             repetitions=repetitions,
             timeout=float(timeout),
             points=points,
+            mode=mode,
         )
 
     def for_variants(self, raw: list[dict[str, Any]], variants: list[str]) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ from tlsbench.driver.declaration import Declared, OptionDecl, ScenarioDecl, decl
 from tlsbench.reportkit.section import Section
 from tlsbench.scenarios import (
     aead,
+    by_function,
     code_size,
     connections,
     firmware,
@@ -90,7 +91,8 @@ def named_keys() -> tuple[str, ...]:
 
 
 def sections() -> tuple[Section, ...]:
-    """Every family's report sections, and the instruction counts any point may have, in
-    report order."""
-    every = [s for f in families() for s in f.sections] + [instructions_section(families())]
+    """Every family's report sections, and the instruction counts and costs by function any
+    point may have, in report order."""
+    every = [s for f in families() for s in f.sections] + [instructions_section(families()),
+                                                            by_function.SECTION]  # fmt: skip
     return tuple(sorted(every, key=lambda s: s.rank))

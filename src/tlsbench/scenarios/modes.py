@@ -7,7 +7,9 @@
   qemu-user), where time means nothing;
 - instructions (`run_instructions`): the timing driver under callgrind, counting only the
   calls the driver toggles, once per side (the scenarios the driver declares
-  `instructions`), with the heap driver's figures beside the counts.
+  `instructions`): instructions and atomic operations (bus-locking instructions) per
+  operation as series, the side's cost by function and group as output["costs"]
+  (driver/callgrind.py, core/costs.py), with the heap driver's figures beside the counts.
 
 The instructions table of the report is this module's too: any point of any family may
 have instruction counts.
@@ -26,7 +28,9 @@ from typing import Any
 from tlsbench.builds import arches
 from tlsbench.builds.build import Build
 from tlsbench.builds.recipes.runtime import at_run_time
+from tlsbench.core.costs import SideCosts
 from tlsbench.core.points import RunPoint
+from tlsbench.driver import callgrind
 from tlsbench.driver.declaration import declared
 from tlsbench.driver.process import Outcome, run_driver, unsupported
 from tlsbench.reportkit.metrics import Metric
@@ -150,63 +154,86 @@ def run_heap_only(point: RunPoint, build: Build, timeout: float) -> Outcome:
 # -- instructions ----------------------------------------------------------------------------
 
 
-def callgrind_prefix(out_file: Path) -> list[str]:
-    """callgrind counting only what the driver toggles, with address randomisation off."""
-    return [
-        "setarch", "-R", "valgrind", "--tool=callgrind", "--collect-atstart=no",
-        f"--callgrind-out-file={out_file}",
-    ]  # fmt: skip
-
-
-def callgrind_total(out_file: Path) -> int:
-    for line in out_file.read_text().splitlines():
-        if line.startswith("totals:"):
-            return int(line.split()[1])
-    raise ValueError(f"no totals in {out_file}")
-
-
 def run_instructions(point: RunPoint, build: Build, timeout: float) -> Outcome:
-    """Instruction counts per measured operation and side, identical from run to run."""
-    with tempfile.TemporaryDirectory(prefix="tlsbench-callgrind-") as scratch:
-        return _run_instructions(point, build, timeout, Path(scratch))
-
-
-def _run_instructions(point: RunPoint, build: Build, timeout: float, scratch: Path) -> Outcome:
-    if arches.arch(build.variant.arch).emulator:
-        return unsupported(f"instruction mode runs valgrind on this machine's code; "
-                           f"{build.variant.name} runs under qemu-user")  # fmt: skip
-    undecodable = at_run_time(point.library).valgrind_refusal(build.variant.features)
-    if undecodable:
-        return unsupported(f"instruction mode runs valgrind, and {undecodable}")
-    sides = collected_sides(point.scenario)
-    if not sides:
-        return unsupported(f"instruction mode does not apply to the {point.scenario} scenario")
-    if "aead" in declared().scenario(point.scenario).options \
-            and not {"aead", "payload"} <= point.options.keys():  # fmt: skip
-        return unsupported("instruction mode needs an aead point with one aead and one payload")
-    iterations = int(point.options.get("iterations", 0)) or None
-    outcome: Outcome | None = None
+    """Instruction counts and atomic operations per measured operation and side, identical
+    from run to run, and each side's cost by function (output["costs"])."""
+    refused = instruction_refusal(point, build)
+    if refused:
+        return unsupported(refused)
+    outcome, by_side = count_costs(point, build, timeout)
+    if outcome.status != "ok" or outcome.output is None:
+        return outcome
     counts: dict[str, list[float]] = {}
-    for side in sides:
-        out_file = scratch / f"callgrind.{side}.out"
-        outcome = run_driver(
-            point,
-            build,
-            timeout * VALGRIND_SLOWDOWN,
-            prefix=callgrind_prefix(out_file),
-            extra_env={"TLSBENCH_COLLECT": side},
-            extra_args=DETERMINISTIC_ARGS,
-        )
-        if outcome.status != "ok" or outcome.output is None:
-            return outcome
-        per = iterations or int(outcome.output["params"]["iterations"])
-        counts[f"{side}_instructions"] = [callgrind_total(out_file) / per]
-        out_file.unlink()
-    assert outcome is not None and outcome.output is not None
+    units: dict[str, str] = {}
+    for side, costs in by_side.items():
+        counts[f"{side}_instructions"] = [costs.per_operation(costs.instructions)]
+        counts[f"{side}_atomics"] = [costs.per_operation(costs.atomics)]
+        units |= {f"{side}_instructions": "instructions", f"{side}_atomics": "atomics"}
     outcome.output["samples"] = counts
-    outcome.output["summary"] = {k: {"unit": "instructions"} for k in counts}
+    outcome.output["summary"] = {k: {"unit": unit} for k, unit in units.items()}
+    outcome.output["costs"] = {side: costs.to_json() for side, costs in by_side.items()}
     outcome.output["heap"] = None  # valgrind replaces malloc: the driver's counters read 0
     return with_heap_figures(point, build, timeout, outcome)
+
+
+def instruction_refusal(point: RunPoint, build: Build) -> str | None:
+    """Why instruction mode cannot count a point, or None."""
+    if arches.arch(build.variant.arch).emulator:
+        return (f"instruction mode runs valgrind on this machine's code; "
+                f"{build.variant.name} runs under qemu-user")  # fmt: skip
+    undecodable = at_run_time(point.library).valgrind_refusal(build.variant.features)
+    if undecodable:
+        return f"instruction mode runs valgrind, and {undecodable}"
+    if not collected_sides(point.scenario):
+        return f"instruction mode does not apply to the {point.scenario} scenario"
+    if "aead" in declared().scenario(point.scenario).options \
+            and not {"aead", "payload"} <= point.options.keys():  # fmt: skip
+        return "instruction mode needs an aead point with one aead and one payload"
+    return None
+
+
+def count_costs(point: RunPoint, build: Build, timeout: float, extra_args: Sequence[str] = (),
+                deterministic: bool = True) -> tuple[Outcome, dict[str, SideCosts]]:  # fmt: skip
+    """The timing driver under callgrind once per side the scenario counts, as instruction
+    mode runs it (`extra_args` after the point's own options: `tlsbench explain` gives its
+    user's there; `deterministic` False: the library's own randomness, for a library the
+    fixed stream cannot reach, whose counts may then differ run to run): the last run's
+    outcome, and each side's cost by function."""
+    by_side: dict[str, SideCosts] = {}
+    outcome = unsupported(f"instruction mode does not apply to the {point.scenario} scenario")
+    with tempfile.TemporaryDirectory(prefix="tlsbench-callgrind-") as scratch:
+        for side in collected_sides(point.scenario):
+            out_file = Path(scratch) / f"callgrind.{side}.out"
+            outcome = run_driver(
+                point,
+                build,
+                timeout * VALGRIND_SLOWDOWN,
+                prefix=callgrind.command_prefix(out_file),
+                extra_env={"TLSBENCH_COLLECT": side},
+                extra_args=[*extra_args, *(DETERMINISTIC_ARGS if deterministic else [])],
+            )
+            if outcome.status != "ok" or outcome.output is None:
+                return outcome, by_side
+            per = int(outcome.output["params"]["iterations"])
+            by_side[side] = side_costs(out_file, side, per, build)
+            out_file.unlink()
+    return outcome, by_side
+
+
+def side_costs(out_file: Path, side: str, operations: int, build: Build) -> SideCosts:
+    """One side's cost by function from its callgrind output, whose groups sum exactly to
+    the count instruction mode stores (callgrind's total): asserted, never assumed."""
+    costs = callgrind.read_costs(out_file, side, operations, linked_archives(build))
+    total = callgrind.read_totals(out_file)
+    assert sum(g.instructions for g in costs.groups()) == total["Ir"] == costs.instructions
+    assert sum(g.atomics for g in costs.groups()) == total.get("Ge", 0) == costs.atomics
+    return costs
+
+
+def linked_archives(build: Build) -> list[str]:
+    """The static libraries linked into a build's driver (where a function's source file is
+    found: the pinned builds have no debug information)."""
+    return [str(f) for f in (build.manifest.get("link") or {}).get("library_files") or []]
 
 
 def with_heap_figures(point: RunPoint, build: Build, timeout: float, counted: Outcome) -> Outcome:
@@ -248,6 +275,10 @@ class InstructionRow:
     identical: bool  # every repetition gave the same count
     failed: str = ""  # "2 of 5 repetitions failed" where the figures rest on fewer
     machine: str = ""  # where the run spans several machines: the one(s) this row ran on
+    # Atomic operations (bus-locking instructions) per operation, median over repetitions:
+    # callgrind's global bus events, counted beside the instructions (None: not counted,
+    # firmware points and runs stored before atomics were).
+    atomics: float | None = None
     # Firmware (Cortex-M) points: the count projected to ms at a reference part's clock, low
     # and high end of the core's CPI range (builds/firmware.py); the firmware table has the rest.
     projected_ms: float | None = None
@@ -267,11 +298,13 @@ def load_instructions(reader: Any, families: Sequence[Family]) -> dict[str, list
             projected = next((found for r in reader.ok(p) for f in families
                               if (found := f.projected_ms(r.output or {}, side))),
                              None)  # fmt: skip
+            atomics = reader.store.samples(p.id, f"{side}_atomics")
             if counts:
                 rows.append(InstructionRow(
                     variant=p.variant, library=p.library, point=p.name, side=side,
                     instructions=statistics.median(counts), repetitions=len(counts),
                     identical=len(set(counts)) == 1,
+                    atomics=statistics.median(atomics) if atomics else None,
                     projected_ms=projected[0] if projected else None,
                     projected_ms_high=projected[1] if projected else None,
                 ))  # fmt: skip
@@ -282,6 +315,7 @@ def instruction_views(model: Any) -> list[Any]:
     if not model.instructions:
         return []
     projected = any(r.projected_ms is not None for r in model.instructions)
+    atomics = any(r.atomics is not None for r in model.instructions)
     return [
         View(
             "instructions",
@@ -289,16 +323,22 @@ def instruction_views(model: Any) -> list[Any]:
             "Instructions counted by callgrind inside one side's measured library calls, "
             "per operation (handshake, record or bulk pass); `client` is the record "
             "writer, `server` the reader. Median over repetitions, which should agree."
+            + (" `atomics`: the bus-locking instructions among them (LOCK-prefixed "
+               "read-modify-writes and XCHG with memory: callgrind's global bus events), "
+               "each a cache line that bounces between cores when shared "
+               "(docs/methodology.md)." if atomics else "")
             + (" Firmware points: instructions of each side's handshake calls counted by "
                "QEMU (-icount), projected to ms as a range: the core's cycles per "
                "instruction at a reference part's clock (an assumption, not a measurement "
                "of a board: the firmware section says which)." if projected else ""),
-            ["variant", "point", "side", "instructions", "repetitions", "identical",
-             *(["projected ms"] if projected else [])],
-            [False, False, False, True, True, False, *([True] if projected else [])],
+            ["variant", "point", "side", "instructions", *(["atomics"] if atomics else []),
+             "repetitions", "identical", *(["projected ms"] if projected else [])],
+            [False, False, False, True, *([True] if atomics else []), True, False,
+             *([True] if projected else [])],
             [
-                [variant_cell(r), r.point, r.side, fmt_count(r.instructions), str(r.repetitions),
-                 "yes" if r.identical else "no",
+                [variant_cell(r), r.point, r.side, fmt_count(r.instructions),
+                 *([fmt_count(r.atomics) if r.atomics is not None else "-"] if atomics else []),
+                 str(r.repetitions), "yes" if r.identical else "no",
                  *([fmt_range(r.projected_ms, r.projected_ms_high)] if projected else [])]
                 for r in model.instructions
             ],
@@ -308,15 +348,20 @@ def instruction_views(model: Any) -> list[Any]:
 
 def instruction_metrics(model: Any) -> list[Any]:
     return [Metric(i.variant, i.point, "instructions", "instructions", i.instructions,
-                   side=i.side) for i in model.instructions]  # fmt: skip
+                   side=i.side) for i in model.instructions] + [
+        Metric(i.variant, i.point, "atomics", "atomics", i.atomics, side=i.side)
+        for i in model.instructions if i.atomics is not None]  # fmt: skip
 
 
 def instruction_summary(model: Any) -> list[SummaryCell]:
-    """Per variant: its first client row's instruction count (of its first point)."""
-    clients = [r for r in model.instructions if r.side == "client"]
-    return [SummaryCell(r.variant, "client instructions", r.instructions,
-                        fmt_count(r.instructions), r.point)
-            for r in first_per_variant(clients)]  # fmt: skip
+    """Per variant: its first client row's instruction count (of its first point), and the
+    atomic operations of the same row where they were counted."""
+    clients = first_per_variant([r for r in model.instructions if r.side == "client"])
+    cells = [SummaryCell(r.variant, "client instructions", r.instructions,
+                         fmt_count(r.instructions), r.point) for r in clients]  # fmt: skip
+    cells += [SummaryCell(r.variant, "client atomics", r.atomics, fmt_count(r.atomics), r.point)
+              for r in clients if r.atomics is not None]  # fmt: skip
+    return cells
 
 
 def instructions_section(families: Sequence[Family]) -> Section:

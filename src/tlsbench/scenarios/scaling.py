@@ -13,9 +13,13 @@ A point runs the driver's handshake (or resume) scenario with T threads at once
 
 Each threads point runs twice: the timing driver for the rates, then the same run with
 `--locks` for each side's pthread lock calls and contentions per handshake (counting costs a
-little per lock call, so never in the timed run). Drivers are not pinned to one CPU here: the
-threads must have the machine's cores. A point asking for more threads than this machine
-has CPUs is unsupported, with the count.
+little per lock call, so never in the timed run). Beside the locks, each side's atomic
+operations per handshake (bus-locking instructions: what serialises cores without a lock),
+counted once per variant and job under callgrind as instruction mode counts them, on one
+thread (callgrind runs threads one at a time; the count per handshake is the code's, the
+same at every T). Drivers are not pinned to one CPU here: the threads must have the
+machine's cores. A point asking for more threads than this machine has CPUs is unsupported,
+with the count.
 
 Report: "scaling with threads" (total handshakes/s, per-thread rate and efficiency against
 T = 1 of the same model, the ratio to the process baseline at the same T, locks per
@@ -39,7 +43,7 @@ from tlsbench.reportkit.palette import style
 from tlsbench.reportkit.reader import RunReader, case_labels
 from tlsbench.reportkit.section import Section, SummaryCell, TableSpec, first_per_variant
 from tlsbench.reportkit.views import View, fmt_sig, variant_cell
-from tlsbench.scenarios import base
+from tlsbench.scenarios import base, modes
 from tlsbench.scenarios.base import (
     THREADS_KEY,
     TLS_KEYS,
@@ -113,7 +117,7 @@ class Scaling(Family):
 
 def run_threads(point: RunPoint, build: Build, timeout: float) -> Outcome:
     """The timing run, then the lock-counting run of the same point; the stored output is
-    the timing run's with the counting run's `locks`."""
+    the timing run's with the counting run's `locks` and the job's `atomics`."""
     timed = run_driver(point, build, timeout, pinned=False)
     if timed.status != "ok" or timed.output is None:
         return timed
@@ -121,10 +125,44 @@ def run_threads(point: RunPoint, build: Build, timeout: float) -> Outcome:
     if counted.status != "ok" or counted.output is None:
         counted.stderr_tail = f"(the --locks run)\n{counted.stderr_tail}"
         return counted
-    output = {**timed.output, "locks": counted.output.get("locks")}
-    output["measure"] = {"time": "tlsbench-driver", "locks": "tlsbench-driver --locks"}
+    output = {**timed.output, "locks": counted.output.get("locks"),
+              "atomics": atomics_per_handshake(point, build, timeout)}  # fmt: skip
+    output["measure"] = {"time": "tlsbench-driver", "locks": "tlsbench-driver --locks",
+                         "atomics": "tlsbench-driver under callgrind --collect-bus=yes, "
+                                    f"{ATOMICS_ITERATIONS} handshakes on one thread"}  # fmt: skip
     return Outcome("ok", 0, None, timed.seconds + counted.seconds, output,
                    "\n".join(t for t in (timed.stderr_tail, counted.stderr_tail) if t))  # fmt: skip
+
+
+# Handshakes the atomic count covers (deterministic: a few do), and the counts already made
+# in this process, by build and job (every T and model of a job shares its count).
+ATOMICS_ITERATIONS = 10
+_ATOMICS: dict[tuple[str, str, tuple[tuple[str, str], ...]], dict[str, Any]] = {}
+
+
+def atomics_per_handshake(point: RunPoint, build: Build, timeout: float) -> dict[str, Any]:
+    """Each side's atomic operations per handshake of the point's job on one thread, under
+    callgrind as instruction mode counts them, once per build and job; what keeps it from
+    being counted (the build cannot run under valgrind) instead, never a failed point."""
+    options = {k: v for k, v in point.options.items() if k not in ("threads", "contexts")}
+    options["iterations"] = ATOMICS_ITERATIONS
+    key = (str(build.folder), point.scenario, tuple(sorted((k, str(v)) for k, v in
+                                                           options.items())))  # fmt: skip
+    if key not in _ATOMICS:
+        one = dataclasses.replace(point, options=options)
+        refused = modes.instruction_refusal(one, build)
+        if refused:
+            _ATOMICS[key] = {"not_counted": refused}
+        else:
+            outcome, by_side = modes.count_costs(one, build, timeout)
+            if outcome.status != "ok" or not by_side:
+                reason = ((outcome.output or {}).get("error") or {}).get("message") or \
+                    outcome.stderr_tail.strip()[-300:]  # fmt: skip
+                _ATOMICS[key] = {"not_counted": f"the callgrind run failed: {reason}"}
+            else:
+                _ATOMICS[key] = {side: c.per_operation(c.atomics) for side, c in by_side.items()}
+                _ATOMICS[key]["iterations"] = ATOMICS_ITERATIONS
+    return dict(_ATOMICS[key])
 
 
 def run_processes(point: RunPoint, build: Build, timeout: float, count: int) -> Outcome:
@@ -179,6 +217,9 @@ class ScalingRow:
     contended: float | None  # both sides' lock calls that found the lock held, per handshake
     failed: str = ""
     machine: str = ""
+    # Atomic operations per handshake and side (callgrind, one thread; None: not counted)
+    client_atomics: float | None = None
+    server_atomics: float | None = None
 
 
 @dataclass(frozen=True)
@@ -200,6 +241,7 @@ class LockRow:
     cond_wait: float
     cond_signal: float
     contended: float
+    atomics: float | None = None  # bus-locking instructions per handshake (callgrind)
 
     @property
     def acquisitions(self) -> float:
@@ -223,6 +265,16 @@ def _lock_figures(outputs: list[dict[str, Any]], side: str) -> dict[str, float] 
     return {k: statistics.median(v) for k, v in per_rep.items()} or None
 
 
+def _atomic_figures(outputs: list[dict[str, Any]]) -> dict[str, float]:
+    """Each side's atomics per handshake: the count of the first repetition that has one
+    (every repetition of a job stores the same count)."""
+    for out in outputs:
+        atomics = out.get("atomics") or {}
+        if "client" in atomics:
+            return {side: float(atomics[side]) for side in ("client", "server") if side in atomics}
+    return {}
+
+
 def load_scaling(reader: RunReader) -> dict[str, list[Any]]:
     points = reader.points_of(FAMILY.scenarios)
     params = {p.id: {**reader.params(p), "scenario": p.scenario} for p in points}
@@ -236,17 +288,18 @@ def load_scaling(reader: RunReader) -> dict[str, list[Any]]:
         outputs = [r.output for r in reader.ok(p) if r.output]
         model, threads = params[p.id].get("contexts", "shared"), int(params[p.id].get("threads", 1))
         locks = {}
+        atomics = _atomic_figures(outputs)
         for side in ("client", "server"):
             figures = _lock_figures(outputs, side)
             if figures is not None:
                 locks[side] = LockRow(p.variant, p.library, p.name, cases[p.id], model, threads,
-                                      side, **figures)  # fmt: skip
+                                      side, **figures, atomics=atomics.get(side))  # fmt: skip
                 lock_rows.append(locks[side])
-        raw.append((p, params[p.id], locks))
+        raw.append((p, params[p.id], locks, atomics))
     totals = {(p.variant, cases[p.id], ps.get("contexts", "shared"), int(ps.get("threads", 1))):
-              reader.median_of(p, "total_handshakes_per_s") for p, ps, _ in raw}  # fmt: skip
+              reader.median_of(p, "total_handshakes_per_s") for p, ps, _, _ in raw}  # fmt: skip
     rows = []
-    for p, ps, locks in raw:
+    for p, ps, locks, atomics in raw:
         model, threads = ps.get("contexts", "shared"), int(ps.get("threads", 1))
         total = totals[(p.variant, cases[p.id], model, threads)]
         one = totals.get((p.variant, cases[p.id], model, 1))
@@ -260,6 +313,7 @@ def load_scaling(reader: RunReader) -> dict[str, list[Any]]:
             client_locks=locks["client"].acquisitions if locks else None,
             server_locks=locks["server"].acquisitions if locks else None,
             contended=locks["client"].contended + locks["server"].contended if locks else None,
+            client_atomics=atomics.get("client"), server_atomics=atomics.get("server"),
         ))  # fmt: skip
     order = {v: i for i, v in enumerate(dict.fromkeys(p.variant for p in reader.points))}
     rows.sort(key=lambda r: (order[r.variant], r.case, MODELS.index(r.model), r.threads))
@@ -288,14 +342,19 @@ def scaling_view(model: RunModel) -> list[View]:
             "`vs processes`: total / the baseline's total at the same T. Locks: pthread lock "
             "acquisitions per handshake of each side (mutexes, read and write locks) and the "
             "calls that found the lock held (both sides), from a second run with --locks; "
-            "exact at T = 1.",
+            "exact at T = 1. Atomics: bus-locking instructions per handshake of each side "
+            "(LOCK-prefixed read-modify-writes, XCHG with memory), counted once per job under "
+            "callgrind on one thread: each one on a line other cores share bounces it between "
+            "them, as a lock does, without a pthread call.",
             ["variant", "case", "model", "T", "total hs/s", "per thread hs/s", "efficiency",
-             "vs processes", "client locks/hs", "server locks/hs", "contended/hs"],
-            [False, False, False, True, True, True, True, True, True, True, True],
+             "vs processes", "client locks/hs", "server locks/hs", "contended/hs",
+             "client atomics/hs", "server atomics/hs"],
+            [False, False, False, True, True, True, True, True, True, True, True, True, True],
             [
                 [variant_cell(r), r.case, r.model, str(r.threads), fmt_sig(r.total_per_s),
                  fmt_sig(r.thread_per_s), _ratio(r.efficiency), _ratio(r.vs_processes),
-                 fmt_sig(r.client_locks), fmt_sig(r.server_locks), fmt_sig(r.contended)]
+                 fmt_sig(r.client_locks), fmt_sig(r.server_locks), fmt_sig(r.contended),
+                 fmt_sig(r.client_atomics), fmt_sig(r.server_atomics)]
                 for r in model.scaling
             ],
         ),
@@ -305,15 +364,18 @@ def scaling_view(model: RunModel) -> list[View]:
             "pthread calls a side's library makes per handshake, by kind (the driver wraps the "
             "pthread entry points: static and shared builds alike), and the calls that found "
             "the lock held (`contended`: a failed try before the blocking call). Exact and "
-            "the same every run at T = 1; contention is what grows with threads. Atomics, "
-            "futexes and a library's own spin locks are not seen (docs/methodology.md).",
+            "the same every run at T = 1; contention is what grows with threads. Futexes and "
+            "a library's own spin locks are not seen by the wrappers; `atomics` are the "
+            "side's bus-locking instructions per handshake, counted under callgrind (every "
+            "lock call above takes at least one; docs/methodology.md).",
             ["variant", "case", "model", "T", "side", "mutex", "rwlock read", "rwlock write",
-             "once", "cond wait", "cond signal", "contended"],
-            [False, False, False, True, False, True, True, True, True, True, True, True],
+             "once", "cond wait", "cond signal", "contended", "atomics"],
+            [False, False, False, True, False, True, True, True, True, True, True, True, True],
             [
                 [variant_cell(r), r.case, r.model, str(r.threads), r.side, fmt_sig(r.mutex),
                  fmt_sig(r.rwlock_read), fmt_sig(r.rwlock_write), fmt_sig(r.once),
-                 fmt_sig(r.cond_wait), fmt_sig(r.cond_signal), fmt_sig(r.contended)]
+                 fmt_sig(r.cond_wait), fmt_sig(r.cond_signal), fmt_sig(r.contended),
+                 fmt_sig(r.atomics)]
                 for r in model.locks
             ],
         ),

@@ -13,6 +13,7 @@ import re
 import sys
 from pathlib import Path
 
+from tlsbench.builds import kconfig, platform
 from tlsbench.builds.recipes.base import BuildContext, LinkInfo, tool_version
 from tlsbench.builds.variants import Variant
 
@@ -49,16 +50,24 @@ def write_config(variant: Variant, include: Path) -> list[str]:
     select them, for the library's compiles and every program built against it alike (a
     firmware image's too): a whole config file (config=FILE) as MBEDTLS_CONFIG_FILE, a
     layered one (user-config=FILE) included first by tlsbench's user config file, and the
-    variant's macros in that user config file (MBEDTLS_USER_CONFIG_FILE)."""
+    variant's macros in that user config file (MBEDTLS_USER_CONFIG_FILE). With a kconfig=
+    file (an SDK's header driven by its sdkconfig or .config: kconfig.py), its CONFIG_ values
+    are written as sdkconfig.h / autoconf.h and included first by the user's header, and
+    the target's versions of the SDK's headers are written beside them (platform.py)."""
     include.mkdir(parents=True, exist_ok=True)
+    settings = variant.file("kconfig")
+    reads = kconfig.prefixed if settings is not None else (lambda text: text)
+    if settings is not None:
+        kconfig.write_headers(settings, include)
+        platform.write_sdk_headers(include)
     layered = variant.file("user-config")
     if layered is not None:
-        (include / LAYERED_CONFIG).write_text(layered.text)
+        (include / LAYERED_CONFIG).write_text(reads(layered.text))
     (include / USER_CONFIG).write_text(user_config(variant.macros, layered is not None))
     defines = [f'MBEDTLS_USER_CONFIG_FILE="{USER_CONFIG}"']
     whole = variant.file("config")
     if whole is not None:
-        (include / WHOLE_CONFIG).write_text(whole.text)
+        (include / WHOLE_CONFIG).write_text(reads(whole.text))
         defines.insert(0, f'MBEDTLS_CONFIG_FILE="{WHOLE_CONFIG}"')
     return defines
 
@@ -146,7 +155,9 @@ class MbedtlsRecipe:
         assert ctx.source is not None
         header = config_header(ctx.source).read_text()
         known = set(re.findall(r"^\s*(?://)?\s*#define\s+(MBEDTLS_\w+)", header, flags=re.M))
-        unknown = sorted(set(ctx.variant.macros) - known)
+        # The platform's macros are undefined or set whatever the header says of them: a
+        # board's own *_ALT names (ESP-IDF's *_ALT_FALLBACK) are none of mbedTLS's.
+        unknown = sorted(set(ctx.variant.macros) - known - set(ctx.variant.platform))
         if unknown:
             ctx.log.note(f"unknown config macros: {unknown}")
             raise ctx.log.fail(

@@ -1,0 +1,558 @@
+/*
+ * An mbedTLS configuration header of the form ESP-IDF builds mbedTLS from
+ * (components/mbedtls/port/include/mbedtls/esp_config.h): the project's sdkconfig values,
+ * then the library's own default configuration, then one block per CONFIG_MBEDTLS_* option
+ * that turns a module, a size or one of the chip's crypto engines on or off.
+ *
+ * Written for tlsbench's documentation and tests, with ESP-IDF's option names; its form is
+ * ESP-IDF's, its text is not. Give config= your ESP-IDF's own esp_config.h and kconfig= your
+ * project's sdkconfig.
+ */
+#ifndef EXAMPLE_ESP_CONFIG_H
+#define EXAMPLE_ESP_CONFIG_H
+
+#include "sdkconfig.h"
+#include "mbedtls/mbedtls_config.h"
+#include "soc/soc_caps.h"
+
+/* -- The system ------------------------------------------------------------------------ */
+
+#ifdef CONFIG_MBEDTLS_HAVE_TIME
+#define MBEDTLS_HAVE_TIME
+#else
+#undef MBEDTLS_HAVE_TIME
+#endif
+
+#ifdef CONFIG_MBEDTLS_HAVE_TIME_DATE
+#define MBEDTLS_HAVE_TIME_DATE
+#else
+#undef MBEDTLS_HAVE_TIME_DATE
+#endif
+
+#ifdef CONFIG_MBEDTLS_PLATFORM_TIME_ALT
+#define MBEDTLS_PLATFORM_TIME_ALT
+#else
+#undef MBEDTLS_PLATFORM_TIME_ALT
+#endif
+
+/* mbedTLS allocates through the platform layer; unless the project installs its own
+ * functions at run time, the SDK's allocator serves it (internal RAM, PSRAM...). */
+#define MBEDTLS_PLATFORM_MEMORY
+#ifndef CONFIG_MBEDTLS_CUSTOM_MEM_ALLOC
+#include "esp_mem.h"
+#define MBEDTLS_PLATFORM_STD_CALLOC esp_mbedtls_mem_calloc
+#define MBEDTLS_PLATFORM_STD_FREE esp_mbedtls_mem_free
+#endif
+
+/* Entropy comes from the chip's random number generator (mbedtls_hardware_poll). */
+#define MBEDTLS_ENTROPY_HARDWARE_ALT
+
+/* No POSIX timers on the chip. */
+#undef MBEDTLS_TIMING_C
+
+#ifdef CONFIG_MBEDTLS_THREADING_C
+#define MBEDTLS_THREADING_C
+#ifdef CONFIG_MBEDTLS_THREADING_ALT
+#define MBEDTLS_THREADING_ALT
+#endif
+#ifdef CONFIG_MBEDTLS_THREADING_PTHREAD
+#define MBEDTLS_THREADING_PTHREAD
+#endif
+#else
+#undef MBEDTLS_THREADING_C
+#undef MBEDTLS_THREADING_ALT
+#undef MBEDTLS_THREADING_PTHREAD
+#endif
+
+/* -- The chip's crypto engines (ESP32: AES, SHA, RSA/MPI) -------------------------------- */
+
+#ifdef CONFIG_MBEDTLS_HARDWARE_AES
+#define MBEDTLS_AES_ALT
+#else
+#undef MBEDTLS_AES_ALT
+#endif
+
+#ifdef CONFIG_MBEDTLS_HARDWARE_GCM
+#define MBEDTLS_GCM_ALT
+#else
+#undef MBEDTLS_GCM_ALT
+#endif
+
+#ifdef CONFIG_MBEDTLS_HARDWARE_SHA
+#define MBEDTLS_SHA1_ALT
+#define MBEDTLS_SHA256_ALT
+#if SOC_SHA_SUPPORT_SHA512
+#define MBEDTLS_SHA512_ALT
+#endif
+#else
+#undef MBEDTLS_SHA1_ALT
+#undef MBEDTLS_SHA256_ALT
+#undef MBEDTLS_SHA512_ALT
+#endif
+
+#ifdef CONFIG_MBEDTLS_HARDWARE_MPI
+#ifdef CONFIG_MBEDTLS_LARGE_KEY_SOFTWARE_MPI
+#define MBEDTLS_MPI_EXP_MOD_ALT_FALLBACK /* the engine, and software past its key sizes */
+#else
+#define MBEDTLS_MPI_EXP_MOD_ALT
+#endif
+#define MBEDTLS_MPI_MUL_MPI_ALT
+#else
+#undef MBEDTLS_MPI_EXP_MOD_ALT
+#undef MBEDTLS_MPI_EXP_MOD_ALT_FALLBACK
+#undef MBEDTLS_MPI_MUL_MPI_ALT
+#endif
+
+#ifdef CONFIG_MBEDTLS_ROM_MD5
+#define MBEDTLS_MD5_ALT
+#else
+#undef MBEDTLS_MD5_ALT
+#endif
+
+/* -- TLS: roles, versions, extensions ------------------------------------------------- */
+
+#ifdef CONFIG_MBEDTLS_TLS_ENABLED
+#define MBEDTLS_SSL_TLS_C
+#else
+#undef MBEDTLS_SSL_TLS_C
+#endif
+
+#ifdef CONFIG_MBEDTLS_TLS_CLIENT
+#define MBEDTLS_SSL_CLI_C
+#else
+#undef MBEDTLS_SSL_CLI_C
+#endif
+
+#ifdef CONFIG_MBEDTLS_TLS_SERVER
+#define MBEDTLS_SSL_SRV_C
+#else
+#undef MBEDTLS_SSL_SRV_C
+#endif
+
+#ifdef CONFIG_MBEDTLS_SSL_PROTO_TLS1_2
+#define MBEDTLS_SSL_PROTO_TLS1_2
+#else
+#undef MBEDTLS_SSL_PROTO_TLS1_2
+#endif
+
+#ifdef CONFIG_MBEDTLS_SSL_PROTO_TLS1_3
+#define MBEDTLS_SSL_PROTO_TLS1_3
+#ifdef CONFIG_MBEDTLS_SSL_TLS1_3_COMPATIBILITY_MODE
+#define MBEDTLS_SSL_TLS1_3_COMPATIBILITY_MODE
+#else
+#undef MBEDTLS_SSL_TLS1_3_COMPATIBILITY_MODE
+#endif
+#ifdef CONFIG_MBEDTLS_SSL_TLS1_3_KEXM_EPHEMERAL
+#define MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_EPHEMERAL_ENABLED
+#else
+#undef MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_EPHEMERAL_ENABLED
+#endif
+#ifdef CONFIG_MBEDTLS_SSL_TLS1_3_KEXM_PSK
+#define MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_PSK_ENABLED
+#else
+#undef MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_PSK_ENABLED
+#endif
+#ifdef CONFIG_MBEDTLS_SSL_TLS1_3_KEXM_PSK_EPHEMERAL
+#define MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_PSK_EPHEMERAL_ENABLED
+#else
+#undef MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_PSK_EPHEMERAL_ENABLED
+#endif
+#else
+#undef MBEDTLS_SSL_PROTO_TLS1_3
+#undef MBEDTLS_SSL_TLS1_3_COMPATIBILITY_MODE
+#endif
+
+#ifdef CONFIG_MBEDTLS_SSL_PROTO_DTLS
+#define MBEDTLS_SSL_PROTO_DTLS
+#define MBEDTLS_SSL_DTLS_ANTI_REPLAY
+#define MBEDTLS_SSL_DTLS_HELLO_VERIFY
+#define MBEDTLS_SSL_COOKIE_C
+#else
+#undef MBEDTLS_SSL_PROTO_DTLS
+#undef MBEDTLS_SSL_DTLS_ANTI_REPLAY
+#undef MBEDTLS_SSL_DTLS_HELLO_VERIFY
+#undef MBEDTLS_SSL_DTLS_CLIENT_PORT_REUSE
+#undef MBEDTLS_SSL_DTLS_BADMAC_LIMIT
+#undef MBEDTLS_SSL_DTLS_CONNECTION_ID
+#undef MBEDTLS_SSL_COOKIE_C
+#endif
+
+#ifdef CONFIG_MBEDTLS_SSL_RENEGOTIATION
+#define MBEDTLS_SSL_RENEGOTIATION
+#else
+#undef MBEDTLS_SSL_RENEGOTIATION
+#endif
+
+#ifdef CONFIG_MBEDTLS_SSL_ALPN
+#define MBEDTLS_SSL_ALPN
+#else
+#undef MBEDTLS_SSL_ALPN
+#endif
+
+#ifdef CONFIG_MBEDTLS_CLIENT_SSL_SESSION_TICKETS
+#define MBEDTLS_SSL_SESSION_TICKETS
+#else
+#undef MBEDTLS_SSL_SESSION_TICKETS
+#endif
+
+#ifdef CONFIG_MBEDTLS_SERVER_SSL_SESSION_TICKETS
+#define MBEDTLS_SSL_TICKET_C
+#else
+#undef MBEDTLS_SSL_TICKET_C
+#endif
+
+#ifdef CONFIG_MBEDTLS_SSL_KEEP_PEER_CERTIFICATE
+#define MBEDTLS_SSL_KEEP_PEER_CERTIFICATE
+#else
+#undef MBEDTLS_SSL_KEEP_PEER_CERTIFICATE
+#endif
+
+#ifdef CONFIG_MBEDTLS_SSL_CONTEXT_SERIALIZATION
+#define MBEDTLS_SSL_CONTEXT_SERIALIZATION
+#else
+#undef MBEDTLS_SSL_CONTEXT_SERIALIZATION
+#endif
+
+#define MBEDTLS_SSL_MAX_FRAGMENT_LENGTH
+
+#if defined(MBEDTLS_SSL_MAX_FRAGMENT_LENGTH) && defined(CONFIG_MBEDTLS_SSL_VARIABLE_BUFFER_LENGTH)
+#define MBEDTLS_SSL_VARIABLE_BUFFER_LENGTH
+#else
+#undef MBEDTLS_SSL_VARIABLE_BUFFER_LENGTH
+#endif
+
+/* -- Key exchanges ----------------------------------------------------------------------- */
+
+#ifdef CONFIG_MBEDTLS_KEY_EXCHANGE_RSA
+#define MBEDTLS_KEY_EXCHANGE_RSA_ENABLED
+#else
+#undef MBEDTLS_KEY_EXCHANGE_RSA_ENABLED
+#endif
+
+#ifdef CONFIG_MBEDTLS_KEY_EXCHANGE_DHE_RSA
+#define MBEDTLS_KEY_EXCHANGE_DHE_RSA_ENABLED
+#else
+#undef MBEDTLS_KEY_EXCHANGE_DHE_RSA_ENABLED
+#endif
+
+#ifdef CONFIG_MBEDTLS_KEY_EXCHANGE_ECDHE_RSA
+#define MBEDTLS_KEY_EXCHANGE_ECDHE_RSA_ENABLED
+#else
+#undef MBEDTLS_KEY_EXCHANGE_ECDHE_RSA_ENABLED
+#endif
+
+#ifdef CONFIG_MBEDTLS_KEY_EXCHANGE_ECDHE_ECDSA
+#define MBEDTLS_KEY_EXCHANGE_ECDHE_ECDSA_ENABLED
+#else
+#undef MBEDTLS_KEY_EXCHANGE_ECDHE_ECDSA_ENABLED
+#endif
+
+#ifdef CONFIG_MBEDTLS_KEY_EXCHANGE_ECDH_ECDSA
+#define MBEDTLS_KEY_EXCHANGE_ECDH_ECDSA_ENABLED
+#else
+#undef MBEDTLS_KEY_EXCHANGE_ECDH_ECDSA_ENABLED
+#endif
+
+#ifdef CONFIG_MBEDTLS_KEY_EXCHANGE_ECDH_RSA
+#define MBEDTLS_KEY_EXCHANGE_ECDH_RSA_ENABLED
+#else
+#undef MBEDTLS_KEY_EXCHANGE_ECDH_RSA_ENABLED
+#endif
+
+#ifdef CONFIG_MBEDTLS_KEY_EXCHANGE_PSK
+#define MBEDTLS_KEY_EXCHANGE_PSK_ENABLED
+#else
+#undef MBEDTLS_KEY_EXCHANGE_PSK_ENABLED
+#endif
+
+#ifdef CONFIG_MBEDTLS_KEY_EXCHANGE_DHE_PSK
+#define MBEDTLS_KEY_EXCHANGE_DHE_PSK_ENABLED
+#else
+#undef MBEDTLS_KEY_EXCHANGE_DHE_PSK_ENABLED
+#endif
+
+#ifdef CONFIG_MBEDTLS_KEY_EXCHANGE_ECDHE_PSK
+#define MBEDTLS_KEY_EXCHANGE_ECDHE_PSK_ENABLED
+#else
+#undef MBEDTLS_KEY_EXCHANGE_ECDHE_PSK_ENABLED
+#endif
+
+#ifdef CONFIG_MBEDTLS_KEY_EXCHANGE_RSA_PSK
+#define MBEDTLS_KEY_EXCHANGE_RSA_PSK_ENABLED
+#else
+#undef MBEDTLS_KEY_EXCHANGE_RSA_PSK_ENABLED
+#endif
+
+#ifdef CONFIG_MBEDTLS_KEY_EXCHANGE_ECJPAKE
+#define MBEDTLS_KEY_EXCHANGE_ECJPAKE_ENABLED
+#else
+#undef MBEDTLS_KEY_EXCHANGE_ECJPAKE_ENABLED
+#endif
+
+/* -- Ciphers, modes, hashes ------------------------------------------------------------ */
+
+#ifdef CONFIG_MBEDTLS_AES_C
+#define MBEDTLS_AES_C
+#else
+#undef MBEDTLS_AES_C
+#endif
+
+#ifdef CONFIG_MBEDTLS_CAMELLIA_C
+#define MBEDTLS_CAMELLIA_C
+#else
+#undef MBEDTLS_CAMELLIA_C
+#endif
+
+#ifdef CONFIG_MBEDTLS_DES_C
+#define MBEDTLS_DES_C
+#else
+#undef MBEDTLS_DES_C
+#endif
+
+#ifdef CONFIG_MBEDTLS_CCM_C
+#define MBEDTLS_CCM_C
+#else
+#undef MBEDTLS_CCM_C
+#endif
+
+#ifdef CONFIG_MBEDTLS_GCM_C
+#define MBEDTLS_GCM_C
+#else
+#undef MBEDTLS_GCM_C
+#endif
+
+#ifdef CONFIG_MBEDTLS_NIST_KW_C
+#define MBEDTLS_NIST_KW_C
+#else
+#undef MBEDTLS_NIST_KW_C
+#endif
+
+#ifdef CONFIG_MBEDTLS_CMAC_C
+#define MBEDTLS_CMAC_C
+#else
+#undef MBEDTLS_CMAC_C
+#endif
+
+#ifdef CONFIG_MBEDTLS_CHACHA20_C
+#define MBEDTLS_CHACHA20_C
+#else
+#undef MBEDTLS_CHACHA20_C
+#endif
+
+#ifdef CONFIG_MBEDTLS_POLY1305_C
+#define MBEDTLS_POLY1305_C
+#else
+#undef MBEDTLS_POLY1305_C
+#endif
+
+#ifdef CONFIG_MBEDTLS_CHACHAPOLY_C
+#define MBEDTLS_CHACHAPOLY_C
+#else
+#undef MBEDTLS_CHACHAPOLY_C
+#endif
+
+#ifdef CONFIG_MBEDTLS_HKDF_C
+#define MBEDTLS_HKDF_C
+#elif !defined(CONFIG_MBEDTLS_SSL_PROTO_TLS1_3)
+#undef MBEDTLS_HKDF_C
+#endif
+
+#ifdef CONFIG_MBEDTLS_SHA512_C
+#define MBEDTLS_SHA384_C
+#define MBEDTLS_SHA512_C
+#else
+#undef MBEDTLS_SHA384_C
+#undef MBEDTLS_SHA512_C
+#endif
+
+#ifdef CONFIG_MBEDTLS_RIPEMD160_C
+#define MBEDTLS_RIPEMD160_C
+#else
+#undef MBEDTLS_RIPEMD160_C
+#endif
+
+/* -- Certificates --------------------------------------------------------------------- */
+
+#ifdef CONFIG_MBEDTLS_PEM_PARSE_C
+#define MBEDTLS_PEM_PARSE_C
+#else
+#undef MBEDTLS_PEM_PARSE_C
+#endif
+
+#ifdef CONFIG_MBEDTLS_PEM_WRITE_C
+#define MBEDTLS_PEM_WRITE_C
+#else
+#undef MBEDTLS_PEM_WRITE_C
+#endif
+
+#ifdef CONFIG_MBEDTLS_X509_CRL_PARSE_C
+#define MBEDTLS_X509_CRL_PARSE_C
+#else
+#undef MBEDTLS_X509_CRL_PARSE_C
+#endif
+
+#ifdef CONFIG_MBEDTLS_X509_CSR_PARSE_C
+#define MBEDTLS_X509_CSR_PARSE_C
+#else
+#undef MBEDTLS_X509_CSR_PARSE_C
+#endif
+
+#ifdef CONFIG_MBEDTLS_PKCS7_C
+#define MBEDTLS_PKCS7_C
+#else
+#undef MBEDTLS_PKCS7_C
+#endif
+
+/* -- Public keys and curves -------------------------------------------------------------- */
+
+#ifdef CONFIG_MBEDTLS_DHM_C
+#define MBEDTLS_DHM_C
+#else
+#undef MBEDTLS_DHM_C
+#endif
+
+#ifdef CONFIG_MBEDTLS_ECP_C
+#define MBEDTLS_ECP_C
+#else
+#undef MBEDTLS_ECP_C
+#endif
+
+#ifdef CONFIG_MBEDTLS_ECDH_C
+#define MBEDTLS_ECDH_C
+#else
+#undef MBEDTLS_ECDH_C
+#endif
+
+#ifdef CONFIG_MBEDTLS_ECDSA_C
+#define MBEDTLS_ECDSA_C
+#else
+#undef MBEDTLS_ECDSA_C
+#endif
+
+#ifdef CONFIG_MBEDTLS_ECDSA_DETERMINISTIC
+#define MBEDTLS_ECDSA_DETERMINISTIC
+#else
+#undef MBEDTLS_ECDSA_DETERMINISTIC
+#endif
+
+#ifdef CONFIG_MBEDTLS_ECJPAKE_C
+#define MBEDTLS_ECJPAKE_C
+#else
+#undef MBEDTLS_ECJPAKE_C
+#endif
+
+#ifdef CONFIG_MBEDTLS_PK_PARSE_EC_EXTENDED
+#define MBEDTLS_PK_PARSE_EC_EXTENDED
+#else
+#undef MBEDTLS_PK_PARSE_EC_EXTENDED
+#endif
+
+#ifdef CONFIG_MBEDTLS_PK_PARSE_EC_COMPRESSED
+#define MBEDTLS_PK_PARSE_EC_COMPRESSED
+#else
+#undef MBEDTLS_PK_PARSE_EC_COMPRESSED
+#endif
+
+#ifdef CONFIG_MBEDTLS_ECP_DP_SECP192R1_ENABLED
+#define MBEDTLS_ECP_DP_SECP192R1_ENABLED
+#else
+#undef MBEDTLS_ECP_DP_SECP192R1_ENABLED
+#endif
+#ifdef CONFIG_MBEDTLS_ECP_DP_SECP224R1_ENABLED
+#define MBEDTLS_ECP_DP_SECP224R1_ENABLED
+#else
+#undef MBEDTLS_ECP_DP_SECP224R1_ENABLED
+#endif
+#ifdef CONFIG_MBEDTLS_ECP_DP_SECP256R1_ENABLED
+#define MBEDTLS_ECP_DP_SECP256R1_ENABLED
+#else
+#undef MBEDTLS_ECP_DP_SECP256R1_ENABLED
+#endif
+#ifdef CONFIG_MBEDTLS_ECP_DP_SECP384R1_ENABLED
+#define MBEDTLS_ECP_DP_SECP384R1_ENABLED
+#else
+#undef MBEDTLS_ECP_DP_SECP384R1_ENABLED
+#endif
+#ifdef CONFIG_MBEDTLS_ECP_DP_SECP521R1_ENABLED
+#define MBEDTLS_ECP_DP_SECP521R1_ENABLED
+#else
+#undef MBEDTLS_ECP_DP_SECP521R1_ENABLED
+#endif
+#ifdef CONFIG_MBEDTLS_ECP_DP_SECP192K1_ENABLED
+#define MBEDTLS_ECP_DP_SECP192K1_ENABLED
+#else
+#undef MBEDTLS_ECP_DP_SECP192K1_ENABLED
+#endif
+#ifdef CONFIG_MBEDTLS_ECP_DP_SECP224K1_ENABLED
+#define MBEDTLS_ECP_DP_SECP224K1_ENABLED
+#else
+#undef MBEDTLS_ECP_DP_SECP224K1_ENABLED
+#endif
+#ifdef CONFIG_MBEDTLS_ECP_DP_SECP256K1_ENABLED
+#define MBEDTLS_ECP_DP_SECP256K1_ENABLED
+#else
+#undef MBEDTLS_ECP_DP_SECP256K1_ENABLED
+#endif
+#ifdef CONFIG_MBEDTLS_ECP_DP_BP256R1_ENABLED
+#define MBEDTLS_ECP_DP_BP256R1_ENABLED
+#else
+#undef MBEDTLS_ECP_DP_BP256R1_ENABLED
+#endif
+#ifdef CONFIG_MBEDTLS_ECP_DP_BP384R1_ENABLED
+#define MBEDTLS_ECP_DP_BP384R1_ENABLED
+#else
+#undef MBEDTLS_ECP_DP_BP384R1_ENABLED
+#endif
+#ifdef CONFIG_MBEDTLS_ECP_DP_BP512R1_ENABLED
+#define MBEDTLS_ECP_DP_BP512R1_ENABLED
+#else
+#undef MBEDTLS_ECP_DP_BP512R1_ENABLED
+#endif
+#ifdef CONFIG_MBEDTLS_ECP_DP_CURVE25519_ENABLED
+#define MBEDTLS_ECP_DP_CURVE25519_ENABLED
+#else
+#undef MBEDTLS_ECP_DP_CURVE25519_ENABLED
+#endif
+#undef MBEDTLS_ECP_DP_CURVE448_ENABLED /* no ESP-IDF option turns it on */
+
+#ifdef CONFIG_MBEDTLS_ECP_NIST_OPTIM
+#define MBEDTLS_ECP_NIST_OPTIM
+#else
+#undef MBEDTLS_ECP_NIST_OPTIM
+#endif
+
+#ifdef CONFIG_MBEDTLS_ECP_FIXED_POINT_OPTIM
+#define MBEDTLS_ECP_FIXED_POINT_OPTIM 1
+#else
+#define MBEDTLS_ECP_FIXED_POINT_OPTIM 0
+#endif
+
+#ifdef CONFIG_MBEDTLS_ECP_RESTARTABLE
+#define MBEDTLS_ECP_RESTARTABLE
+#endif
+
+/* -- Debugging and errors ---------------------------------------------------------------- */
+
+#ifdef CONFIG_MBEDTLS_DEBUG
+#define MBEDTLS_DEBUG_C
+#else
+#undef MBEDTLS_DEBUG_C
+#endif
+
+#ifdef CONFIG_MBEDTLS_ERROR_STRINGS
+#define MBEDTLS_ERROR_C
+#else
+#undef MBEDTLS_ERROR_C
+#endif
+
+/* -- Record buffers ---------------------------------------------------------------------- */
+
+#ifdef CONFIG_MBEDTLS_ASYMMETRIC_CONTENT_LEN
+#define MBEDTLS_SSL_IN_CONTENT_LEN CONFIG_MBEDTLS_SSL_IN_CONTENT_LEN
+#define MBEDTLS_SSL_OUT_CONTENT_LEN CONFIG_MBEDTLS_SSL_OUT_CONTENT_LEN
+#else
+#define MBEDTLS_SSL_IN_CONTENT_LEN CONFIG_MBEDTLS_SSL_MAX_CONTENT_LEN
+#define MBEDTLS_SSL_OUT_CONTENT_LEN CONFIG_MBEDTLS_SSL_MAX_CONTENT_LEN
+#endif
+
+#endif /* EXAMPLE_ESP_CONFIG_H */
