@@ -34,7 +34,6 @@ from typing import Any
 
 from tlsbench.builds import arches
 from tlsbench.builds.firmware import SIDES, TIMEOUT_SECONDS, Core, Job
-from tlsbench.builds.sources import Sources, load_pins
 from tlsbench.core import costs, paths
 from tlsbench.core.errors import UserError
 from tlsbench.embedded import cycles, qemu, tcg
