@@ -12,7 +12,7 @@ DEBIAN_PACKAGES := gcc g++ gcc-multilib make cmake ninja-build autoconf automake
 	clang-format openssl gnutls-bin chromium nginx-light nghttp2-client curl iproute2 \
 	clang-14 binutils-arm-linux-gnueabihf libc6-dev-armhf-cross libgcc-12-dev-armhf-cross qemu-user \
 	gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm postgresql openssh-server \
-	gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf qemu-system-misc \
+	gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf qemu-system-misc libcapstone-dev \
 	libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0
 
 # rustup's cargo and rustc, where rustup installs them: rustls-ffi is built with cargo, and

@@ -100,7 +100,12 @@ def how_to_run(written: str) -> tuple[str, list[str]]:
         if values.get("--ram") == "SIZE":  # the command table's synopsis: the README's part
             argv = ["fit", "--ram", "64K", "--flash", "256K", "--core", "m4"]
             values = dict(zip(argv[1::2], argv[2::2], strict=False))
-        return "long", [*argv, *FIT_NARROWING[values["--core"]]]
+        core = values.get("--core")
+        if core is None:  # `--part NAME`: the part's core
+            from tlsbench.embedded import parts
+
+            core = parts.part_named(values["--part"]).core.removeprefix("cortex-")
+        return "long", [*argv, *FIT_NARROWING[core]]
     if verb == "ab":
         return "long", [*argv, *AB_NARROWING]
     if verb == "bisect":  # builds commits of a clone the test makes (test_own_code.py)
@@ -112,6 +117,8 @@ def how_to_run(written: str) -> tuple[str, list[str]]:
     if verb == "explain":  # callgrind runs of a built variant, as written (10 handshakes)
         return "long", argv
     if verb == "calibrate":  # builds wolfSSL's firmware per core; never --write in a test
+        return "long", [word for word in argv if word != "--write"]
+    if verb == "model-check":  # builds p256-m per board core and runs the model; no --write
         return "long", [word for word in argv if word != "--write"]
     argv = [PLACEHOLDERS.get(word, word) for word in argv]
     if verb == "run" and len(argv) > 1 and argv[1] in EXPERIMENTS:

@@ -5,6 +5,7 @@ purpose (another certificate set, a new projection), so that the pages show what
     .venv/bin/python tests/rewrite_docs.py                  # every long command shown with output
     .venv/bin/python tests/rewrite_docs.py --verb cortex-m  # one verb's
     .venv/bin/python tests/rewrite_docs.py --dry-run        # say which blocks would change
+    .venv/bin/python tests/rewrite_docs.py "--match=--core m4"  # only commands written so
 
 `fit` runs unnarrowed here (the page shows every candidate; the test checks one line's rows),
 so a first rewrite builds every candidate of the core. The tests
@@ -25,7 +26,7 @@ from pathlib import Path
 from documented_commands import REPO, Documented, _clean, documented, how_to_run, shown_output
 from tlsbench.builds.sources import Sources
 
-VERBS = ("cortex-m", "calibrate", "fit")
+VERBS = ("cortex-m", "calibrate", "fit", "model-check")
 
 
 def printed_lines(doc: Documented, folder: Path) -> list[str]:
@@ -81,11 +82,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--verb", choices=VERBS, action="append")
     parser.add_argument("--page", help="only this page (e.g. docs/embedded.md)")
+    parser.add_argument(
+        "--match",
+        action="append",
+        metavar="TEXT",
+        help="only the commands written with TEXT (repeatable: any of them)",
+    )
     parser.add_argument("--dry-run", action="store_true")
     args = parser.parse_args()
     verbs = args.verb or list(VERBS)
     docs = [d for d in documented() if d.shown_with_output and d.written.split()[0] in verbs
-            and (args.page is None or d.page == args.page)]  # fmt: skip
+            and (args.page is None or d.page == args.page)
+            and (not args.match or any(m in d.written for m in args.match))]  # fmt: skip
     for doc in docs:
         with tempfile.TemporaryDirectory(prefix="tlsbench-rewrite-") as folder:
             print(f"running: tlsbench {doc.written}", file=sys.stderr, flush=True)

@@ -12,7 +12,7 @@ import pytest
 
 from drivers import tlsbench
 from tlsbench.builds import arches, firmware
-from tlsbench.embedded import qemu
+from tlsbench.embedded import parts, qemu
 
 KIB = 1024
 
@@ -37,8 +37,9 @@ def sections(image: Path) -> dict[str, int]:
 def test_fit_figures_are_the_sum_of_the_measured_parts(tmp_path, build_of) -> None:
     """Each candidate's RAM is heap + stack + .data + .bss and its flash .text + .data + the
     job's credentials, where each part is what an independent run of the same image and
-    `size -A` of its client-only image say; time is instructions x CPI / clock; the verdict
-    and margins follow from the budget."""
+    `size -A` of its client-only image say; time is the cycle model's cycles of the client's
+    handshake calls at the default part's clock; the verdict and margins follow from the
+    budget."""
     build = build_of("wolfssl-5.7.2:cortex-m4")
     plot = tmp_path / "fit.png"
     done = tlsbench("fit", "--ram", "64K", "--flash", "512K", "--core", "m4", "--kx", "psk",
@@ -47,11 +48,12 @@ def test_fit_figures_are_the_sum_of_the_measured_parts(tmp_path, build_of) -> No
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)
     core = firmware.core_of("cortex-m4")
-    cpi, calibration = core.cpi_range()  # calibrated on boards (calibration.json)
+    setting = parts.setting(None, core="cortex-m4")  # the M4's default part: STM32F401
+    assert setting is not None
     assert answer["budget"] == {"core": "cortex-m4", "ram": 64 * KIB, "flash": 512 * KIB,
-                                "mhz": 84.0, "cpi": list(cpi), "calibration": calibration,
-                                "manual_cpi": list(core.cpi)}  # fmt: skip
-    assert calibration.startswith("calibrated") and cpi != core.cpi
+                                "mhz": 84.0,
+                                "projection": qemu.model_projection(core, setting)}  # fmt: skip
+    assert answer["budget"]["projection"]["error"]["points"] == 4
     rows = answer["candidates"]
     assert [(r["variant"], r["record"]) for r in rows] == [
         ("wolfssl-5.7.2:cortex-m4", 512), ("wolfssl-5.7.2:cortex-m4", 16384)]  # fmt: skip
@@ -70,8 +72,10 @@ def test_fit_figures_are_the_sum_of_the_measured_parts(tmp_path, build_of) -> No
         assert flash["credentials"] == len(firmware.TEST_PSK) + len(firmware.TEST_PSK_IDENTITY) + 1
         assert flash["total"] == flash["text"] + flash["data"] + flash["credentials"]
         assert row["instructions"] == client["handshake_instructions"]
-        assert row["ms"] == pytest.approx([row["instructions"] * c / (84.0 * 1000)
-                                           for c in cpi])  # fmt: skip
+        modelled = qemu.run(qemu.image_of(build), job, timeout=120, setting=setting)["client"]
+        assert row["cycles"] == modelled["model"]["estimate"] > row["instructions"]
+        assert row["ms"] == pytest.approx(modelled["projected_ms"])
+        assert row["ms"][0] == pytest.approx(modelled["model"]["cycles"] / (84.0 * 1000))
         assert row["ram_margin"] == 64 * KIB - ram["total"]
         assert row["flash_margin"] == 512 * KIB - flash["total"]
         assert row["fits"] == (row["ram_margin"] >= 0 and row["flash_margin"] >= 0)
@@ -86,15 +90,18 @@ def test_fit_figures_are_the_sum_of_the_measured_parts(tmp_path, build_of) -> No
 
 
 def test_fit_on_a_16k_m0_says_why_nothing_fits(build_of) -> None:
-    """The micro:bit's 16 KiB: with 16 KiB record buffers a TLS client cannot fit, and the
-    answer says so from the measured parts, not an estimate."""
+    """A 16 KiB M0 (the micro:bit's RAM): with 16 KiB record buffers a TLS client cannot fit,
+    and the answer says so from the measured parts, not an estimate; the time is the cycle
+    model's for the M0's default part (the STM32F091 at 48 MHz)."""
     build_of("mbedtls-3.6.6:cortex-m0")
     done = tlsbench("fit", "--ram", "16K", "--flash", "256K", "--core", "m0", "--kx", "psk",
                     "--line", "mbedtls-3.6.6", "--config", "default", "--records", "16384",
                     "--quiet", "--plot", "none")  # fmt: skip
     assert done.returncode == 0, done.stderr
     text = done.stdout
-    assert "Budget: Cortex-M0: RAM 16.0 KiB, flash 256.0 KiB, 16 MHz" in text
+    budget = "Budget: Cortex-M0: RAM 16.0 KiB, flash 256.0 KiB, 48 MHz (client; ms = the cycle"
+    assert budget in text
+    assert "Time: cycle model of the Cortex-M0 (m0) and STM32F091 at 48 MHz" in text
     assert "Nothing fits. The closest is mbedtls-3.6.6 default with 16384-byte records: RAM" in text
     assert "over the 16.0 KiB budget" in text and "Smallest record buffer that fits" in text
 

@@ -18,6 +18,7 @@ from documented_commands import Documented, documented, how_to_run, shown_output
 from tlsbench.builds import arches, firmware
 from tlsbench.builds.sources import Sources
 from tlsbench.core import paths
+from tlsbench.embedded import cycles, samecode
 
 pytestmark = pytest.mark.skipif(
     bool(arches.missing_tools("cortex-m4")),
@@ -29,11 +30,12 @@ FIT = [doc for doc in LONG if doc.written.startswith("fit ")]
 
 
 def test_every_long_command_is_run_somewhere() -> None:
-    """fit, cortex-m and calibrate here, ab and bisect in test_own_code.py, drive in
-    tests/libraries/test_threads.py, explain in tests/libraries/test_explain.py: nothing else
-    needs a build."""
+    """fit, cortex-m, calibrate and model-check here, ab and bisect in test_own_code.py, drive
+    in tests/libraries/test_threads.py, explain in tests/libraries/test_explain.py: nothing
+    else needs a build."""
     verbs = {how_to_run(doc.written)[1][0] for doc in LONG}
-    assert verbs == {"fit", "ab", "bisect", "cortex-m", "drive", "calibrate", "explain"}
+    assert verbs == {"fit", "ab", "bisect", "cortex-m", "drive", "calibrate", "model-check",
+                     "explain"}  # fmt: skip
     assert any(doc.page == "README.md" for doc in FIT)
 
 
@@ -105,3 +107,25 @@ def test_calibrate_runs_as_written_and_agrees_with_the_saved_calibration(
     as_json = subprocess.run([str(paths.REPO / "tlsbench"), "calibrate", "--json", "--quiet"],
                              cwd=tmp_path, capture_output=True, text=True, check=True)  # fmt: skip
     assert json.loads(as_json.stdout) == json.loads(firmware.CALIBRATION_FILE.read_text())
+
+
+MODEL_CHECK = [doc for doc in LONG if doc.written.startswith("model-check")]
+
+
+@pytest.mark.parametrize("doc", MODEL_CHECK, ids=lambda doc: doc.id)
+def test_model_check_runs_as_written_and_agrees_with_the_saved_check(
+    doc: Documented, tmp_path: Path
+) -> None:
+    """What the page shows is what `model-check` prints (the model's counts are exact), and the
+    saved model_check.json, which every projected figure quotes, is what the same run finds."""
+    _, argv = how_to_run(doc.written)
+    done = subprocess.run([str(paths.REPO / "tlsbench"), *argv], cwd=tmp_path,
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == shown_output(doc), done.stdout
+    saved = json.loads(cycles.MODEL_CHECK_FILE.read_text())
+    fresh = tmp_path / "model_check.json"
+    as_json = subprocess.run([str(paths.REPO / "tlsbench"), "model-check", "--json"],
+                             cwd=tmp_path, capture_output=True, text=True, check=True)  # fmt: skip
+    samecode.write(json.loads(as_json.stdout)["points"], fresh)
+    assert json.loads(fresh.read_text()) == saved

@@ -22,8 +22,10 @@ def add_arguments(verb: Verb) -> None:
         "mbedtls-3.6.6:cortex-m4; cores cortex-m0, -m3, -m4, -m7, -m33, -m55, and the RISC-V "
         "rv32imc), runs each suite "
         "--runs times on the core's QEMU board with -icount (refusing counts that differ "
-        "between runs), and projects instructions to milliseconds as a range: the core's "
-        "cycles per instruction at a reference part's clock (docs/embedded.md).",
+        "between runs), and projects the handshake to milliseconds on a part: the cycle model of "
+        "its core and memory (the core's default part, or --part), with the model's measured "
+        "error on same-code board figures; a CPI range where no model exists (Cortex-M55, "
+        "RV32IMC) (docs/embedded.md).",
     )
     cortex.add_argument("variants", nargs="+", metavar="VARIANT",
                         help="firmware variants (Cortex-M or rv32imc)")  # fmt: skip
@@ -80,6 +82,18 @@ def add_arguments(verb: Verb) -> None:
         "plugin; with the timer's rounding (a few instructions per call) they sum to the "
         "handshake's count",
     )
+    cortex.add_argument(
+        "--part", metavar="NAME",
+        help="the part to project milliseconds to (STM32F411, STM32F091, nRF52840, ...: "
+        "`tlsbench model-check` and docs/embedded.md list them); default: the core's",
+    )  # fmt: skip
+    cortex.add_argument("--clock", type=float, metavar="MHZ",
+                        help="the part's clock (default: the part's own)")  # fmt: skip
+    cortex.add_argument(
+        "--wait-states", type=int, metavar="N",
+        help="flash wait states (default: what the part's flash needs at the clock); with "
+        "--clock and no --part, an unlisted part of the core",
+    )  # fmt: skip
     cortex.add_argument("--runs", type=int, default=2, help="runs per suite (default 2)")
     cortex.add_argument("--json", action="store_true", help="print one JSON object per suite")
     cortex.add_argument("--quiet", action="store_true", help="no build progress lines on stderr")
@@ -97,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
         qemu.check_variant(variant)
     if args.runs < 1:
         raise UserError("--runs must be at least 1")
+    settings = {v.arch: _setting(args, v.arch) for v in variants}
     modes = [m for m in ("ops", "library_bench", "split") if getattr(args, m)]
     if len(modes) > 1:
         raise UserError(
@@ -109,9 +124,9 @@ def run(args: argparse.Namespace) -> int:
         if given:
             raise UserError(f"--{modes[0].replace('_', '-')} runs no handshake: "
                             f"{', '.join(given)} do not apply to it")  # fmt: skip
-        return (
-            _run_library_bench(args, variants) if args.library_bench else _run_ops(args, variants)
-        )
+        if args.library_bench:
+            return _run_library_bench(args, variants)
+        return _run_ops(args, variants, settings)
     suites = args.suite or firmware.default_suites(args.tls, args.kx, args.cert)
     jobs = [
         firmware.make_job(suite, tls=args.tls, kx=args.kx, group=args.group, cert=args.cert,
@@ -133,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
         image = qemu.image_of(builder.build(variant))
         for job in jobs:
             try:
-                result = qemu.measure(image, core, job, args.runs)
+                result = qemu.measure(image, core, job, args.runs, settings[variant.arch])
             except qemu.Unsupported as exc:
                 print(f"{variant.name}: unsupported: {exc}", file=sys.stderr)
                 continue
@@ -145,12 +160,20 @@ def run(args: argparse.Namespace) -> int:
         print()
     else:
         for arch in dict.fromkeys(v.arch for v in variants):
-            print(f"{arch} ms: {qemu.describe_projection(firmware.core_of(arch))}")
+            core = firmware.core_of(arch)
+            print(f"{arch} ms: {qemu.describe_projection(core, setting=settings[arch])}")
         print(f"every count identical over {args.runs} runs")
     return 3 if not rows else 0
 
 
-def _run_ops(args: argparse.Namespace, variants: list[Any]) -> int:
+def _setting(args: argparse.Namespace, arch: str) -> Any:
+    """The part a variant's core is projected to (None: no cycle model for the core)."""
+    from tlsbench.embedded import parts
+
+    return parts.setting(args.part, core=arch, clock=args.clock, wait_states=args.wait_states)
+
+
+def _run_ops(args: argparse.Namespace, variants: list[Any], settings: dict[str, Any]) -> int:
     from tlsbench.builds import firmware
     from tlsbench.builds.build import Builder
     from tlsbench.embedded import qemu
@@ -160,10 +183,12 @@ def _run_ops(args: argparse.Namespace, variants: list[Any]) -> int:
     for variant in variants:
         core = firmware.core_of(variant.arch)
         image = qemu.image_of(builder.build(variant))
-        result = {"variant": variant.name, **qemu.measure_ops(image, core, args.runs)}
+        setting = settings[variant.arch]
+        result = {"variant": variant.name,
+                  **qemu.measure_ops(image, core, args.runs, setting=setting)}  # fmt: skip
         rows.append(result)
         if not args.json:
-            _print_ops(result, core)
+            _print_ops(result, core, setting)
     return _end_of_counts(rows, args)
 
 
@@ -261,25 +286,36 @@ def _print_split(r: dict[str, Any]) -> None:
         print(f"    top functions: {top}")
 
 
-def _print_ops(r: dict[str, Any], core: Any) -> None:
+def _fmt_ms(pair: list[float], digits: int = 1) -> str:
+    """A projection: one figure (the cycle model's), or low-high (a CPI range, or the model
+    with operand-dependent instructions)."""
+    low, high = (f"{v:.{digits}f}" for v in pair)
+    return low if low == high else f"{low}-{high}"
+
+
+def _print_ops(r: dict[str, Any], core: Any, setting: Any) -> None:
     from tlsbench.embedded import qemu
 
     print(f"{r['variant']} ({r['library']} {r['library_version']}, {core.arch} on "
           f"{r['machine']}): instructions per operation, exact to "
           f"{r['resolution_instructions']:g} (batches of {r['batch']}, less the loop's own "
           f"{r['loop_instructions']} per batch)")  # fmt: skip
-    print(f"  {'operation':<44} {'instructions':>13} {'ms':>17} {'heap':>7} {'allocs':>7} "
-          f"{'stack':>6}")  # fmt: skip
+    print(f"  {'operation':<44} {'instructions':>13} {'cycles':>13} {'ms':>17} {'heap':>7} "
+          f"{'allocs':>7} {'stack':>6}")  # fmt: skip
     for op in r["ops"]:
         what = op["label"] + (" per KiB" if op["per"] == "KiB" else "")
         if "unsupported" in op:
             print(f"  {what:<44} unsupported: {op['unsupported']}")
             continue
-        low, high = op["projected_ms"]
+        cycles = f"{round(op['model']['estimate']):,}" if "model" in op else "-"
         print(
-            f"  {what:<44} {op['instructions']:>13,} {low:>8.3f}-{high:<8.3f} "
+            f"  {what:<44} {op['instructions']:>13,} {cycles:>13} "
+            f"{_fmt_ms(op['projected_ms'], 3):>17} "
             f"{op['heap_peak']:>7} {op['allocations']:>7g} {op['stack_high_water']:>6}"
         )
+    if setting is not None:
+        print(f"  ms: {qemu.describe_projection(core, setting=setting)}")
+        return
     for kind in ("public", "symmetric"):
         print(f"  ms ({kind}): {qemu.describe_projection(core, kind)}")
 
@@ -291,11 +327,10 @@ def _print_cortex_m_row(r: dict[str, Any], header: bool) -> None:
             f"{'server insn':>12} {'ms':>13} {'heap c/s':>13} {'stack c/s':>11}"
         )
     c, s = r["client"], r["server"]
-    cms, sms = c["projected_ms"], s["projected_ms"]
     print(
         f"{r['variant']:<32} {r['job']:<56} {r['wire']['group']:<9} "
-        f"{c['handshake_instructions']:>12} {cms[0]:>6.1f}-{cms[1]:<6.1f} "
-        f"{s['handshake_instructions']:>12} {sms[0]:>6.1f}-{sms[1]:<6.1f} "
+        f"{c['handshake_instructions']:>12} {_fmt_ms(c['projected_ms']):>13} "
+        f"{s['handshake_instructions']:>12} {_fmt_ms(s['projected_ms']):>13} "
         f"{c['heap_peak']:>6}/{s['heap_peak']:<6} "
         f"{c['stack_high_water']:>5}/{s['stack_high_water']:<5}",
         flush=True,

@@ -21,13 +21,30 @@ def add_arguments(verb: Verb) -> None:
         "For each library line, configuration (default, no-debug, small) and record-buffer "
         "size, the variant is built for the core and its firmware image measured under QEMU "
         "(cached beside the build): RAM = heap peak + stack high-water + .data + .bss, flash = "
-        ".text + .data + the job's credentials, time = instructions x the core's CPI range at "
-        "--mhz. Prints fits / does not fit with the margins, the smallest record buffer that "
+        ".text + .data + the job's credentials, time = the cycle model's handshake on the part "
+        "(--part, or the core's default part; --clock, --wait-states) with the model's measured "
+        "error. Prints fits / does not fit with the margins, the smallest record buffer that "
         "fits, the Pareto front over RAM, flash and time, and writes a plot.",
     )
     fitting.add_argument("--ram", required=True, metavar="SIZE", help="RAM budget: 64K, 1M, ...")
     fitting.add_argument("--flash", required=True, metavar="SIZE", help="flash budget: 256K, ...")
-    fitting.add_argument("--core", required=True, help="m0, m3, m4, m7, m33, m55 or rv32imc")
+    fitting.add_argument("--core", help="m0, m3, m4, m7, m33, m55 or rv32imc (default: the part's)")
+    fitting.add_argument(
+        "--part", metavar="NAME",
+        help="the part (STM32F411, STM32F091, nRF52840, ...: docs/embedded.md lists them); "
+        "its core and clock unless --core and --clock say otherwise",
+    )  # fmt: skip
+    fitting.add_argument(
+        "--clock",
+        type=float,
+        metavar="MHZ",
+        help="the part's clock (default: the part's own; --mhz is the same)",
+    )
+    fitting.add_argument(
+        "--wait-states", type=int, metavar="N",
+        help="flash wait states (default: what the part's flash needs at the clock); with "
+        "--core and --clock and no --part, an unlisted part",
+    )  # fmt: skip
     fitting.add_argument("--tls", choices=["1.2", "1.3"], default="1.3", help="default 1.3")
     fitting.add_argument("--auth", default="server", help="server (the only one the images run)")
     fitting.add_argument(
@@ -44,7 +61,7 @@ def add_arguments(verb: Verb) -> None:
     fitting.add_argument("--group", help="(EC)DHE group (default x25519; TLS 1.2: secp256r1)")
     fitting.add_argument("--role", choices=["client", "server"], default="client",
                          help="the device's side (default client)")  # fmt: skip
-    fitting.add_argument("--mhz", type=float, help="the core's clock (default: a reference part's)")
+    fitting.add_argument("--mhz", type=float, help="the clock, as --clock")
     fitting.add_argument(
         "--records", action="append", type=int, metavar="BYTES",
         help="record-buffer sizes to try (repeatable; default 512 1024 2048 4096 16384)",
@@ -69,17 +86,23 @@ def add_arguments(verb: Verb) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tlsbench.builds import firmware
-    from tlsbench.embedded import fit
+    from tlsbench.embedded import fit, parts, qemu
 
-    core = firmware.core_named(args.core)
+    clock = args.clock if args.clock is not None else args.mhz
+    if clock is not None and clock <= 0:
+        raise UserError(f"--clock {clock:g}: give the part's clock in MHz (a positive number)")
+    if args.core is None and args.part is None:
+        raise UserError("give --core (m0, m3, m4, m7, m33, m55, rv32imc) or --part NAME")
+    core = (firmware.core_named(args.core) if args.core is not None
+            else firmware.core_of(parts.part_named(args.part).core))  # fmt: skip
+    setting = parts.setting(args.part, core=core.arch, clock=clock, wait_states=args.wait_states)
     budget = fit.Budget(
         core,
         fit.parse_bytes(args.ram, "--ram"),
         fit.parse_bytes(args.flash, "--flash"),
-        args.mhz or core.part.mhz,
+        setting.mhz if setting is not None else (clock or core.part.mhz),
+        setting,
     )
-    if args.mhz is not None and args.mhz <= 0:
-        raise UserError(f"--mhz {args.mhz}: give the core's clock in MHz (a positive number)")
     if args.auth != "server":
         raise UserError(
             f"--auth {args.auth}: the firmware images authenticate the server only (the client "
@@ -113,12 +136,12 @@ def run(args: argparse.Namespace) -> int:
     candidates, notes = fit.candidates(core, args.tls, args.kx, cert, args.group, lines,
                                        tuple(args.variant or ()), records,
                                        configurations)  # fmt: skip
-    outcomes = fit.measure_all(candidates, quiet=args.quiet)
+    outcomes = fit.measure_all(candidates, quiet=args.quiet, setting=setting)
     if args.json:
+        projection = (qemu.model_projection(core, setting) if setting is not None
+                      else qemu.projection(core))  # fmt: skip
         json.dump({"budget": {"core": core.arch, "ram": budget.ram, "flash": budget.flash,
-                              "mhz": budget.mhz, "cpi": list(core.cpi_range()[0]),
-                              "calibration": core.cpi_range()[1],
-                              "manual_cpi": list(core.cpi)},
+                              "mhz": budget.mhz, "projection": projection},
                    "role": args.role, "job": job.describe(), "notes": notes,
                    "candidates": fit.rows(outcomes, budget, args.role)},
                   sys.stdout, indent=2)  # fmt: skip

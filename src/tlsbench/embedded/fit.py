@@ -8,7 +8,8 @@ estimated. A candidate's figures for the device's role:
   RAM   = heap peak (with what the library's global set-up keeps) + stack high-water
           + .data + .bss of the one-role image
   flash = .text + .data of the one-role image + the job's credentials (DER)
-  time  = the handshake's instructions x the core's CPI range / the clock (a range)
+  time  = the cycle model's cycles of the handshake at the part's clock, with the model's
+          measured error on same-code board figures (a CPI range where no model exists)
 
 Results are cached beside each build's image (measured.measured), so that a second fit with
 the same builds only reads them.
@@ -25,7 +26,8 @@ from tlsbench.builds import firmware, needs
 from tlsbench.builds.build import Builder
 from tlsbench.builds.variants import Catalog
 from tlsbench.core.errors import BuildError, UserError
-from tlsbench.embedded import measured, qemu
+from tlsbench.embedded import cycles, measured, qemu
+from tlsbench.embedded.parts import Setting
 from tlsbench.reportkit.palette import line_colour
 
 if TYPE_CHECKING:  # matplotlib loads only when a chart is drawn
@@ -80,6 +82,7 @@ class Budget:
     ram: int
     flash: int
     mhz: float
+    setting: Setting | None = None  # the part the time is projected to (None: a CPI range)
 
     def describe(self) -> str:
         return (
@@ -193,8 +196,10 @@ def candidates(
     return out, notes
 
 
-def measure_all(candidates: list[Candidate], quiet: bool = False) -> list[Outcome]:
-    """Builds (or finds) each candidate's variant and measures its job."""
+def measure_all(candidates: list[Candidate], quiet: bool = False,
+                setting: Setting | None = None) -> list[Outcome]:  # fmt: skip
+    """Builds (or finds) each candidate's variant and measures its job (under the cycle model
+    of `setting` where one is given)."""
     catalog = Catalog()
     builder = Builder(quiet=quiet)
     outcomes = []
@@ -209,7 +214,8 @@ def measure_all(candidates: list[Candidate], quiet: bool = False) -> list[Outcom
             outcomes.append(Outcome(candidate, why_not=f"the build failed: {first}"))
             continue
         try:
-            outcomes.append(Outcome(candidate, measured.measured(build, candidate.job)))
+            outcomes.append(Outcome(candidate, measured.measured(build, candidate.job,
+                                                                 setting=setting)))  # fmt: skip
         except qemu.Unsupported as exc:
             outcomes.append(Outcome(candidate, why_not=str(exc), unsupported=True))
         except UserError as exc:
@@ -235,7 +241,8 @@ def verdict(outcome: Outcome, budget: Budget, role: str) -> Verdict | None:
                    budget.flash - flash)  # fmt: skip
 
 
-# Handshake counts closer than this are the same time: the CPI range spans far more.
+# Handshake times closer than this are the same time (the cycle model's error on same-code
+# figures, and a CPI range, span more).
 SAME_TIME = 0.01
 
 
@@ -246,9 +253,9 @@ def pareto(outcomes: list[Outcome], role: str) -> list[Outcome]:
     them."""
     points = [o for o in outcomes if o.measured is not None]
 
-    def key(o: Outcome) -> tuple[int, int, int]:
+    def key(o: Outcome) -> tuple[int, int, float]:
         assert o.measured is not None
-        return (o.ram(role)["total"], o.flash(role)["total"], o.measured.instructions(role))
+        return (o.ram(role)["total"], o.flash(role)["total"], _time(o, role))
 
     def no_worse(a: Outcome, b: Outcome) -> bool:
         (ra, fa, ia), (rb, fb, ib) = key(a), key(b)
@@ -267,6 +274,14 @@ def pareto(outcomes: list[Outcome], role: str) -> list[Outcome]:
             continue  # alike in all three to one already on the front
         front.append(o)
     return front
+
+
+def _time(o: Outcome, role: str) -> float:
+    """What a candidate's handshake takes, to compare: the cycle model's cycles where the run
+    was modelled, else its instructions (a CPI range scales them all alike)."""
+    assert o.measured is not None
+    model = o.measured.result[role].get("model")
+    return float(model["estimate"]) if model else float(o.measured.instructions(role))
 
 
 def smallest_fitting_record(outcomes: list[Outcome], budget: Budget,
@@ -307,6 +322,10 @@ def rows(outcomes: list[Outcome], budget: Budget, role: str) -> list[dict[str, A
                 "instructions": o.measured.instructions(role), "ms": [low, high],
                 "fits": v.fits, "ram_margin": v.ram_margin, "flash_margin": v.flash_margin,
             })  # fmt: skip
+            model = o.measured.result[role].get("model")
+            if model is not None:
+                row["cycles"] = model["estimate"]
+                row["model_error"] = _error(budget)
         out.append(row)
     return out
 
@@ -316,15 +335,28 @@ def table(
 ) -> str:
     """The answer as a user reads it: the budget and job, one line per candidate, the
     smallest record buffer that fits per configuration, and the Pareto front."""
-    (low, high), calibration = budget.core.cpi_range()
-    lines = [
-        f"Budget: {budget.describe()} ({role}; ms = instructions x CPI {low:g}..{high:g} / "
-        f"{budget.mhz:g} MHz)",
-        f"CPI: {calibration}",
+    if budget.setting is not None:
+        lines = [
+            f"Budget: {budget.describe()} ({role}; ms = the cycle model's cycles / "
+            f"{budget.mhz:g} MHz)",
+            f"Time: {qemu.describe_projection(budget.core, setting=budget.setting)}",
+        ]
+    else:
+        (low, high), calibration = budget.core.cpi_range()
+        lines = [
+            f"Budget: {budget.describe()} ({role}; ms = instructions x CPI {low:g}..{high:g} / "
+            f"{budget.mhz:g} MHz)",
+            f"CPI: {calibration}",
+        ]
+    # The model's measured error beside every time; no column where the time is a CPI range.
+    error = f" {_error(budget):>13}" if budget.setting is not None else ""
+    lines += [
         f"Job: {job.describe().replace(', records 16384', '')}, {role} side",
         "",
         f"{'library':<15} {'configuration':<14} {'records':>7} {'RAM KiB':>8} "
-        f"{'(heap+stack+data+bss)':<24} {'flash KiB':>9} {'ms':>15}  fits",
+        f"{'(heap+stack+data+bss)':<24} {'flash KiB':>9} {'ms':>15}"
+        + (f" {'model error':>13}" if error else "")
+        + "  fits",
     ]
     for row in rows(outcomes, budget, role):
         head = f"{row['library']:<15} {row['configuration']:<14} {row['record']:>7}"
@@ -338,9 +370,8 @@ def table(
             if row["fits"]
             else "no: " + _over(row)
         )
-        ms = f"{row['ms'][0]:,.0f}-{row['ms'][1]:,.0f}"
         lines.append(f"{head} {kib(ram['total']):>8} {parts:<24} {kib(flash['total']):>9} "
-                     f"{ms:>15}  {fits}")  # fmt: skip
+                     f"{fmt_ms(row['ms']):>15}{error}  {fits}")  # fmt: skip
     lines.append("")
     smallest = smallest_fitting_record(outcomes, budget, role)
     lines.append("Smallest record buffer that fits:")
@@ -353,16 +384,35 @@ def table(
     lines.append("Pareto front (no other candidate needs less RAM, flash and time at once):")
     for o in front:
         assert o.measured is not None
-        lo, hi = o.measured.ms(role, budget.mhz)
         v = verdict(o, budget, role)
         lines.append(
             f"  {o.candidate.line} {o.candidate.configuration} records {o.candidate.record}: "
             f"RAM {kib(o.ram(role)['total'])} KiB, flash {kib(o.flash(role)['total'])} KiB, "
-            f"{lo:,.0f}-{hi:,.0f} ms" + (" (fits)" if v and v.fits else "")
+            f"{fmt_ms(list(o.measured.ms(role, budget.mhz)))} ms"
+            + (" (fits)" if v and v.fits else "")
         )
     if not any((verdict(o, budget, role) or Verdict(False, 0, 0)).fits for o in outcomes):
         lines += ["", nothing_fits(outcomes, budget, role)]
     return "\n".join(lines)
+
+
+def fmt_ms(pair: list[float]) -> str:
+    """One figure where the model gives one, else low-high (a CPI range, or the model with
+    operand-dependent instructions)."""
+    low, high = (f"{v:,.0f}" for v in pair)
+    return low if low == high else f"{low}-{high}"
+
+
+def _error(budget: Budget) -> str:
+    """The model's measured error on same-code board figures of the budget's core, short:
+    "+2..+3 %" ("uncalibrated" where the projection is a CPI range, "not measured" where no
+    same-code figure of the core exists)."""
+    if budget.setting is None:
+        return "CPI range"
+    error = cycles.model_error(budget.core.arch)
+    if not error["points"]:
+        return "not measured"
+    return f"{100 * error['low']:+.0f}..{100 * error['high']:+.0f} %"
 
 
 def nothing_fits(outcomes: list[Outcome], budget: Budget, role: str) -> str:
@@ -435,12 +485,12 @@ def chart(outcomes: list[Outcome], budget: Budget, role: str) -> Figure:
     ax = fig.subplots()
     lines = list(dict.fromkeys(o.candidate.line for o in measured))
     colours = {line: line_colour(line) for line in lines}  # as in every report's plots
-    slowest = max((o.measured.instructions(role) for o in measured if o.measured), default=1)
+    slowest = max((_time(o, role) for o in measured if o.measured), default=1.0)
     labels: dict[tuple[str, str, float, float], list[int]] = {}
     for o in measured:
         assert o.measured is not None
         x, y = o.ram(role)["total"] / KIB, o.flash(role)["total"] / KIB
-        size = 30 + 300 * o.measured.instructions(role) / slowest
+        size = 30 + 300 * _time(o, role) / slowest
         ax.scatter([x], [y], s=size, color=colours.get(o.candidate.line, "grey"), alpha=0.6,
                    edgecolors="black" if id(o) in front else "none", linewidths=1.5)  # fmt: skip
         spot = (o.candidate.line, o.candidate.configuration, round(x, 1), round(y, 1))

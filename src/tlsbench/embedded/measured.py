@@ -4,6 +4,7 @@ every figure from one QEMU run per job and build.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -12,6 +13,8 @@ from typing import Any
 
 from tlsbench.builds.firmware import SIDES, TIMEOUT_SECONDS, Job, core_of, credential_bytes
 from tlsbench.core.errors import UserError
+from tlsbench.embedded import cycles
+from tlsbench.embedded.parts import Setting
 from tlsbench.embedded.points import job_of
 from tlsbench.embedded.qemu import Sizes, Unsupported, image_of, measure, role_sizes
 
@@ -49,7 +52,18 @@ class Measured:
         return int(self.result[role]["handshake_instructions"])
 
     def ms(self, role: str, mhz: float | None = None) -> tuple[float, float]:
+        """The handshake's milliseconds: the cycle model's (the fewest and the most, equal
+        where no operand-dependent instruction ran) where the run was modelled, else the core's
+        CPI range at `mhz` (default: the core's reference part's clock)."""
+        projected = self.result[role].get("projected_ms")
+        if "model" in self.result[role] and projected:
+            return float(projected[0]), float(projected[1])
         return core_of(self.core).ms(self.instructions(role), mhz)
+
+    @property
+    def projection(self) -> dict[str, Any]:
+        """What the milliseconds rest on (qemu.projection / qemu.model_projection)."""
+        return dict(self.result.get("projection", {}))
 
     @classmethod
     def from_output(cls, variant: str, output: dict[str, Any]) -> Measured:
@@ -62,14 +76,28 @@ class Measured:
         )  # fmt: skip
 
 
-def measured(build: Any, job: Job, timeout: float = TIMEOUT_SECONDS) -> Measured:
-    """A job's figures on a build: run twice (the counts must agree) the first time, then
-    read back from beside the image (the drivers folder is keyed by everything that went
-    into the image, so a cached result belongs to exactly this build). Raises Unsupported
-    or UserError as `run` does; a failed handshake is remembered too, so that it is not run
-    again."""
+def setting_key(setting: Setting | None) -> str:
+    """What a modelled result depends on besides the build and the job: the part's row, the
+    clock and wait states, and the model's source."""
+    if setting is None:
+        return ""
+    text = repr((setting.part, setting.mhz, setting.wait_states, setting.listed))
+    digest = hashlib.sha256(text.encode() + cycles.PLUGIN_SOURCE.read_bytes()).hexdigest()
+    return digest[:16]
+
+
+def measured(build: Any, job: Job, timeout: float = TIMEOUT_SECONDS,
+             setting: Setting | None = None) -> Measured:  # fmt: skip
+    """A job's figures on a build: run twice (the counts must agree; the first run under the
+    cycle model of `setting` where one is given) the first time, then read back from beside
+    the image (the drivers folder is keyed by everything that went into the image, so a cached
+    result belongs to exactly this build; a modelled one is kept per part, clock and model).
+    Raises Unsupported or UserError as `run` does; a failed handshake is remembered too, so
+    that it is not run again."""
     core = core_of(build.variant.arch)
-    cache = Path(build.drivers_folder) / "results" / f"{job.key()}.json"
+    key = setting_key(setting)
+    name = f"{job.key()}.{key}.json" if key else f"{job.key()}.json"
+    cache = Path(build.drivers_folder) / "results" / name
     result: dict[str, Any] | None = None
     if cache.exists():
         try:
@@ -78,7 +106,7 @@ def measured(build: Any, job: Job, timeout: float = TIMEOUT_SECONDS) -> Measured
             result = None
     if result is None:
         try:
-            result = measure(image_of(build), core, job, runs=2)
+            result = measure(image_of(build), core, job, runs=2, setting=setting)
         except Unsupported as exc:
             result = {"unsupported": str(exc)}
         except UserError as exc:

@@ -9,6 +9,7 @@ from typing import Any
 
 from tlsbench.builds.firmware import SIDES, Job, core_of, credential_bytes, make_job
 from tlsbench.core.errors import UserError
+from tlsbench.embedded import parts
 from tlsbench.embedded.qemu import (
     Sizes,
     Unsupported,
@@ -67,7 +68,10 @@ def run_point(
         message = reason or "no job"
         return "unsupported", {"error": {"message": message}}, message
     try:
-        result = run(image_of(build), job, timeout=timeout, core=core_of(build.variant.arch))
+        core = core_of(build.variant.arch)
+        # Under the cycle model of the core's default part (none for a core without a model)
+        setting = parts.setting(None, core=core.arch)
+        result = run(image_of(build), job, timeout=timeout, core=core, setting=setting)
         sizes = {role: role_sizes(build, role) for role in SIDES}
     except Unsupported as exc:
         return "unsupported", {"error": {"message": str(exc)}}, str(exc)
@@ -95,6 +99,10 @@ def point_output(result: dict[str, Any], options: dict[str, Any], sizes: dict[st
             "handshake_allocs": f["allocations"], "stack": f["stack_high_water"],
         }  # fmt: skip
     core = core_of(result["core"])
+    projection = result.get("projection", {})
+    setting = (parts.setting(projection["part"], core=core.arch, clock=projection["clock_mhz"],
+                             wait_states=projection["wait_states"])
+               if projection.get("kind") == "model" else None)  # fmt: skip
     return {
         "params": options,
         "negotiated": {
@@ -110,7 +118,7 @@ def point_output(result: dict[str, Any], options: dict[str, Any], sizes: dict[st
         "measure": {
             "time": None,
             "instructions": f"qemu-system-arm -M {core.machine} -icount shift=0 (virtual clock)",
-            "projection": describe_projection(core),
+            "projection": describe_projection(core, setting=setting),
             "heap": "firmware image (wrapped malloc per side)",
             "time_not_measured": "the image runs under system emulation: instructions are "
             "counted and projected to a clock, not timed",

@@ -23,12 +23,9 @@ tick plus one tick of bracketing per measured call: the groups and that line sum
 from __future__ import annotations
 
 import bisect
-import hashlib
 import json
 import re
-import shutil
 import subprocess
-import tarfile
 import tempfile
 from collections import defaultdict
 from dataclasses import dataclass
@@ -37,14 +34,11 @@ from typing import Any
 
 from tlsbench.builds import arches
 from tlsbench.builds.firmware import SIDES, TIMEOUT_SECONDS, Core, Job
-from tlsbench.builds.sources import Sources, load_pins
 from tlsbench.core import costs, paths
 from tlsbench.core.errors import UserError
-from tlsbench.embedded import qemu
+from tlsbench.embedded import cycles, qemu, tcg
 
 PLUGIN_SOURCE = Path(__file__).with_name("profile_plugin.c")
-QEMU_PIN = "qemu-7.2"
-PLUGIN_HEADER = "include/qemu/qemu-plugin.h"
 MEASURED_CALL = "fw_step"  # firmware_core.c's measured handshake step, per side
 
 # ---------------------------------------------------------------------------- groups
@@ -200,74 +194,9 @@ class Symbolizer:
 # ---------------------------------------------------------------------------- the plugin
 
 
-def _tools_sources() -> Sources:
-    return Sources(pins=load_pins(paths.TOOLS_PINS_FILE))
-
-
 def plugin() -> Path:
     """The profiler plugin, built once per plugin source and QEMU pin under the cache."""
-    pin = _tools_sources().pin(QEMU_PIN)
-    _check_qemu_matches(pin.upstream)
-    key = hashlib.sha256(PLUGIN_SOURCE.read_bytes() + pin.sha256.encode()).hexdigest()[:16]
-    folder = paths.cache_root() / "tools" / f"qemu-profile-{key}"
-    built = folder / "profile.so"
-    if built.exists():
-        return built
-    archive = _tools_sources().archive(QEMU_PIN)  # downloaded once, hash-checked before use
-    compiler = shutil.which("cc") or shutil.which("gcc")
-    if compiler is None:
-        raise UserError("no host C compiler (cc) to build the QEMU profiler plugin", exit_code=1)
-    tmp = Path(tempfile.mkdtemp(prefix=".qemu-profile-", dir=paths.cache_root()))
-    try:
-        header = _extract_header(archive, tmp)
-        done = subprocess.run(
-            [compiler, "-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror",
-             f"-I{header.parent}", "-o", str(tmp / "profile.so"), str(PLUGIN_SOURCE)],
-            capture_output=True, text=True, check=False,
-        )  # fmt: skip
-        if done.returncode != 0:
-            raise UserError(f"building the QEMU profiler plugin failed:\n{done.stderr}", 1)
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            tmp.rename(folder)
-        except OSError:
-            if not built.exists():  # else another process built the same plugin first
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return built
-
-
-def _check_qemu_matches(upstream: str) -> None:
-    """A plugin loads only into the QEMU whose API it was built against: the installed
-    qemu-system-arm must be the pinned release (7.2.x for the pin 7.2+dfsg)."""
-    release = upstream.split("+", 1)[0]
-    try:
-        done = subprocess.run(["qemu-system-arm", "--version"], capture_output=True, text=True,
-                              check=False)  # fmt: skip
-    except OSError:
-        raise UserError("qemu-system-arm is not installed (make deps installs it)") from None
-    found = re.search(r"version (\d+\.\d+)", done.stdout)
-    if found is None or found.group(1) != release:
-        raise UserError(
-            f"qemu-system-arm is {found.group(1) if found else 'of no known version'}, the "
-            f"profiler plugin's QEMU source is pinned at {release} ({QEMU_PIN} in "
-            f"{paths.TOOLS_PINS_FILE.name}): pin the installed QEMU's source there",
-            exit_code=1,
-        )
-
-
-def _extract_header(archive: Path, dest: Path) -> Path:
-    """The plugin API header, the one member of the QEMU archive the plugin needs."""
-    with tarfile.open(archive) as tar:
-        for member in tar:
-            if member.isfile() and member.name.endswith("/" + PLUGIN_HEADER):
-                data = tar.extractfile(member)
-                assert data is not None
-                out = dest / "qemu-plugin.h"
-                out.write_bytes(data.read())
-                return out
-    raise UserError(f"{archive.name} has no {PLUGIN_HEADER}", exit_code=1)
+    return tcg.plugin(PLUGIN_SOURCE, "profile")
 
 
 def measured_call_sites(image: Path) -> tuple[int, list[int]]:
@@ -284,14 +213,8 @@ def measured_call_sites(image: Path) -> tuple[int, list[int]]:
     return int(entry.group(1), 16), returns
 
 
-def call_order(calls: dict[str, int]) -> str:
-    """The side of each measured handshake call in turn (firmware_core.c's loop: client and
-    server alternate until one is done, then the other goes on alone)."""
-    order = []
-    for turn in range(max(calls.values())):
-        order += [side[0] for side in SIDES if turn < calls[side]]
-    return "".join(order)
-
+# The side of each measured handshake call in turn (the cycle model reads its windows alike).
+call_order = cycles.call_order
 
 # ---------------------------------------------------------------------------- the split
 

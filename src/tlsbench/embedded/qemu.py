@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,8 @@ from tlsbench.builds.firmware import (
     core_of,
 )
 from tlsbench.core.errors import UserError
+from tlsbench.embedded import cycles
+from tlsbench.embedded.parts import Setting
 
 # ---------------------------------------------------------------------------- sizes
 
@@ -104,17 +107,23 @@ def run(
     group: str | None = None,
     timeout: float = TIMEOUT_SECONDS,
     core: Core | None = None,
+    setting: Setting | None = None,
 ) -> dict[str, Any]:
     """Runs the image once (killing QEMU after `timeout` seconds), checks what was
     negotiated against the job, and returns its figures. A suite name in place of a job is
     a TLS 1.2 certificate job with that suite, passed to the image unchecked (and `group`
-    the client's only group); the core is the one the image was built for by default."""
+    the client's only group); the core is the one the image was built for by default. With a
+    `setting` (a part at a clock) the run is under the cycle model, whose cycles per side are
+    the projection; without one the projection is the core's CPI range."""
     if isinstance(job, str):
         job = _suite_job(job, group)
     core = core or _core_of_image(image)
-    result = _run_image(image, core, job.args(), timeout, job.describe())
+    if setting is None:
+        result, windows = _run_image(image, core, job.args(), timeout, job.describe()), None
+    else:
+        result, windows = _run_modelled(image, core, job.args(), timeout, job.describe(), setting)
     check_negotiated(result, job)
-    return with_projection(result, core)
+    return with_projection(result, core, setting, windows)
 
 
 def _run_image(image: Path, core: Core, args: list[str], timeout: float, what: str
@@ -130,18 +139,29 @@ def _run_image(image: Path, core: Core, args: list[str], timeout: float, what: s
             exit_code=1,
         ) from None
     # Semihosting output reaches QEMU's stderr or stdout depending on its version.
-    lines = [line for line in (done.stdout + done.stderr).splitlines() if line.startswith("{")]
+    return _image_result(done.stdout + done.stderr, done.returncode, what)
+
+
+def _run_modelled(image: Path, core: Core, args: list[str], timeout: float, what: str,
+                  setting: Setting) -> tuple[dict[str, Any], list[cycles.Tally]]:  # fmt: skip
+    """One run of the image under the cycle model: its JSON line and the model's windows."""
+    text, returncode, windows = cycles.run(qemu_command(image, core, args), image, setting,
+                                           timeout=timeout)  # fmt: skip
+    return _image_result(text, returncode, what), windows
+
+
+def _image_result(output: str, returncode: int, what: str) -> dict[str, Any]:
+    lines = [line for line in output.splitlines() if line.startswith("{")]
     try:
         result = dict(json.loads(lines[-1]))
     except (IndexError, json.JSONDecodeError):
         raise UserError(
-            f"the firmware image printed no JSON (exit status {done.returncode}):\n"
-            f"{done.stdout[-1000:]}{done.stderr[-1000:]}",
+            f"the firmware image printed no JSON (exit status {returncode}):\n{output[-2000:]}",
             exit_code=1,
         ) from None
     if result.get("unsupported"):
         raise Unsupported(f"{what}: {result['error']}")
-    if "error" in result or done.returncode != 0:
+    if "error" in result or returncode != 0:
         raise UserError(f"the firmware image failed: {result.get('error', result)}", exit_code=1)
     return result
 
@@ -200,9 +220,12 @@ def check_negotiated(result: dict[str, Any], job: Job) -> None:
                f"{result['client']['record']} bytes")  # fmt: skip
 
 
-def with_projection(result: dict[str, Any], core: Core) -> dict[str, Any]:
+def with_projection(result: dict[str, Any], core: Core, setting: Setting | None = None,
+                    windows: list[cycles.Tally] | None = None) -> dict[str, Any]:  # fmt: skip
     """Adds instructions per side (from timer ticks and the image's own calibration) and
-    their projection to milliseconds on the core's reference part (a range)."""
+    their projection to milliseconds: the cycle model's cycles at the part's clock where the run
+    was modelled (`windows`: the image's measured calls), else the core's CPI range at its
+    reference part's clock (a range)."""
     per_kticks = int(result["instructions_per_1000_ticks"])
     if per_kticks <= 0:
         raise UserError("the image's timer calibration failed", exit_code=1)
@@ -215,30 +238,87 @@ def with_projection(result: dict[str, Any], core: Core) -> dict[str, Any]:
     result["core"] = core.arch
     result["machine"] = core.machine
     result["projection"] = projection(core)
+    if setting is not None and windows is not None:
+        _add_model(result, core, setting, windows, per_kticks)
     return result
+
+
+def _add_model(result: dict[str, Any], core: Core, setting: Setting,
+               windows: list[cycles.Tally], per_kticks: int) -> None:  # fmt: skip
+    """Per side the cycle model's cycles of its handshake calls and their milliseconds (the
+    fewest and the most, where operand-dependent instructions leave a range), checked against
+    the instructions the image counted: the windows must hold the same calls."""
+    calls = {side: int(result[side]["handshake_calls"]) for side in SIDES}
+    sums = cycles.handshake_windows(windows, cycles.call_order(calls))
+    per_tick = per_kticks / 1000
+    for side in SIDES:
+        figures, tally = result[side], sums[side]
+        # The timer brackets each call a few instructions wider than the window (firmware.h's
+        # MEASURED): within a tick of rounding and one of bracketing per call.
+        apart = figures["handshake_instructions"] - tally.instructions
+        if abs(apart) > 2 * per_tick * max(1, calls[side]):
+            raise UserError(f"{side}: the cycle model's windows hold {tally.instructions} "
+                            f"instructions, the image counted {figures['handshake_instructions']}",
+                            exit_code=1)  # fmt: skip
+        figures["model"] = tally.as_dict()
+        figures["projected_ms"] = model_ms(tally, setting)
+    for side, key in (("client", "client_setup"), ("server", "server_setup")):
+        result[side]["model_setup"] = sums[key].as_dict()
+    result["global"]["model"] = sums["global"].as_dict()
+    result["global"]["projected_ms"] = model_ms(sums["global"], setting)
+    result["projection"] = model_projection(core, setting)
+
+
+def model_ms(tally: cycles.Tally, setting: Setting) -> list[float]:
+    """The model's milliseconds, the operand-dependent instructions at their fewest cycles and
+    at their most (equal where the core has none)."""
+    per_ms = setting.mhz * 1000.0
+    return [tally.cycles / per_ms, (tally.cycles + tally.span) / per_ms]
+
+
+def model_projection(core: Core, setting: Setting) -> dict[str, Any]:
+    """What a modelled figure rests on: the part, clock and wait states, the model, and the
+    model's measured error on same-code board figures."""
+    return {"kind": "model", "part": setting.part.name, "listed": setting.listed,
+            "clock_mhz": setting.mhz, "wait_states": setting.wait_states,
+            "model": cycles.describe(core, setting),
+            "error": cycles.model_error(core.arch)}  # fmt: skip
 
 
 def projection(core: Core, kind: str | None = None) -> dict[str, Any]:
     """What a projected figure rests on: the part and clock, the CPI range used and its
     calibration's name, and the manual's range beside it."""
     cpi, calibration = core.cpi_range(kind)
-    return {"part": core.part.name, "clock_mhz": core.part.mhz, "cpi": list(cpi),
+    return {"kind": "cpi", "part": core.part.name, "clock_mhz": core.part.mhz, "cpi": list(cpi),
             "calibration": calibration, "manual_cpi": list(core.cpi)}  # fmt: skip
 
 
-def describe_projection(core: Core, kind: str | None = None) -> str:
+def describe_projection(core: Core, kind: str | None = None,
+                        setting: Setting | None = None) -> str:  # fmt: skip
+    if setting is not None:
+        return f"{cycles.describe(core, setting)}; {cycles.model_error(core.arch)['label']}"
     (low, high), calibration = core.cpi_range(kind)
     return (f"instructions x CPI {low:g}..{high:g} / {core.part.mhz:g} MHz "
             f"({core.part.name}); {calibration}")  # fmt: skip
 
 
-def measure(image: Path, core: Core, job: Job, runs: int) -> dict[str, Any]:
-    """`runs` runs of one job; the counts and figures must agree to the instruction."""
-    results = [run(image, job, core=core) for _ in range(runs)]
+def measure(image: Path, core: Core, job: Job, runs: int, setting: Setting | None = None
+            ) -> dict[str, Any]:  # fmt: skip
+    """`runs` runs of one job, and one more under the cycle model where a `setting` is given
+    (first in the result: its figures are the projection); the counts and figures must agree
+    to the instruction."""
+    results = []
+    for _ in range(runs):
+        started = time.monotonic()
+        results.append(run(image, job, core=core))
+        plain = time.monotonic() - started
+    if setting is not None:  # the model's run, bounded by the plain run's time
+        results.insert(0, run(image, job, core=core, setting=setting,
+                              timeout=cycles.model_timeout(plain)))  # fmt: skip
     first = results[0]
     for other in results[1:]:
         for side in (*SIDES, "global"):
-            if other[side] != first[side]:
+            if _counted(other[side]) != _counted(first[side]):
                 raise UserError(
                     f"{job.describe()}: two runs of the image differ ({side}: "
                     f"{first[side]} vs {other[side]}); the count is not deterministic",
@@ -246,6 +326,12 @@ def measure(image: Path, core: Core, job: Job, runs: int) -> dict[str, Any]:
                 )
     first["runs"] = runs
     return first
+
+
+def _counted(figures: dict[str, Any]) -> dict[str, Any]:
+    """A side's figures the image counts itself (not the projection)."""
+    return {k: v for k, v in figures.items()
+            if k not in ("projected_ms", "model", "model_setup")}  # fmt: skip
 
 
 def check_variant(variant: Any) -> None:
@@ -271,15 +357,22 @@ def image_of(build: Any) -> Path:
 
 
 def run_ops(image: Path, core: Core | None = None, batch: int = OPERATION_BATCH,
-            timeout: float = TIMEOUT_SECONDS) -> dict[str, Any]:  # fmt: skip
+            timeout: float = TIMEOUT_SECONDS, setting: Setting | None = None
+            ) -> dict[str, Any]:  # fmt: skip
     """Runs the image's per-operation benchmarks once (`mode=ops`): per operation of
     OPERATIONS, the instructions of one call (a batch of `batch` calls, less a batch of an
     empty call timed the same way, divided by `batch`), its heap peak, allocations and stack
-    high-water, and its projection to milliseconds; an operation the build lacks is
-    `unsupported` with the image's reason."""
+    high-water, and its projection to milliseconds (the cycle model's cycles of one call,
+    likewise, with a `setting`); an operation the build lacks is `unsupported` with the
+    image's reason."""
     core = core or _core_of_image(image)
-    result = _run_image(image, core, ["mode=ops", f"batch={batch}"], timeout,
-                        "per-operation benchmarks")  # fmt: skip
+    args = ["mode=ops", f"batch={batch}"]
+    what = "per-operation benchmarks"
+    windows: list[cycles.Tally] | None = None
+    if setting is None:
+        result = _run_image(image, core, args, timeout, what)
+    else:
+        result, windows = _run_modelled(image, core, args, timeout, what, setting)
     per_kticks = int(result["instructions_per_1000_ticks"])
     if per_kticks <= 0:
         raise UserError("the image's timer calibration failed", exit_code=1)
@@ -287,6 +380,14 @@ def run_ops(image: Path, core: Core | None = None, batch: int = OPERATION_BATCH,
     names = [op["name"] for op in result["ops"]]
     if names != list(OPERATIONS):
         raise UserError(f"the image's operations {names} are not {list(OPERATIONS)}", exit_code=1)
+    measured_ops = [op for op in result["ops"] if "unsupported" not in op]
+    op_windows: dict[str, cycles.Tally] = {}
+    loop_window = cycles.ZERO
+    if windows is not None:
+        # The global set-up, the empty batch, then each operation's batch.
+        cycles.check_windows(windows, 2 + len(measured_ops), "per-operation benchmarks")
+        loop_window = windows[1]
+        op_windows = {op["name"]: w for op, w in zip(measured_ops, windows[2:], strict=True)}
     ops = []
     for op in result["ops"]:
         spec = OPERATIONS[op["name"]]
@@ -301,7 +402,23 @@ def run_ops(image: Path, core: Core | None = None, batch: int = OPERATION_BATCH,
             row["allocations"] = int(op["allocations"]) / result["batch"]
             row["stack_high_water"] = int(op["stack_high_water"])
             row["projected_ms"] = list(core.ms(row["instructions"], kind=spec.kind))
+            if setting is not None and spec.name in op_windows:
+                w = op_windows[spec.name]
+                n = result["batch"]
+                one = {"cycles": (w.cycles - loop_window.cycles) / n,
+                       "span": (w.span - loop_window.span) / n,
+                       "fetch_stall": (w.fetch_stall - loop_window.fetch_stall) / n,
+                       "data_wait": (w.data_wait - loop_window.data_wait) / n,
+                       "instructions": (w.instructions - loop_window.instructions) / n}  # fmt: skip
+                one["estimate"] = one["cycles"] + one["span"] / 2
+                row["model"] = one
+                per_ms = setting.mhz * 1000.0
+                row["projected_ms"] = [one["cycles"] / per_ms,
+                                       (one["cycles"] + one["span"]) / per_ms]  # fmt: skip
         ops.append(row)
+    kinds = {kind: projection(core, kind) for kind in OPERATION_KINDS}
+    if setting is not None:
+        kinds = {kind: model_projection(core, setting) for kind in OPERATION_KINDS}
     return {
         "library": result["library"], "library_version": result["library_version"],
         "core": core.arch, "machine": core.machine, "batch": result["batch"],
@@ -309,16 +426,26 @@ def run_ops(image: Path, core: Core | None = None, batch: int = OPERATION_BATCH,
         # A count is exact to the timer's tick divided by the batch.
         "resolution_instructions": per_kticks / 1000 / result["batch"],
         "loop_instructions": loop * per_kticks // 1000, "ops": ops,
-        "projection": {kind: projection(core, kind) for kind in OPERATION_KINDS},
+        "projection": kinds,
     }  # fmt: skip
 
 
-def measure_ops(image: Path, core: Core, runs: int, batch: int = OPERATION_BATCH
-                ) -> dict[str, Any]:  # fmt: skip
-    """`runs` runs of the per-operation benchmarks; every figure must agree."""
-    results = [run_ops(image, core, batch) for _ in range(runs)]
-    for other in results[1:]:
-        if other["ops"] != results[0]["ops"]:
+def measure_ops(image: Path, core: Core, runs: int, batch: int = OPERATION_BATCH,
+                setting: Setting | None = None) -> dict[str, Any]:  # fmt: skip
+    """`runs` runs of the per-operation benchmarks, and one more under the cycle model where a
+    `setting` is given (first in the result); every count must agree."""
+    results = []
+    for _ in range(runs):
+        started = time.monotonic()
+        results.append(run_ops(image, core, batch))
+        plain = time.monotonic() - started
+    if setting is not None:  # the model's run, bounded by the plain run's time
+        results.insert(0, run_ops(image, core, batch, setting=setting,
+                                  timeout=cycles.model_timeout(plain)))  # fmt: skip
+    counted = [[{k: v for k, v in op.items() if k not in ("projected_ms", "model")}
+                for op in r["ops"]] for r in results]  # fmt: skip
+    for other in counted[1:]:
+        if other != counted[0]:
             raise UserError("two runs of the per-operation benchmarks differ; the count is not "
                             "deterministic", exit_code=1)  # fmt: skip
     results[0]["runs"] = runs

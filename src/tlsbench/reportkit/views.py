@@ -64,10 +64,12 @@ def fmt_ci(low: float | None, high: float | None) -> str:
 
 
 def fmt_range(low: float | None, high: float | None) -> str:
-    """A projection's range: 794-1,191."""
+    """A projection: 794-1,191 (a range), or one figure where both ends read the same (the
+    cycle model's)."""
     if low is None or high is None:
         return "-"
-    return f"{fmt_sig(low)}-{fmt_sig(high)}"
+    shown = fmt_sig(low), fmt_sig(high)
+    return shown[0] if shown[0] == shown[1] else f"{shown[0]}-{shown[1]}"
 
 
 def fmt_kib(value: float | None) -> str:

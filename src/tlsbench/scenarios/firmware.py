@@ -22,7 +22,7 @@ from tlsbench.core.errors import UserError
 from tlsbench.core.points import RunPoint
 from tlsbench.driver.declaration import Declared
 from tlsbench.driver.process import Outcome
-from tlsbench.embedded import measured, points
+from tlsbench.embedded import measured, parts, points
 from tlsbench.reportkit.palette import line_colour
 from tlsbench.reportkit.reader import RunReader
 from tlsbench.reportkit.section import Section, SummaryCell, TableSpec, first_per_variant
@@ -126,6 +126,7 @@ def load_firmware(reader: RunReader) -> dict[str, list[Any]]:
         figures = [measured.Measured.from_output(p.variant, o) for o in outputs]
         first = figures[0]
         core = firmware.core_of(first.core)
+        part_name, part_mhz, part_ram, part_flash, label = _projection_part(first, core)
         for side in firmware.SIDES:
             ram, flash = first.ram(side), first.flash(side)
             low, high = first.ms(side)
@@ -139,14 +140,28 @@ def load_firmware(reader: RunReader) -> dict[str, list[Any]]:
                 job=first.job.describe().replace(", records 16384", ""), side=side,
                 instructions=first.instructions(side), identical=identical,
                 ms_low=low, ms_high=high,
-                part=f"{core.part.name}, {core.part.mhz:g} MHz",
+                part=f"{part_name}, {part_mhz:g} MHz",
                 heap=ram["heap"], stack=ram["stack"], data=ram["data"], bss=ram["bss"],
                 ram=ram["total"], text=flash["text"], credentials=flash["credentials"],
-                flash=flash["total"], part_ram=core.part.ram, part_flash=core.part.flash,
-                fits=ram["total"] <= core.part.ram and flash["total"] <= core.part.flash,
-                calibration=core.cpi_range()[1],
+                flash=flash["total"], part_ram=part_ram, part_flash=part_flash,
+                fits=ram["total"] <= part_ram and flash["total"] <= part_flash,
+                calibration=label,
             ))  # fmt: skip
     return {"firmware": rows}
+
+
+def _projection_part(first: measured.Measured, core: firmware.Core
+                     ) -> tuple[str, float, int, int, str]:  # fmt: skip
+    """The part a point's ms are projected to, its clock, RAM and flash, and what the ms rest
+    on: the cycle model's part where the point was modelled, else the core's reference part and
+    CPI range (points stored before the model)."""
+    projection = first.projection
+    if projection.get("kind") == "model":
+        part = parts.part_named(str(projection["part"]))
+        error = projection.get("error", {}).get("label", "")
+        return (part.name, float(projection["clock_mhz"]), part.ram, part.flash,
+                f"{projection.get('model', 'the cycle model')}; {error}")  # fmt: skip
+    return (core.part.name, core.part.mhz, core.part.ram, core.part.flash, core.cpi_range()[1])
 
 
 def firmware_views(model: RunModel) -> list[View]:
@@ -162,11 +177,10 @@ def firmware_views(model: RunModel) -> list[View]:
         "Per core and TLS job, a row per library build: what a device playing the client "
         "needs, measured on its firmware image under QEMU. RAM = heap peak + stack "
         "high-water + .data + .bss of the client-only image; flash = its .text + .data + the "
-        "job's credentials (DER); ms = the client's handshake instructions x the core's "
-        "cycles-per-instruction range at the reference part's clock, calibrated on real boards "
-        "where the core has been (the calibration is named per core; docs/embedded.md gives "
-        "the sources and the error on held-out parts); fits = within that part's RAM and "
-        "flash. Reference parts: "
+        "job's credentials (DER); ms = the client's handshake on the core's part: the cycle "
+        "model of the core and the part's memory at its clock, with the model's measured error "
+        "on same-code board figures (a CPI range where no model exists; docs/embedded.md gives "
+        "the sources); fits = within that part's RAM and flash. Parts: "
         + "; ".join(f"{core}: {r.part}, {fmt_kib(r.part_ram)} KiB RAM, "
                     f"{fmt_kib(r.part_flash)} KiB flash; ms: {r.calibration}"
                     for core, r in sorted(parts.items(), key=lambda kv: _core_order(kv[0])))
