@@ -125,6 +125,14 @@ def how_to_run(written: str) -> tuple[str, list[str]]:
         return "unit", [*argv, "--dry-run"]
     if verb == "VERB":  # `./tlsbench VERB --help`: every verb's
         return "unit", argv
+    if verb == "certs" and len(argv) == 1:
+        # Every kind: the post-quantum and mixed ones are made by the pinned OpenSSL build,
+        # which the unit tier's fake builds do not have (tests/libraries/test_pq_certs.py makes
+        # them for real); here the kinds Python derives, rsa8192's minutes left out.
+        from tlsbench.builds import certs
+
+        derived = [kind for kind in certs.KINDS if kind not in certs.TOOL_KINDS]
+        return "unit", ["certs", *(kind for kind in derived if kind != "rsa8192")]
     if verb in ("run", "report", "compare", "runs", "migrate", "certs", "build"):
         return "unit", argv
     raise AssertionError(f"no way to run `tlsbench {written}` in tests/documented_commands.py")
