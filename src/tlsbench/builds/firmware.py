@@ -462,6 +462,9 @@ OPERATIONS: dict[str, Operation] = {
         Operation("mldsa44_verify", "ML-DSA-44 verify (a certificate's signature)", "public"),
     )
 }
+# The operations only a build with ML-DSA has (wolfSSL 5.9's ml-dsa features): every other
+# build's images say they are unsupported, with the reason.
+ML_DSA_OPERATIONS = ("mldsa44_sign", "mldsa44_verify")
 OPERATION_KINDS = {"public": "public-key arithmetic", "symmetric": "symmetric ciphers and hashes"}
 # Calls per measured batch: the timer's tick (tens of instructions) is divided by it.
 OPERATION_BATCH = 4
