@@ -170,5 +170,8 @@ def test_a_handshake_and_the_operations_under_the_model(build_of) -> None:
         assert first[side]["projected_ms"][0] == model["cycles"] / 100_000
     ops = qemu.run_ops(image, core_of("cortex-m4"), setting=setting)
     for op in ops["ops"]:
+        if "unsupported" in op:  # ML-DSA's, on a build without it: no window, no figure
+            assert op["name"] in firmware.ML_DSA_OPERATIONS and "model" not in op, op
+            continue
         assert op["model"]["cycles"] >= op["instructions"] > 0, op
         assert op["projected_ms"][0] == pytest.approx(op["model"]["cycles"] / 100_000)
