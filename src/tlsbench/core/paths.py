@@ -1,7 +1,11 @@
 """Where the project's files and the cache live, and which commit of the project they are."""
 
 import os
+import shutil
 import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 # The repository root: src/tlsbench/core/paths.py -> four levels up.
@@ -21,6 +25,24 @@ def cache_root() -> Path:
     if configured:
         return Path(configured).expanduser().resolve()
     return Path.home() / ".cache" / "tlsbench"
+
+
+@contextmanager
+def building_folder(folder: Path, built: Path, prefix: str) -> Iterator[Path]:
+    """A fresh folder beside `folder` to build in. When the block ends without an error it
+    becomes `folder`, so that no reader ever sees half a build; where another process put a
+    complete one there first (`built` exists), ours is dropped. Removed in every case."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=folder.parent))
+    try:
+        yield tmp
+        try:
+            tmp.rename(folder)
+        except OSError:
+            if not built.exists():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def commit_id() -> str:

@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +25,7 @@ from typing import Any
 from tlsbench.builds import arches
 from tlsbench.builds.firmware import FIRMWARE, OPERATIONS, TIMEOUT_SECONDS, Core, linker_script
 from tlsbench.builds.sources import Sources
+from tlsbench.core import paths
 from tlsbench.core.errors import UserError
 from tlsbench.embedded.qemu import qemu_command
 
@@ -137,8 +136,7 @@ def image(build: Any, core: Core) -> Path:
     built = folder / IMAGE
     if built.exists():
         return built
-    tmp = Path(tempfile.mkdtemp(prefix=".library-bench-", dir=build.folder))
-    try:
+    with paths.building_folder(folder, built, ".library-bench-") as tmp:
         (tmp / "benchmark_wrapper.c").write_text(program.wrapper)
         (tmp / "firmware.ld").write_text(linker_script(core))
         command = [
@@ -155,13 +153,6 @@ def image(build: Any, core: Core) -> Path:
         if done.returncode != 0:
             raise UserError(f"building {program.source} for {variant.name} failed:\n"
                             f"{done.stderr[-3000:]}", exit_code=1)  # fmt: skip
-        try:
-            tmp.rename(folder)
-        except OSError:
-            if not built.exists():  # else another process built the same image first
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return built
 
 

@@ -26,9 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -139,9 +137,7 @@ def image(core_arch: str, code: str) -> Path:
     built = folder / "p256m.elf"
     if built.exists():
         return built
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".p256m-", dir=folder.parent))
-    try:
+    with paths.building_folder(folder, built, ".p256m-") as tmp:
         (tmp / "p256-m.c").write_text(source)
         (tmp / "firmware.ld").write_text(linker_script(core))
         command = [
@@ -155,13 +151,6 @@ def image(core_arch: str, code: str) -> Path:
         if done.returncode != 0:
             raise UserError(f"building p256-m's benchmark for {core_arch} failed:\n"
                             f"{done.stderr[-3000:]}", exit_code=1)  # fmt: skip
-        try:
-            tmp.rename(folder)
-        except OSError:
-            if not built.exists():  # else another process built the same image first
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return built
 
 

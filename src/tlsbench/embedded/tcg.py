@@ -11,7 +11,6 @@ import re
 import shutil
 import subprocess
 import tarfile
-import tempfile
 from pathlib import Path
 
 from tlsbench.builds.sources import Sources, load_pins
@@ -44,8 +43,7 @@ def plugin(source: Path, name: str, libraries: tuple[str, ...] = (),
     compiler = shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
         raise UserError(f"no host C compiler (cc) to build the QEMU {name} plugin", exit_code=1)
-    tmp = Path(tempfile.mkdtemp(prefix=f".qemu-{name}-", dir=paths.cache_root()))
-    try:
+    with paths.building_folder(folder, built, f".qemu-{name}-") as tmp:
         header = _extract_header(archive, tmp)
         done = subprocess.run(
             [compiler, "-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror",
@@ -56,14 +54,6 @@ def plugin(source: Path, name: str, libraries: tuple[str, ...] = (),
         if done.returncode != 0:
             hint = f" (is {needs} installed? make deps installs it)" if needs else ""
             raise UserError(f"building the QEMU {name} plugin failed{hint}:\n{done.stderr}", 1)
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            tmp.rename(folder)
-        except OSError:
-            if not built.exists():  # else another process built the same plugin first
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return built
 
 
