@@ -49,6 +49,7 @@ OTHER_PROGRAMS_FLAGS = {
     "--specs", "--picolibc-buildtype",  # gcc (newlib; picolibc's specs)
     "--h1", "--log-file",  # h2load
     "--nonce-malloc",  # findings/wolfssl-mbedtls-ticket-nonce.sh
+    "--durations",  # pytest
     "--enable-usersettings", "--enable-x", "--disable-x",  # wolfSSL configure, in general
     "--enable-dh", "--disable-dh", "--enable-pkcallbacks",
     "--minimized-build", "--enable-modules", "--build-targets", "--disable-shared-library",
