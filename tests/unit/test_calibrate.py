@@ -3,6 +3,9 @@ table prints it, and ranges and held-out errors from points (no build, no QEMU).
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from tlsbench.builds import firmware
@@ -115,3 +118,13 @@ def test_projections_use_the_calibration_where_a_core_has_one_and_name_it() -> N
         assert high == max(c.cpi[1] for c in calibrated.values())
         assert core.ms(1_000_000, 100.0) == pytest.approx((low * 10.0, high * 10.0))
     assert "cortex-m3" not in saved["cores"]  # no board of the table has an M3
+
+
+def test_the_pages_table_is_the_saved_calibration() -> None:
+    """docs/embedded.md's table of every point is what `calibrate --markdown` prints for the
+    saved calibration.json, so the page moves when the calibration is written anew."""
+    saved = json.loads(firmware.CALIBRATION_FILE.read_text())
+    page = (Path(__file__).parents[2] / "docs" / "embedded.md").read_text()
+    start = page.index(calibrate.MARKDOWN_HEADER)
+    end = page.index("\n\n", start)
+    assert page[start:end] == calibrate.markdown_table(saved)

@@ -31,6 +31,11 @@ def add_arguments(verb: Verb) -> None:
         "then uses it",
     )
     cal.add_argument("--json", action="store_true", help="print the calibration as JSON")
+    cal.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print every point as the Markdown table docs/embedded.md shows",
+    )
     cal.add_argument("--quiet", action="store_true", help="no build progress lines on stderr")
 
 
@@ -62,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         json.dump(data, sys.stdout, indent=1)
         print()
+    elif args.markdown:
+        print(calibrate.markdown_table(data))
     else:
         print(_text(data))
         if args.write:

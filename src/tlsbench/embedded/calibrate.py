@@ -239,3 +239,26 @@ def result(selection: dict[str, Any], table_path: Path, rows: list[dict[str, Any
 
 def write(data: dict[str, Any], path: Path = firmware.CALIBRATION_FILE) -> None:
     path.write_text(json.dumps(data, indent=1) + "\n")
+
+
+MARKDOWN_HEADER = (
+    "| core | part (clock, wolfSSL) | operation | role | board ms | board cycles "
+    "| tlsbench instructions | CPI | projected ms (calibrated) | miss |\n"
+    "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+)
+
+
+def markdown_table(data: dict[str, Any]) -> str:
+    """Every point of a calibration as the Markdown table docs/embedded.md shows (a unit test
+    holds the page to the saved calibration.json)."""
+    rows = [MARKDOWN_HEADER]
+    for r in data["points"]:
+        projected = r.get("projected_ms")
+        shown = f"{projected[0]:.3f} - {projected[1]:.3f}" if projected else "-"
+        miss = (f"{r['miss'] * 100:+.0f} %" if r.get("miss") else "inside") if projected else ""
+        rows.append(
+            f"| {r['core'].removeprefix('cortex-')} | {r['part']} ({r['mhz']:g} MHz, "
+            f"{r['version']}) | {r['operation']} | {r['role']} | {r['board_ms']:.3f} "
+            f"| {r['cycles']:,} | {r['instructions']:,} | {r['cpi']:.2f} | {shown} | {miss} |"
+        )
+    return "\n".join(rows)
