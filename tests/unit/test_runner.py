@@ -4,6 +4,7 @@ driver's environment and CPU."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -323,3 +324,41 @@ payload = [16, 64, 256, 1024]
               and "done" not in line.rsplit("  ", 1)[-1]]  # fmt: skip
     assert len(status) <= elapsed / 10 + 1, proc.stderr
     assert "run 1: 12 ok, 0 unsupported, 0 failed" in proc.stderr
+
+
+HANDSHAKE = """
+question = "Does a run store the digest of the certificates it used?"
+repetitions = 1
+
+[defaults]
+scenario = "handshake"
+tls = "1.3"
+cert = "rsa2048"
+iterations = 3
+warmup = 0
+
+[matrix]
+variant = ["null"]
+"""
+
+
+def test_a_run_stores_its_credentials_digest_and_resume_refuses_other_ones(
+    tmp_path: Path,
+) -> None:
+    """The digest stored is the one `tlsbench certs` prints; a run whose stored digest is not
+    this machine's set is not resumed (its figures would mix two sets)."""
+    experiment = tmp_path / "handshake.toml"
+    experiment.write_text(HANDSHAKE)
+    db = tmp_path / "r.db"
+    proc = tlsbench("run", str(experiment), "--db", str(db), "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    stored = json.loads(Store(db).run("latest")["environment"])["credentials"]
+    printed = json.loads(tlsbench("certs", "rsa2048", "--json").stdout)
+    assert stored["layout"] == printed["layout"]
+    assert stored["kinds"] == {"rsa2048": printed["kinds"]["rsa2048"]["sha256"]}
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE runs SET status = 'failed', environment = json_set(environment, "
+                     "'$.credentials.kinds.rsa2048', 'f00d')")  # fmt: skip
+    again = tlsbench("run", "--resume", "latest", "--db", str(db))
+    assert again.returncode == 2, again.stderr
+    assert "its rsa2048 certificates had other bytes than this machine's" in again.stderr
