@@ -4,11 +4,11 @@ table prints it, and ranges and held-out errors from points (no build, no QEMU).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from tlsbench.builds import firmware
+from tlsbench.core import paths
 from tlsbench.core.errors import UserError
 from tlsbench.embedded import calibrate
 
@@ -124,7 +124,7 @@ def test_the_pages_table_is_the_saved_calibration() -> None:
     """docs/embedded.md's table of every point is what `calibrate --markdown` prints for the
     saved calibration.json, so the page moves when the calibration is written anew."""
     saved = json.loads(firmware.CALIBRATION_FILE.read_text())
-    page = (Path(__file__).parents[2] / "docs" / "embedded.md").read_text()
+    page = (paths.REPO / "docs" / "embedded.md").read_text()
     start = page.index(calibrate.MARKDOWN_HEADER)
     end = page.index("\n\n", start)
     assert page[start:end] == calibrate.markdown_table(saved)
